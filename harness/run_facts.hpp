@@ -1,0 +1,58 @@
+// RunFacts: what the supervisor observed during one run, in memory (it is also
+// written line by line as harness.jsonl, see below). The expectation checker turns
+// RunFacts + TriageResult + the scenario's [expect] into a verdict.
+//
+// harness.jsonl: one JSON object per line, every line has "t" (Unix seconds,
+// microsecond precision) and "ev":
+//   run_start  scenario, world_size, deadline_s, timeouts{init_s,collective_s,progress_s,heartbeat_s}, port
+//   launch     rank, pid, argv
+//   fault      kind, ranks[], detail          an injector fired (t = firing time)
+//   revert     kind, detail                   an injector undid its action
+//   detect     detector, rank (-1 = job-wide), detail   first firing of a detector per rank
+//   exit       rank, code (int|null), signal (int|null), status (code, or 128+signal)
+//   stack      rank, file, tool, ok           stack captured into ranks/<r>/stack.txt
+//   teardown   reason (all_exited | hang | deadline | interrupted | error)
+//   run_end    outcome (completed | hang | crash | slow), duration_s
+// Detector names: backend_timeout, backend_error, exit_monitor, harness_watchdog,
+// heartbeat_loss (triage is added by the checker from the triage answer).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hanglab {
+
+struct Detection {
+  std::string detector;
+  int rank = -1;     // -1: job-wide
+  double t = 0;      // Unix seconds
+  std::string detail;
+};
+
+struct FaultFiring {
+  std::string kind;
+  std::vector<int> ranks;
+  double t = 0;      // Unix seconds
+  std::string detail;
+};
+
+struct RankExit {
+  int rank = -1;
+  std::optional<int> code;    // exit code when exited normally
+  std::optional<int> signal;  // signal number when killed
+  double t = 0;
+  int status() const { return signal ? 128 + *signal : code.value_or(-1); }
+};
+
+struct RunFacts {
+  double start_t = 0;                 // launch time, Unix seconds
+  double end_t = 0;
+  std::string outcome;                // completed | hang | crash | slow
+  std::string teardown_reason;        // all_exited | hang | deadline | interrupted | error
+  std::vector<FaultFiring> faults;
+  std::vector<Detection> detections;  // in time order
+  std::vector<RankExit> exits;
+};
+
+}  // namespace hanglab

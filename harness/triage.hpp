@@ -1,0 +1,81 @@
+// Triage: the analyzer. A pure function of a run directory (harness.jsonl, ranks/<r>/
+// events.jsonl, stdout.log, stderr.log, stack.txt) that builds the rank timeline and
+// answers the playbook's four questions. It never looks at the scenario's [[fault]]
+// tables or at harness "fault" events to decide: it must reach its answer from what
+// the ranks and the supervisor observed, as it would on a real incident.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace hanglab {
+
+struct RankTimeline {
+  int rank = -1;
+  std::string liveness;            // completed | dead | hung | frozen | slow
+  int last_step = 0;               // last completed step (0 = none)
+  std::string last_phase;          // last phase begun and not ended, else last phase
+  long long last_coll_seq = 0;     // last collective entered
+  std::string last_coll_op;
+  std::string last_coll_edge;      // begin (stuck inside) | end
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  double mean_step_ms = 0;         // over completed steps
+  double last_event_t = 0;         // last trace event of any kind (incl. hb)
+  double last_progress_t = 0;      // last non-heartbeat event
+  std::string stuck_in;            // innermost interesting frame from stack.txt, if any
+};
+
+struct StuckCollective {
+  std::string op;
+  long long seq = 0;
+  std::vector<int> waiting_ranks;  // inside the collective
+  std::vector<int> absent_ranks;   // never entered it
+};
+
+struct Failure {
+  int rank = -1;
+  double t = 0;
+  std::string what;      // e.g. "killed by SIGKILL", "Timed out waiting 5000ms for recv"
+  std::string evidence;  // file:line
+};
+
+struct Evidence {
+  std::string ref;   // relative path:line, e.g. ranks/1/events.jsonl:42
+  std::string text;  // what it shows
+};
+
+struct TriageResult {
+  std::string phase;                 // init | training | checkpoint | eval | data | shutdown
+  std::string scope;                 // all | subset | none
+  int world_size = 0;
+  int last_good_step = 0;            // last step completed by every rank
+  std::vector<RankTimeline> per_rank;
+  std::vector<int> missing_ranks;    // ranks not where the others are (absent/exited/diverged)
+  std::optional<StuckCollective> stuck_collective;
+  std::optional<Failure> first_failure;
+  std::vector<Failure> echoes;       // later failures caused by the first
+  std::optional<long long> divergence_seq;  // first seq where per-rank (step, op, numel) differ
+  std::optional<int> divergence_step;
+  std::string category;  // rendezvous | collective_mismatch | rank_exit | straggler | data_loading | network | resource_limit | none | unknown
+  std::string cause;     // skipped_collective, uneven_batches, killed, crashed, oom, frozen, ...
+  std::string confidence;            // high | medium | low
+  std::vector<std::string> answers;  // the four questions, one line each
+  std::vector<Evidence> evidence;
+  std::vector<std::string> next_steps;
+};
+
+// Analyzes a run directory. Throws std::runtime_error only when `dir` is not readable
+// or has no ranks/ folder; missing or truncated files inside are handled as data.
+TriageResult triage_run_dir(const std::filesystem::path& dir);
+
+nlohmann::json to_json(const TriageResult& r);
+// The human report: the four answers, the per-rank timeline table, first failure,
+// echoes, evidence and next steps.
+std::string render_text(const TriageResult& r);
+
+}  // namespace hanglab
