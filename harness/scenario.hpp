@@ -28,8 +28,14 @@ struct FaultSpec {
   std::vector<int> ranks;        // validated: 0 <= r < world_size, no duplicates
   std::optional<int> at_step;    // trigger: when the rank enters this step (1-based)
   std::optional<double> at_s;    // trigger: seconds after launch
-  toml::table table;             // the whole [[fault]] table, for the injector's configure()
+  // The whole [[fault]] table, for the injector's configure(), with source positions.
+  // toml++ drops positions when a table is *copied*: move Scenarios, or configure the
+  // injectors from the Scenario load_scenario() returned.
+  toml::table table;
   SourcePos pos;                 // where the [[fault]] table starts
+  int index = 0;                 // 0-based position among the [[fault]] tables
+  // Key path prefix for errors about this table, e.g. "fault[1]" (so "fault[1].signal").
+  std::string key_prefix() const { return "fault[" + std::to_string(index) + "]"; }
 };
 
 struct WorkloadSpec {

@@ -1,0 +1,155 @@
+#include "report.hpp"
+
+#include <csignal>
+#include <cstring>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "util.hpp"
+
+namespace hanglab {
+
+using nlohmann::json;
+
+namespace {
+
+std::string signal_text(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : std::to_string(sig);
+}
+
+double first_fault_t(const RunFacts& f) { return f.faults.empty() ? f.start_t : f.faults.front().t; }
+
+}  // namespace
+
+json run_json(const Scenario& sc, const RunResult& res, const HostInfo& host) {
+  utsname u{};
+  ::uname(&u);
+  char hostname[256] = {0};
+  ::gethostname(hostname, sizeof hostname - 1);
+  const RunFacts& f = res.facts;
+  json faults = json::array(), detections = json::array(), exits = json::array();
+  double ft = first_fault_t(f);
+  for (const auto& x : f.faults)
+    faults.push_back({{"kind", x.kind}, {"ranks", x.ranks}, {"t", x.t}, {"after_launch_s", x.t - f.start_t}, {"detail", x.detail}});
+  for (const auto& d : f.detections)
+    detections.push_back({{"detector", d.detector}, {"rank", d.rank}, {"t", d.t}, {"after_fault_s", d.t - ft}, {"detail", d.detail}});
+  for (const auto& e : f.exits)
+    exits.push_back({{"rank", e.rank},
+                     {"code", e.code ? json(*e.code) : json(nullptr)},
+                     {"signal", e.signal ? json(signal_text(*e.signal)) : json(nullptr)},
+                     {"status", e.status()},
+                     {"t", e.t}});
+  return {{"scenario", sc.name},
+          {"file", sc.file.string()},
+          {"description", sc.description},
+          {"tags", sc.tags},
+          {"host",
+           {{"hostname", hostname},
+            {"kernel", std::string(u.sysname) + " " + u.release},
+            {"machine", u.machine},
+            {"cpus", ::sysconf(_SC_NPROCESSORS_ONLN)},
+            {"root", host.is_root},
+            {"cgroup_v2", host.cgroup_v2},
+            {"cgroup_v1_cpu", host.cgroup_v1_cpu},
+            {"mount_namespaces", host.mount_namespaces},
+            {"gpu", host.gpu}}},
+          {"settings",
+           {{"workload", sc.workload.command.empty() ? json(sc.workload.name) : json(sc.workload.command)},
+            {"backend", sc.workload.backend},
+            {"world_size", sc.workload.world_size},
+            {"steps", sc.workload.steps},
+            {"launcher", sc.workload.launcher},
+            {"deadline_s", sc.deadline_s},
+            {"timeouts",
+             {{"init_s", sc.timeouts.init_s},
+              {"collective_s", sc.timeouts.collective_s},
+              {"progress_s", sc.timeouts.progress_s},
+              {"heartbeat_s", sc.timeouts.heartbeat_s}}}}},
+          {"start_t", f.start_t},
+          {"end_t", f.end_t},
+          {"duration_s", res.duration_s},
+          {"outcome", f.outcome},
+          {"teardown_reason", f.teardown_reason},
+          {"faults", faults},
+          {"detections", detections},
+          {"exits", exits},
+          {"triage", {{"category", res.triage.category}, {"cause", res.triage.cause}, {"missing_ranks", res.triage.missing_ranks}}},
+          {"verdict", to_json(res.verdict)}};
+}
+
+std::string verdict_line(const RunResult& res) {
+  const Verdict& v = res.verdict;
+  std::string status = v.status;
+  for (auto& c : status) c = static_cast<char>(toupper(c));
+  if (v.status == "skipped") return fmt::format("{:<8} {:<28} {}", status, res.scenario, v.skip_reason);
+  std::string det;
+  for (const auto& [d, s] : v.first_detection_s) det += fmt::format("{}{}@{:+.1f}s", det.empty() ? "" : " ", d, s);
+  std::string failed;
+  for (const auto& c : v.checks)
+    if (c.status != "pass") failed += fmt::format("; {} {}: want {}, got {}", c.status, c.name, c.expected, c.actual);
+  return fmt::format("{:<8} {:<28} outcome={:<9} triage={}/{} {:5.1f}s  {}{}", status, res.scenario,
+                     res.facts.outcome.empty() ? "-" : res.facts.outcome, res.triage.category.empty() ? "-" : res.triage.category,
+                     res.triage.cause.empty() ? "-" : res.triage.cause, res.duration_s, det.empty() ? "no detections" : det,
+                     failed);
+}
+
+std::string summary_table(const std::vector<RunResult>& results) {
+  std::string out = fmt::format("{:<28} {:<8} {:<10} {:<36} {:>8}\n", "scenario", "verdict", "outcome", "triage", "time_s");
+  int pass = 0, fail = 0, unknown = 0, skipped = 0;
+  for (const auto& r : results) {
+    out += fmt::format("{:<28} {:<8} {:<10} {:<36} {:>8.1f}\n", r.scenario, r.verdict.status,
+                       r.facts.outcome.empty() ? "-" : r.facts.outcome,
+                       r.triage.category.empty() ? "-" : r.triage.category + "/" + r.triage.cause, r.duration_s);
+    if (r.verdict.status == "pass") ++pass;
+    else if (r.verdict.status == "fail") ++fail;
+    else if (r.verdict.status == "skipped") ++skipped;
+    else ++unknown;
+  }
+  out += fmt::format("{} passed, {} failed, {} unknown, {} skipped\n", pass, fail, unknown, skipped);
+  return out;
+}
+
+std::string render_run_report(const Scenario& sc, const RunResult& res) {
+  const RunFacts& f = res.facts;
+  std::string out = fmt::format("hanglab run report: {}\n", sc.name);
+  if (!sc.reproduces.empty()) out += "Reproduces: " + sc.reproduces + "\n";
+  if (!sc.expected_note.empty()) out += "Expected:   " + sc.expected_note + "\n";
+  out += fmt::format("Run dir:    {}\nVerdict:    {}\n", res.run_dir.string(), res.verdict.status);
+  if (res.verdict.status == "skipped") return out + "Skipped:    " + res.verdict.skip_reason + "\n";
+  out += fmt::format("Outcome:    {} (teardown: {}), {:.1f} s\n\n", f.outcome.empty() ? "-" : f.outcome,
+                     f.teardown_reason, res.duration_s);
+  out += "Expectations:\n";
+  for (const auto& c : res.verdict.checks)
+    out += fmt::format("  [{:<7}] {:<28} expected {:<24} got {}{}\n", c.status, c.name, c.expected, c.actual,
+                       c.reason.empty() ? "" : "  (" + c.reason + ")");
+  out += "\nTimeline (seconds after launch):\n";
+  struct Line {
+    double t;
+    std::string text;
+  };
+  std::vector<Line> lines;
+  for (const auto& x : f.faults) lines.push_back({x.t, fmt::format("fault     {} -> {}", x.kind, x.detail)});
+  for (const auto& d : f.detections)
+    lines.push_back({d.t, fmt::format("detect    {}{}: {}", d.detector, d.rank >= 0 ? fmt::format(" rank {}", d.rank) : "", d.detail)});
+  for (const auto& e : f.exits)
+    lines.push_back({e.t, fmt::format("exit      rank {} {}", e.rank,
+                                      e.signal ? "signal " + signal_text(*e.signal) : "code " + std::to_string(e.code.value_or(-1)))});
+  std::stable_sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.t < b.t; });
+  for (const auto& l : lines) out += fmt::format("  {:+8.3f}  {}\n", l.t - f.start_t, l.text);
+  out += "\n" + render_text(res.triage);
+  return out;
+}
+
+JunitSuite junit_suite(const Scenario& sc, const RunResult& res) {
+  JunitSuite s;
+  s.name = sc.name;
+  s.time_s = res.duration_s;
+  s.verdict = res.verdict;
+  s.run_dir = res.run_dir.string();
+  return s;
+}
+
+}  // namespace hanglab

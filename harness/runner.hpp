@@ -1,0 +1,53 @@
+// Runner: one scenario from validated Scenario to verdict. It creates the run directory,
+// picks a free rendezvous port, builds each rank's launch spec (workload argv, the
+// torchrun-compatible and HANGLAB_* environment, injector preparations), supervises
+// the run, always reverts the injectors, triages the run directory, checks the
+// expectations and writes run.json, triage.json, report.txt and junit.xml.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "expect.hpp"
+#include "injector.hpp"
+#include "run_facts.hpp"
+#include "scenario.hpp"
+#include "triage.hpp"
+
+namespace hanglab {
+
+struct PreparedScenario {
+  Scenario scenario;
+  std::vector<std::unique_ptr<Injector>> injectors;  // one per [[fault]], configured
+};
+
+// Loads and fully validates (including each injector's configure()). Throws ConfigError.
+PreparedScenario prepare_scenario(const std::filesystem::path& file);
+
+// Expands files and directories (their *.toml, sorted) into scenario files. Throws
+// ConfigError for a path that does not exist.
+std::vector<std::filesystem::path> expand_scenario_paths(const std::vector<std::string>& paths);
+
+struct RunOptions {
+  std::filesystem::path results_dir = "results";
+  bool capture_stacks = true;
+  int interrupt_fd = -1;
+};
+
+struct RunResult {
+  std::string scenario;
+  std::filesystem::path run_dir;   // empty when nothing ran
+  RunFacts facts;
+  TriageResult triage;
+  Verdict verdict;
+  double duration_s = 0;
+};
+
+// Empty if the scenario can run on this host, else the reason it is skipped.
+std::string unsupported_reason(const PreparedScenario& ps, const HostInfo& host);
+
+RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOptions& opts);
+
+}  // namespace hanglab

@@ -1,0 +1,37 @@
+// Small system helpers shared by the harness: clocks, time stamps, whole-file I/O,
+// an O_APPEND JSON-lines writer, and errno-carrying system errors.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace hanglab {
+
+double unix_now();                      // Unix seconds, microsecond precision
+double mono_now();                      // CLOCK_MONOTONIC seconds
+std::string utc_stamp(double unix_t);   // 20261129T082659Z
+std::string iso_time(double unix_t);    // 2026-11-29T08:26:59.123456Z
+
+std::string read_file(const std::filesystem::path& p);  // throws SystemError
+void write_file(const std::filesystem::path& p, const std::string& data);  // temp + rename
+
+// A std::runtime_error naming the syscall, errno text and context.
+[[noreturn]] void throw_system_error(const std::string& call, const std::string& context);
+
+// Appends one JSON object per line with a single write(2) on an O_APPEND fd.
+class JsonlWriter {
+ public:
+  JsonlWriter() = default;
+  explicit JsonlWriter(const std::filesystem::path& p);
+  ~JsonlWriter();
+  JsonlWriter(const JsonlWriter&) = delete;
+  JsonlWriter& operator=(const JsonlWriter&) = delete;
+  void write(const nlohmann::json& obj);
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace hanglab
