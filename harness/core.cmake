@@ -5,6 +5,11 @@ set(HANGLAB_INJECTOR_SOURCES
   ${PROJECT_SOURCE_DIR}/injectors/kill_rank.cpp
   ${PROJECT_SOURCE_DIR}/injectors/skip_collective.cpp
   ${PROJECT_SOURCE_DIR}/injectors/uneven_batches.cpp
+  ${PROJECT_SOURCE_DIR}/injectors/process_control.cpp
+  ${PROJECT_SOURCE_DIR}/injectors/freeze_rank.cpp
+  ${PROJECT_SOURCE_DIR}/injectors/throttle_cpu.cpp
+  ${PROJECT_SOURCE_DIR}/injectors/exception_on_rank.cpp
+  ${PROJECT_SOURCE_DIR}/injectors/oom_rank.cpp
 )
 add_library(hanglab_core STATIC
   util.cpp host.cpp workloads.cpp supervisor.cpp runner.cpp report.cpp
@@ -16,6 +21,7 @@ target_link_libraries(hanglab PRIVATE hanglab_core CLI11::CLI11)
 
 hanglab_unit_test(supervisor_test supervisor_test.cpp hanglab_core)
 hanglab_unit_test(injector_contract_test ${PROJECT_SOURCE_DIR}/injectors/injector_contract_test.cpp hanglab_core)
+hanglab_unit_test(process_faults_test ${PROJECT_SOURCE_DIR}/injectors/process_faults_test.cpp hanglab_core)
 
 # End-to-end: every scenario file is a CTest test, labelled by its tags. Exit 4
 # (unsupported here) is reported as skipped, never as passed. Scenario runs are timing

@@ -306,7 +306,7 @@ void Supervisor::on_trace_event(Rank& r, const json& ev) {
       detect("backend_error", r.rank, detail, t);
   } else if (kind == "fault") {
     for (auto& f : faults_) {
-      if (f.fired || !f.injector->in_process() || f.spec->kind != ev.value("kind", "")) continue;
+      if (f.fired || !f.injector->in_process() || f.injector->hook_kind() != ev.value("kind", "")) continue;
       bool targeted = false;
       for (int x : f.spec->ranks) targeted = targeted || x == r.rank;
       if (targeted) record_fault(f, fmt::format("rank {}: {}", r.rank, ev.value("detail", "")), ev.value("t", unix_now()));
@@ -366,6 +366,11 @@ void Supervisor::reap() {
 
 void Supervisor::check_triggers(double now) {
   for (auto& f : faults_) {
+    if (f.fired && !f.injector->in_process()) {
+      std::string detail = f.injector->tick(*this, now - f.fired_mono);
+      if (!detail.empty())
+        harness_log_.write({{"t", unix_now()}, {"ev", "fault_tick"}, {"kind", f.spec->kind}, {"detail", detail}});
+    }
     if (f.fired || f.injector->in_process()) continue;
     bool due = false;
     if (f.spec->at_s) {
@@ -380,6 +385,7 @@ void Supervisor::check_triggers(double now) {
     }
     if (!due) continue;
     double t = unix_now();
+    f.fired_mono = now;
     std::string detail = f.injector->fire(*this);
     record_fault(f, detail, t);
   }

@@ -26,6 +26,7 @@ struct ArmedFault {
   const FaultSpec* spec = nullptr;
   Injector* injector = nullptr;
   bool fired = false;
+  double fired_mono = 0;
 };
 
 struct SupervisorOptions {

@@ -28,6 +28,12 @@ struct RankTimeline {
   double last_event_t = 0;         // last trace event of any kind (incl. hb)
   double last_progress_t = 0;      // last non-heartbeat event
   std::string stuck_in;            // innermost interesting frame from stack.txt, if any
+  // Median per-step time outside collectives (dur_ms minus time inside the step's
+  // collectives): in synchronous DDP every rank's dur_ms is paced by the slowest one,
+  // so this is what tells the straggler from the ranks waiting for it.
+  double busy_step_ms = 0;
+  double last_hb_t = 0;            // last heartbeat (0 = none)
+  std::string failure;             // this rank's first failure, short ("" = none)
 };
 
 struct StuckCollective {
@@ -64,6 +70,8 @@ struct TriageResult {
   std::string category;  // rendezvous | collective_mismatch | rank_exit | straggler | data_loading | network | resource_limit | none | unknown
   std::string cause;     // skipped_collective, uneven_batches, killed, crashed, oom, frozen, ...
   std::string confidence;            // high | medium | low
+  std::string summary;               // one-line headline: category, cause, ranks, what happened
+  double t0 = 0;                     // run start (Unix s); the text report shows times relative to it
   std::vector<std::string> answers;  // the four questions, one line each
   std::vector<Evidence> evidence;
   std::vector<std::string> next_steps;

@@ -22,6 +22,7 @@ class HookInjector : public Injector {
   void configure(const FaultSpec& spec, const std::string& file) override;
   void prepare_rank(int rank, LaunchSpec& spec) override;
   bool in_process() const override { return true; }
+  std::string hook_kind() const override { return hook_kind_; }
 
  protected:
   // Extra validation of the assembled hook object (e.g. a key required by a mode).

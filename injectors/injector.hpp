@@ -11,6 +11,8 @@
 //                               in-process hooks. Exceptions abort the run before launch.
 //   fire(job)                   when the trigger is due (runtime injectors only); returns a
 //                               one-line detail for harness.jsonl.
+//   tick(job, since_fire_s)     on every supervisor tick after fire(), while ranks run: for
+//                               faults with a duration or a duty cycle (SIGCONT after N s).
 //   revert(job)                 always, exactly once per run, on every path (normal end,
 //                               harness error, Ctrl-C), even if fire never ran; must be
 //                               idempotent and must only undo what this injector created.
@@ -76,7 +78,11 @@ class Injector {
   virtual std::string unsupported_reason(const HostInfo&) const { return {}; }
   virtual void prepare_rank(int /*rank*/, LaunchSpec& /*spec*/) {}
   virtual bool in_process() const { return false; }
+  // For in-process injectors: the hook kind the rank reports in its trace `fault` events.
+  virtual std::string hook_kind() const { return {}; }
   virtual std::string fire(Job& /*job*/) { return {}; }
+  // Returns a non-empty detail when it acted (logged to harness.jsonl as `fault_tick`).
+  virtual std::string tick(Job& /*job*/, double /*since_fire_s*/) { return {}; }
   virtual void revert(Job& /*job*/) {}
 };
 

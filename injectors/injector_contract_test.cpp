@@ -92,7 +92,7 @@ TEST_CASE("in-process injectors hook only their ranks; every revert is idempoten
       if (inj->in_process()) {
         CHECK(s.hooks.size() == (r == 1 ? 1u : 0u));
         if (r == 1) {
-          CHECK(s.hooks[0].value("kind", "") == i.kind);
+          CHECK(s.hooks[0].value("kind", "") == inj->hook_kind());
           CHECK(s.hooks[0].value("at_step", 0) == 3);
         }
       }

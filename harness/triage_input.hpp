@@ -1,0 +1,160 @@
+// Triage input: the observations in one run directory, parsed but not yet judged.
+// load_run_observations() reads harness.jsonl and every ranks/<r>/ folder (events.jsonl,
+// stdout.log, stderr.log, stack.txt) into plain structs that keep the file:line of each
+// fact, so the analyzer (triage.cpp) can cite its evidence. Internal to hanglab_triage.
+//
+// Harness `fault` events are deliberately not kept: they are the injected ground truth,
+// and triage must reach its answer from observations only, as on a real incident.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hanglab {
+
+struct CollRecord {
+  long long seq = 0;
+  std::string op;
+  long long numel = -1;
+  int step = 0;
+  double begin_t = 0;
+  int begin_line = 0;
+  std::optional<double> end_t;  // absent: still inside, or the collective threw
+  int end_line = 0;
+  std::string phase;            // innermost phase open when the rank entered it
+};
+
+struct StepRecord {
+  int step = 0;
+  double t = 0;
+  double dur_ms = 0;
+  double coll_ms = 0;  // time inside collectives of this step (waiting for peers included)
+  int line = 0;
+};
+
+struct ErrorRecord {
+  double t = 0;
+  int line = 0;
+  std::string msg;
+  std::string where;
+  std::string cls;  // timeout | comm | rendezvous | data | other (workload's classification)
+  int step = 0;
+  long long seq = 0;
+};
+
+struct FaultRecord {  // a rank's own `fault` trace event: citable, never decisive
+  double t = 0;
+  int line = 0;
+  std::string kind;
+  std::string detail;
+};
+
+// A stdout/stderr line that matched one of the known failure patterns (see kLogPatterns).
+struct LogHit {
+  std::string file;  // stdout.log | stderr.log
+  int line = 0;
+  double t = 0;      // from the harness' timestamp prefix; 0 when absent
+  std::string tag;   // pattern tag: wrong_ifname, connection_refused, oom, segfault, ...
+  std::string text;  // the line without its timestamp prefix
+};
+
+struct StackFrameInfo {
+  std::string tool;    // gdb | py-spy | unknown
+  std::string frame;   // innermost interesting frame of the main thread
+  int line = 0;        // line of that frame in stack.txt
+};
+
+struct RankObservations {
+  int rank = -1;
+  bool has_trace = false;  // at least one parseable event
+  std::vector<int> bad_lines;  // unparsable trace lines (a kill mid-write), skipped
+  std::optional<double> start_t;
+  int start_line = 0;
+  std::optional<long long> pid;
+  bool init_ended = false;
+  int init_end_line = 0;
+  // Phases in begin order that have not ended yet (innermost last).
+  std::vector<std::string> open_phases;
+  std::string last_phase;  // innermost open phase, else the last one seen
+  bool last_phase_ended = false;  // no phase open: last_phase is the last one that ended
+  int last_phase_line = 0;
+  double last_phase_t = 0;
+  int last_phase_step = 0;
+  std::vector<StepRecord> steps;  // in trace order
+  std::map<long long, CollRecord> colls;
+  std::vector<double> hb_t;
+  int last_hb_line = 0;
+  std::vector<FaultRecord> faults;
+  std::vector<ErrorRecord> errors;
+  std::optional<int> trace_exit_code;
+  double trace_exit_t = 0;
+  int trace_exit_line = 0;
+  double first_t = 0;
+  double last_t = 0;  // any event incl. hb
+  int last_line = 0;
+  double last_progress_t = 0;  // any event but hb
+  int last_progress_line = 0;
+  std::vector<LogHit> log_hits;
+  // Memory-cgroup / kernel evidence of an OOM kill (ranks/<r>/oom.txt: memory.events
+  // counters and the kernel's oom-kill lines, collected like `dmesg` on a real node).
+  std::optional<LogHit> oom_evidence;
+  std::optional<StackFrameInfo> stack;
+};
+
+struct HarnessLaunch {
+  double t = 0;
+  int line = 0;
+  long long pid = 0;
+};
+
+struct HarnessExit {
+  double t = 0;
+  int line = 0;
+  std::optional<int> code;
+  std::optional<int> signal;
+};
+
+struct HarnessDetect {
+  double t = 0;
+  int line = 0;
+  std::string detector;
+  int rank = -1;
+  std::string detail;
+};
+
+struct HarnessObservations {
+  bool present = false;
+  std::optional<double> start_t;
+  std::optional<int> world_size;
+  std::optional<double> heartbeat_s;
+  std::optional<double> collective_s;
+  std::optional<double> init_s;
+  std::map<int, HarnessLaunch> launches;
+  std::map<int, HarnessExit> exits;  // first exit per rank
+  std::vector<HarnessDetect> detections;
+  std::optional<double> teardown_t;
+  std::string teardown_reason;
+  int teardown_line = 0;
+  std::optional<double> end_t;  // run_end
+};
+
+struct RunObservations {
+  HarnessObservations harness;
+  std::map<int, RankObservations> ranks;  // every ranks/<r>/ folder, plus launched ranks
+};
+
+// Reads a run directory. Per rank: events.jsonl, stdout.log, stderr.log, stack.txt, oom.txt. Throws std::runtime_error when `dir` or `dir`/ranks is not a
+// readable directory; anything inside that is missing or malformed is data.
+RunObservations load_run_observations(const std::filesystem::path& dir);
+
+// Innermost interesting frame of the main thread in a gdb `thread apply all bt` /
+// `bt` output or a py-spy dump; exposed for unit tests.
+std::optional<StackFrameInfo> parse_stack_text(const std::string& text);
+
+// "2026-11-29T09:26:59.123456Z" -> Unix seconds; nullopt when malformed.
+std::optional<double> parse_log_timestamp(const std::string& s);
+
+}  // namespace hanglab

@@ -1,0 +1,39 @@
+// exception_on_rank: an unhandled exception kills one rank mid-step — a CUDA error
+// (illegal memory access, device-side assert), a bad sample in the data pipeline, a
+// bug in one rank's branch. The rank's forward throws at the trigger step, the error
+// reaches the workload's top level (trace `error` event) and the rank exits with code
+// 1; its peers are left waiting in the step's collectives. Program logic, so it is an
+// in-process hook ("exception") of workloads/common, which traces a `fault` event just
+// before it throws.
+#include "hook_injector.hpp"
+
+namespace hanglab {
+
+namespace {
+
+std::vector<KeyDoc> exception_keys() {
+  return {{"message", "string", "injected RuntimeError: CUDA error: an illegal memory access was encountered",
+           "what() of the exception thrown in forward (what the rank's log and trace show)"}};
+}
+
+class ExceptionOnRank : public HookInjector {
+ public:
+  ExceptionOnRank() : HookInjector("exception", exception_keys()) {}
+
+ protected:
+  void validate(const nlohmann::json& hook, const FaultSpec& spec, const std::string& file) override {
+    if (hook.value("message", "").empty())
+      throw config_error_at(file, *spec.table.get("message"), spec.key_prefix() + ".message", "must not be empty");
+  }
+};
+
+}  // namespace
+
+InjectorInfo exception_on_rank_info() {
+  return {"exception_on_rank", "the chosen ranks throw an unhandled exception in forward (CUDA error, bad sample): exit 1",
+          "in-process hook \"exception\" (HANGLAB_HOOKS) in workloads/common; the rank traces a `fault` event, throws "
+          "std::runtime_error(message) in forward of the trigger step and exits with code 1",
+          exception_keys(), [] { return std::make_unique<ExceptionOnRank>(); }};
+}
+
+}  // namespace hanglab

@@ -1,0 +1,90 @@
+// The rank trace (`events.jsonl`): one JSON object per line, each line written with a
+// single unbuffered write(2) on an O_APPEND|O_CLOEXEC descriptor, so that
+//   - the last event before a SIGKILL is already on disk (nothing sits in a buffer),
+//   - lines from concurrent writers (the heartbeat thread, the training thread, even a
+//     second process appending to the same file) never interleave.
+// Every line starts with `t` (Unix seconds, microsecond precision), `rank`, `ev`; the
+// event's own fields follow in the order given. The event names and fields are the
+// rank-trace table of DESIGN.md.
+//
+// Also provides Heartbeat: a side thread that writes {"ev":"hb"} every period until
+// stopped, so the harness can tell "alive but blocked" (hb, no progress) from "frozen"
+// (no hb while the process exists).
+//
+// A Trace built from an unset HANGLAB_TRACE is disabled and every call is a no-op.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace hanglab {
+
+// Insertion-ordered, so trace lines read in the order fields were given.
+using TraceFields = nlohmann::ordered_json;
+
+// Wall-clock time as Unix seconds with microsecond resolution.
+double unix_time_now();
+
+class Trace {
+ public:
+  // Disabled trace: emit() does nothing.
+  Trace() = default;
+  // Opens (creating parents and the file) `path` for appending. Throws std::system_error
+  // naming the syscall and path when it cannot.
+  Trace(const std::string& path, int rank);
+  // From HANGLAB_TRACE; disabled when unset or empty. Throws like the constructor.
+  static Trace from_env(int rank);
+
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
+  Trace(Trace&& other) noexcept;
+  Trace& operator=(Trace&& other) noexcept;
+  ~Trace();
+
+  bool enabled() const { return fd_ >= 0; }
+  int rank() const { return rank_; }
+
+  // Writes one line {"t":..,"rank":..,"ev":ev, ...fields}. Thread-safe and async-kill
+  // safe by construction (one write(2)). Never throws: a failing write (disk full) is
+  // reported once on stderr and otherwise ignored, because losing trace lines must not
+  // change how the workload fails.
+  void emit(std::string_view ev, const TraceFields& fields = TraceFields::object()) const noexcept;
+
+  // The line emit() would write (with trailing newline); exposed for tests.
+  static std::string format_line(double t, int rank, std::string_view ev, const TraceFields& fields);
+
+ private:
+  int fd_ = -1;
+  int rank_ = -1;
+  mutable std::atomic<bool> warned_{false};
+};
+
+class Heartbeat {
+ public:
+  // Starts the thread; the first hb is written immediately. `trace` must outlive this.
+  Heartbeat(const Trace& trace, std::chrono::milliseconds period);
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+  ~Heartbeat();
+
+  // Idempotent; returns after the thread has exited (at most one write later).
+  void stop();
+
+ private:
+  void run();
+
+  const Trace& trace_;
+  std::chrono::milliseconds period_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace hanglab
