@@ -13,15 +13,15 @@
 // The harness' `fault` lines and the scenario are never read (see triage_input.cpp).
 #include "triage.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
 #include <set>
 #include <tuple>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "exit_codes.hpp"
 #include "triage_input.hpp"
@@ -41,9 +41,8 @@ constexpr double kSlowRatio = 2.0;
 
 std::string signal_name(int sig) {
   static const std::map<int, const char*> kNames = {
-      {1, "SIGHUP"},  {2, "SIGINT"},   {3, "SIGQUIT"}, {4, "SIGILL"},  {6, "SIGABRT"},  {7, "SIGBUS"},
-      {8, "SIGFPE"},  {9, "SIGKILL"},  {11, "SIGSEGV"}, {13, "SIGPIPE"}, {15, "SIGTERM"}, {24, "SIGXCPU"},
-      {25, "SIGXFSZ"}};
+      {1, "SIGHUP"},  {2, "SIGINT"},   {3, "SIGQUIT"},  {4, "SIGILL"},   {6, "SIGABRT"},  {7, "SIGBUS"},  {8, "SIGFPE"},
+      {9, "SIGKILL"}, {11, "SIGSEGV"}, {13, "SIGPIPE"}, {15, "SIGTERM"}, {24, "SIGXCPU"}, {25, "SIGXFSZ"}};
   auto it = kNames.find(sig);
   return it != kNames.end() ? it->second : fmt::format("signal {}", sig);
 }
@@ -57,9 +56,7 @@ std::string exit_code_meaning(int code) {
   return "unknown code";
 }
 
-std::string join_ranks(const std::vector<int>& ranks) {
-  return fmt::format("{}", fmt::join(ranks, ","));
-}
+std::string join_ranks(const std::vector<int>& ranks) { return fmt::format("{}", fmt::join(ranks, ",")); }
 
 // "rank 1" / "ranks 0,2,3"
 std::string ranks_phrase(const std::vector<int>& ranks) {
@@ -119,12 +116,12 @@ struct RankFacts {
   bool vanished = false;       // no exit record, but peers lost it: the process died
   double obs_end = 0;          // until when the process is known to have existed
   bool has_hb = false;
-  double last_hb = 0;          // last heartbeat, else first trace event
+  double last_hb = 0;  // last heartbeat, else first trace event
   int last_hb_line = 0;
   int last_step = 0;
   double mean_step_ms = 0;
   double busy_ms = 0;
-  std::vector<Obs> obs;        // this rank's failures in time order
+  std::vector<Obs> obs;  // this rank's failures in time order
 
   bool clean_exit() const { return exited && !teardown_exit && !signal && code && *code == 0; }
   bool alive_at_end() const { return (!exited && !vanished) || teardown_exit; }
@@ -175,6 +172,7 @@ class Analyzer {
   std::set<int> slow_;
   std::string slow_detail_;
   std::optional<long long> stuck_seq_;
+  bool any_trace_ = true;
   std::string first_key_;  // "rank/ref" of the observation used as first failure
 
   // ---- setup ---------------------------------------------------------------------
@@ -237,8 +235,10 @@ class Analyzer {
         f.signal = it->second.signal;
         f.exit_t = it->second.t;
         f.exit_ref = h_ref(it->second.line);
-        // Small tolerance: the supervisor may log the kill a hair before the teardown line.
-        f.teardown_exit = killing_teardown && it->second.t >= *h.teardown_t - 1e-3;
+        // The supervisor says so itself; older records only by time (small tolerance:
+        // the kill may be logged a hair before the teardown line).
+        f.teardown_exit = it->second.by_teardown ? *it->second.by_teardown && killing_teardown
+                                                 : killing_teardown && it->second.t >= *h.teardown_t - 1e-3;
       } else if (o.trace_exit_code) {
         f.exited = true;
         f.code = o.trace_exit_code;
@@ -305,9 +305,10 @@ class Analyzer {
       x.ref = ev_ref(f.rank, f.o->last_line);
       x.cls = "vanished";
       x.kind = ObsKind::kRoot;
-      x.what = fmt::format("trace stops at {:+.3f} s without an exit event; a peer lost its connection at {:+.3f} s: "
-                           "the process died",
-                           rel(f.o->last_t), rel(*seen));
+      x.what = fmt::format(
+          "trace stops at {:+.3f} s without an exit event; a peer lost its connection at {:+.3f} s: "
+          "the process died",
+          rel(f.o->last_t), rel(*seen));
       f.obs.push_back(std::move(x));
       return;
     }
@@ -337,13 +338,13 @@ class Analyzer {
         x.what = fmt::format("killed by {} (status {})", signal_name(*f.signal), 128 + *f.signal);
       } else {
         const int c = *f.code;
-        x.cls = c == kExitComm ? "comm"
-                : c == kExitTimeout ? "timeout"
+        x.cls = c == kExitComm         ? "comm"
+                : c == kExitTimeout    ? "timeout"
                 : c == kExitRendezvous ? "rendezvous"
-                : c == kExitData ? "data"
-                : c == kExitUsage ? "usage"
-                : c == kExitException ? "other"
-                                      : "exit";
+                : c == kExitData       ? "data"
+                : c == kExitUsage      ? "usage"
+                : c == kExitException  ? "other"
+                                       : "exit";
         x.kind = (c == kExitComm || c == kExitTimeout || c == kExitRendezvous) ? ObsKind::kEcho : ObsKind::kRoot;
         x.what = fmt::format("exited with code {} ({})", c, exit_code_meaning(c));
       }
@@ -358,10 +359,10 @@ class Analyzer {
       x.cls = "teardown";
       x.signal = f.signal;
       x.code = f.code;
-      x.what = f.signal ? fmt::format("killed by {} at harness teardown ({})", signal_name(*f.signal),
-                                      h.teardown_reason)
-                        : fmt::format("exited with code {} at harness teardown ({})", f.code.value_or(-1),
-                                      h.teardown_reason);
+      x.what =
+          f.signal
+              ? fmt::format("killed by {} at harness teardown ({})", signal_name(*f.signal), h.teardown_reason)
+              : fmt::format("exited with code {} at harness teardown ({})", f.code.value_or(-1), h.teardown_reason);
       f.obs.push_back(std::move(x));
     }
   }
@@ -420,13 +421,13 @@ class Analyzer {
       const auto& c = f_[rank].o->colls.at(sc.seq);
       ++keys[{c.op, c.step, c.numel}];
     }
-    const auto key = std::max_element(keys.begin(), keys.end(), [](auto& a, auto& b) { return a.second < b.second; })
-                         ->first;
+    const auto key =
+        std::max_element(keys.begin(), keys.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
     sc.op = std::get<0>(key);
     for (const auto& f : f_) {
       auto it = f.o->colls.find(sc.seq);
-      const bool same = it != f.o->colls.end() &&
-                        std::make_tuple(it->second.op, it->second.step, it->second.numel) == key;
+      const bool same =
+          it != f.o->colls.end() && std::make_tuple(it->second.op, it->second.step, it->second.numel) == key;
       if (same && !it->second.end_t) {
         sc.waiting_ranks.push_back(f.rank);
       } else if (!same) {
@@ -446,13 +447,16 @@ class Analyzer {
   // ---- classification ---------------------------------------------------------------
 
   void classify() {
-    if (try_init()) return;
+    any_trace_ = std::any_of(f_.begin(), f_.end(), [](const RankFacts& f) { return f.o->has_trace; });
+    // Without any trace (a bring-your-own program) "never finished init" means nothing.
+    if (any_trace_ && try_init()) return;
     auto div = find_divergence();
     const Obs* death = first_root_death();
     if (div && (!death || div->t <= death->t)) return set_divergence(*div);
     if (try_early_exit()) return;
     if (death && root_precedes_echoes(*death) && !froze_before_death(death->rank)) return set_rank_exit(*death);
     if (try_frozen()) return;
+    if (try_late_arrival()) return;
     if (try_absent_alive()) return;
     if (try_slow()) return;
     if (try_all_stuck()) return;
@@ -468,9 +472,8 @@ class Analyzer {
         if (with_teardown || x.kind != ObsKind::kTeardown) v.push_back(&x);
       }
     }
-    std::stable_sort(v.begin(), v.end(), [](const Obs* a, const Obs* b) {
-      return a->t != b->t ? a->t < b->t : a->rank < b->rank;
-    });
+    std::stable_sort(v.begin(), v.end(),
+                     [](const Obs* a, const Obs* b) { return a->t != b->t ? a->t < b->t : a->rank < b->rank; });
     return v;
   }
 
@@ -523,8 +526,9 @@ class Analyzer {
       add_evidence(ev_ref(rank, c->begin_line),
                    fmt::format("{} entered {} seq {} (step {}, numel {}) at {:+.3f} s and never left it{}",
                                ranks_phrase(sc.waiting_ranks), c->op, c->seq, c->step, c->numel, rel(c->begin_t),
-                               sc.absent_ranks.empty() ? "" : fmt::format("; {} never entered it{}",
-                                                                          ranks_phrase(sc.absent_ranks), why)));
+                               sc.absent_ranks.empty()
+                                   ? ""
+                                   : fmt::format("; {} never entered it{}", ranks_phrase(sc.absent_ranks), why)));
       return;
     }
   }
@@ -710,7 +714,7 @@ class Analyzer {
 
   // Picks the majority group; ties go to the group holding the lowest rank.
   static std::pair<std::vector<int>, std::vector<int>> split_majority(const std::map<Key, std::vector<int>>& groups,
-                                                                       bool* tie) {
+                                                                      bool* tie) {
     auto best = groups.begin();
     for (auto it = groups.begin(); it != groups.end(); ++it) {
       if (it->second.size() > best->second.size() ||
@@ -787,11 +791,10 @@ class Analyzer {
       }
       if (!base) base = first_seq_at_step(d.minority.front(), s);
       d.seq = base + std::min(odd, normal);
-      d.detail = odd < normal
-                     ? fmt::format("{} issued {} of the {} collective(s) of step {} that {} issued", ranks_phrase(d.minority),
-                                   odd, normal, s, ranks_phrase(d.majority))
-                     : fmt::format("{} issued {} collective(s) in step {}, {} only {}", ranks_phrase(d.minority), odd,
-                                   s, ranks_phrase(d.majority), normal);
+      d.detail = odd < normal ? fmt::format("{} issued {} of the {} collective(s) of step {} that {} issued",
+                                            ranks_phrase(d.minority), odd, normal, s, ranks_phrase(d.majority))
+                              : fmt::format("{} issued {} collective(s) in step {}, {} only {}",
+                                            ranks_phrase(d.minority), odd, s, ranks_phrase(d.majority), normal);
       return d;
     }
     return std::nullopt;
@@ -825,20 +828,20 @@ class Analyzer {
       } else {
         d.cause = "mismatched_collective";
       }
-      d.detail = fmt::format("seq {} is {} numel {} of step {} on {} but {} numel {} of step {} on {}", seq, cx.op,
-                             cx.numel, cx.step, ranks_phrase(d.minority), cm.op, cm.numel, cm.step,
-                             ranks_phrase(d.majority));
+      d.detail =
+          fmt::format("seq {} is {} numel {} of step {} on {} but {} numel {} of step {} on {}", seq, cx.op, cx.numel,
+                      cx.step, ranks_phrase(d.minority), cm.op, cm.numel, cm.step, ranks_phrase(d.majority));
       if (d.cause == "mismatched_collective") {
-        d.detail = cx.op != cm.op ? fmt::format("seq {} (step {}): op {} on {} vs {} on {}", seq, cm.step, cx.op,
-                                                ranks_phrase(d.minority), cm.op, ranks_phrase(d.majority))
-                                  : fmt::format("seq {} (step {}): {} numel {} on {} vs numel {} on {}", seq, cm.step,
-                                                cm.op, cx.numel, ranks_phrase(d.minority), cm.numel,
-                                                ranks_phrase(d.majority));
+        d.detail = cx.op != cm.op
+                       ? fmt::format("seq {} (step {}): op {} on {} vs {} on {}", seq, cm.step, cx.op,
+                                     ranks_phrase(d.minority), cm.op, ranks_phrase(d.majority))
+                       : fmt::format("seq {} (step {}): {} numel {} on {} vs numel {} on {}", seq, cm.step, cm.op,
+                                     cx.numel, ranks_phrase(d.minority), cm.numel, ranks_phrase(d.majority));
       }
       d.t = cx.begin_t;
-      d.evidence.push_back({ev_ref(min.front(), cx.begin_line),
-                            fmt::format("rank {} seq {}: {} numel {} step {}", min.front(), seq, cx.op, cx.numel,
-                                        cx.step)});
+      d.evidence.push_back(
+          {ev_ref(min.front(), cx.begin_line),
+           fmt::format("rank {} seq {}: {} numel {} step {}", min.front(), seq, cx.op, cx.numel, cx.step)});
       d.evidence.push_back({ev_ref(maj.front(), cm.begin_line),
                             fmt::format("rank {} seq {}: {} numel {} step {} (as on {})", maj.front(), seq, cm.op,
                                         cm.numel, cm.step, ranks_phrase(maj))});
@@ -900,9 +903,10 @@ class Analyzer {
     if (d.cause == "skipped_collective" && sr) {
       const int mine = count_at_step(m, d.step);
       const int theirs = count_at_step(d.majority.front(), d.step);
-      x.what = fmt::format("completed step {} with {} of its {} collective(s); its later collectives pair with its "
-                           "peers' previous ones",
-                           d.step, mine, theirs);
+      x.what = fmt::format(
+          "completed step {} with {} of its {} collective(s); its later collectives pair with its "
+          "peers' previous ones",
+          d.step, mine, theirs);
       x.ref = ev_ref(m, sr->line);
       add_evidence(x.ref, fmt::format("rank {} completed step {} ({:.0f} ms) after {} collective(s), {} issued {}", m,
                                       d.step, sr->dur_ms, mine, ranks_phrase(d.majority), theirs));
@@ -914,8 +918,8 @@ class Analyzer {
     for (const auto& e : d.evidence) add_evidence(e.ref, e.text);
     for (int rank : d.minority) {
       for (const auto& fe : f_[rank].o->faults) {
-        add_evidence(ev_ref(rank, fe.line), fmt::format("rank {}'s own fault hook logged: {} ({})", rank, fe.detail,
-                                                        fe.kind));
+        add_evidence(ev_ref(rank, fe.line),
+                     fmt::format("rank {}'s own fault hook logged: {} ({})", rank, fe.detail, fe.kind));
       }
     }
     // How it ended: who exited first, who was left waiting.
@@ -946,8 +950,8 @@ class Analyzer {
   // or lingering) - as opposed to dying.
   bool left_loop(const RankFacts& f) const {
     if (f.clean_exit()) return true;
-    return f.o->has_trace && f.o->last_phase == "shutdown" && (f.alive_at_end() || f.failure() == nullptr ||
-                                                               f.failure()->kind == ObsKind::kEcho);
+    return f.o->has_trace && f.o->last_phase == "shutdown" &&
+           (f.alive_at_end() || f.failure() == nullptr || f.failure()->kind == ObsKind::kEcho);
   }
 
   bool try_early_exit() {
@@ -1002,10 +1006,10 @@ class Analyzer {
       x.rank = f.rank;
       x.t = left_t;
       x.ref = f.clean_exit() && f.o->trace_exit_code ? ev_ref(f.rank, f.o->trace_exit_line)
-              : f.clean_exit()                        ? f.exit_ref
-                                                      : ev_ref(f.rank, f.o->last_phase_line);
-      x.what = fmt::format("left the training loop after step {} and {} while {} went on to step {}", f.last_step,
-                           how, ranks_phrase(others), f.last_step + 1);
+              : f.clean_exit()                       ? f.exit_ref
+                                                     : ev_ref(f.rank, f.o->last_phase_line);
+      x.what = fmt::format("left the training loop after step {} and {} while {} went on to step {}", f.last_step, how,
+                           ranks_phrase(others), f.last_step + 1);
     }
     set_first(x);
     add_evidence(f.clean_exit() && f.o->trace_exit_code ? ev_ref(f.rank, f.o->trace_exit_line)
@@ -1017,12 +1021,14 @@ class Analyzer {
     cite_log_hits(f.rank, {"data_exhausted"});
     cite_stuck(" (it had already left the loop)");
     if (const Obs* e = first_echo()) add_evidence(e->ref, fmt::format("rank {}: {}", e->rank, e->what));
-    r_.summary = flipped ? fmt::format("collective_mismatch (uneven_batches): {} had more batches than {}, which left "
-                                       "the loop after step {}",
-                                       ranks_phrase(others), ranks_phrase(early), f.last_step)
-                         : fmt::format("collective_mismatch (uneven_batches): {} ran out of batches after step {} and "
-                                       "{}; {} waited for it in step {}",
-                                       ranks_phrase(early), f.last_step, how, ranks_phrase(others), f.last_step + 1);
+    r_.summary = flipped ? fmt::format(
+                               "collective_mismatch (uneven_batches): {} had more batches than {}, which left "
+                               "the loop after step {}",
+                               ranks_phrase(others), ranks_phrase(early), f.last_step)
+                         : fmt::format(
+                               "collective_mismatch (uneven_batches): {} ran out of batches after step {} and "
+                               "{}; {} waited for it in step {}",
+                               ranks_phrase(early), f.last_step, how, ranks_phrase(others), f.last_step + 1);
     return true;
   }
 
@@ -1033,8 +1039,8 @@ class Analyzer {
     for (const auto& d : in_.harness.detections) {
       std::string low = d.detail;
       std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return std::tolower(c); });
-      if ((d.rank == rank || d.rank == -1) && (low.find("oom") != std::string::npos ||
-                                               low.find("out of memory") != std::string::npos))
+      if ((d.rank == rank || d.rank == -1) &&
+          (low.find("oom") != std::string::npos || low.find("out of memory") != std::string::npos))
         return true;
     }
     for (const auto& e : f_[rank].o->errors) {
@@ -1093,9 +1099,8 @@ class Analyzer {
     set_first(first);
     add_evidence(d.ref, fmt::format("rank {}: {}", d.rank, d.what));
     if (f.o->has_trace) {
-      add_evidence(ev_ref(d.rank, f.o->last_progress_line),
-                   fmt::format("rank {}'s last event at {:+.3f} s: {}", d.rank, rel(f.o->last_progress_t),
-                               phase_phrase(*f.o)));
+      add_evidence(ev_ref(d.rank, f.o->last_progress_line), fmt::format("rank {}'s last event at {:+.3f} s: {}", d.rank,
+                                                                        rel(f.o->last_progress_t), phase_phrase(*f.o)));
     }
     if (!f.o->bad_lines.empty()) {
       add_evidence(ev_ref(d.rank, f.o->bad_lines.back()),
@@ -1111,12 +1116,12 @@ class Analyzer {
       add_evidence(d.ref, "a peer had already failed before this death: the order does not prove it is the root cause");
     }
     const std::string verb = d.cls == "signal" || d.cls == "vanished" ? "" : "failed: ";
-    r_.summary = fmt::format("{} ({}): rank {} {}{} at {:+.3f} s{}", cat, cause, d.rank, verb, d.what, rel(first.t),
-                             r_.stuck_collective && !r_.stuck_collective->waiting_ranks.empty()
-                                 ? fmt::format("; {} were left in {} seq {}",
-                                               ranks_phrase(r_.stuck_collective->waiting_ranks),
-                                               r_.stuck_collective->op, r_.stuck_collective->seq)
-                                 : "");
+    r_.summary =
+        fmt::format("{} ({}): rank {} {}{} at {:+.3f} s{}", cat, cause, d.rank, verb, d.what, rel(first.t),
+                    r_.stuck_collective && !r_.stuck_collective->waiting_ranks.empty()
+                        ? fmt::format("; {} were left in {} seq {}", ranks_phrase(r_.stuck_collective->waiting_ranks),
+                                      r_.stuck_collective->op, r_.stuck_collective->seq)
+                        : "");
   }
 
   // ---- frozen ------------------------------------------------------------------------
@@ -1164,9 +1169,9 @@ class Analyzer {
                          std::floor(silent / period_), phase_phrase(*f.o));
     set_first(x);
     add_evidence(x.ref, fmt::format("rank {}'s last heartbeat at {:+.3f} s", f.rank, rel(f.last_hb)));
-    add_evidence(ev_ref(f.rank, f.o->last_progress_line),
-                 fmt::format("rank {}'s last progress at {:+.3f} s: {}", f.rank, rel(f.o->last_progress_t),
-                             phase_phrase(*f.o)));
+    add_evidence(
+        ev_ref(f.rank, f.o->last_progress_line),
+        fmt::format("rank {}'s last progress at {:+.3f} s: {}", f.rank, rel(f.o->last_progress_t), phase_phrase(*f.o)));
     for (const auto& g : f_) {
       if (frozen_.count(g.rank) || !g.has_hb) continue;
       add_evidence(ev_ref(g.rank, g.last_hb_line),
@@ -1192,12 +1197,76 @@ class Analyzer {
       add_evidence(fmt::format("ranks/{}/stack.txt:{}", f.rank, f.o->stack->line),
                    fmt::format("rank {}'s main thread: {}", f.rank, f.o->stack->frame));
     }
-    r_.summary = fmt::format("straggler (frozen): {} stopped heartbeating in {} while alive; {}",
-                             ranks_phrase(frozen), phase_phrase(*f.o),
-                             r_.stuck_collective ? fmt::format("{} waited in {} seq {}",
-                                                               ranks_phrase(r_.stuck_collective->waiting_ranks),
-                                                               r_.stuck_collective->op, r_.stuck_collective->seq)
-                                                 : "the others kept heartbeating");
+    r_.summary = fmt::format(
+        "straggler (frozen): {} stopped heartbeating in {} while alive; {}", ranks_phrase(frozen), phase_phrase(*f.o),
+        r_.stuck_collective ? fmt::format("{} waited in {} seq {}", ranks_phrase(r_.stuck_collective->waiting_ranks),
+                                          r_.stuck_collective->op, r_.stuck_collective->seq)
+                            : "the others kept heartbeating");
+    return true;
+  }
+
+  // ---- late arrival ----------------------------------------------------------------
+
+  double step_start_t(int rank, int step) const {
+    if (const StepRecord* prev = step_record(rank, step - 1)) return prev->t;
+    return f_[rank].o->init_end_t;
+  }
+
+  // Peers timed out in the stuck collective before this rank even entered it: it was
+  // late (a throttled CPU, a slow step), not gone. Its own later error is an echo of
+  // theirs, which is why "everybody was inside" must be judged at the first timeout.
+  bool try_late_arrival() {
+    if (!r_.stuck_collective) return false;
+    const auto& sc = *r_.stuck_collective;
+    const ErrorRecord* first = nullptr;
+    int first_rank = -1;
+    for (int rank : sc.waiting_ranks) {
+      for (const auto& e : f_[rank].o->errors) {
+        if (e.cls == "timeout" && (e.seq == sc.seq || e.seq == 0) && (!first || e.t < first->t)) {
+          first = &e;
+          first_rank = rank;
+        }
+      }
+    }
+    if (!first) return false;
+    std::vector<int> late;
+    std::vector<int> punctual;
+    for (int rank : sc.waiting_ranks) {
+      (stuck_record(rank)->begin_t > first->t ? late : punctual).push_back(rank);
+    }
+    if (late.empty() || punctual.empty()) return false;
+    const int m = late.front();
+    const CollRecord& c = *stuck_record(m);
+    std::vector<double> peers_s;
+    for (int rank : punctual) peers_s.push_back(stuck_record(rank)->begin_t - step_start_t(rank, c.step));
+    const double mine_s = c.begin_t - step_start_t(m, c.step);
+    const double med = median(peers_s);
+    slow_.insert(late.begin(), late.end());
+    slow_detail_ = fmt::format("took {:.2f} s to reach {} seq {} in step {} vs {:.2f} s median of the others{}", mine_s,
+                               sc.op, sc.seq, c.step, med, med > 0 ? fmt::format(" ({:.1f}x)", mine_s / med) : "");
+    r_.category = "straggler";
+    r_.cause = "slow_rank";
+    r_.missing_ranks = late;
+    r_.confidence = "medium";
+    r_.phase = answer_phase(c.phase);
+    Obs x;
+    x.rank = m;
+    x.t = first->t;
+    x.ref = ev_ref(m, c.begin_line);
+    x.what = fmt::format("reached {} seq {} only at {:+.3f} s, after rank {} had timed out waiting for it ({:+.3f} s)",
+                         sc.op, sc.seq, rel(c.begin_t), first_rank, rel(first->t));
+    set_first(x);
+    add_evidence(x.ref, fmt::format("rank {} entered {} seq {} at {:+.3f} s: {}", m, sc.op, sc.seq, rel(c.begin_t),
+                                    slow_detail_));
+    add_evidence(ev_ref(first_rank, first->line),
+                 fmt::format("rank {} timed out in seq {} at {:+.3f} s, before rank {} arrived: {}", first_rank, sc.seq,
+                             rel(first->t), m, first->msg));
+    if (const CollRecord* pc = stuck_record(punctual.front())) {
+      add_evidence(ev_ref(punctual.front(), pc->begin_line),
+                   fmt::format("{} entered it by {:+.3f} s", ranks_phrase(punctual), rel(pc->begin_t)));
+    }
+    r_.summary = fmt::format("straggler (slow_rank): {} {}; its peers timed out waiting for it", ranks_phrase(late),
+                             slow_detail_);
     return true;
   }
 
@@ -1250,9 +1319,8 @@ class Analyzer {
     }
     cite_log_hits(f.rank, {"shm", "disk_full", "oom"});
     r_.summary = fmt::format("{} ({}): {} alive but stuck in {}; {} waited in {} seq {}", r_.category, r_.cause,
-                             ranks_phrase(absent), phase_phrase(*f.o),
-                             ranks_phrase(r_.stuck_collective->waiting_ranks), r_.stuck_collective->op,
-                             r_.stuck_collective->seq);
+                             ranks_phrase(absent), phase_phrase(*f.o), ranks_phrase(r_.stuck_collective->waiting_ranks),
+                             r_.stuck_collective->op, r_.stuck_collective->seq);
     return true;
   }
 
@@ -1318,9 +1386,10 @@ class Analyzer {
                                s.step, s.dur_ms, s.coll_ms));
       break;
     }
-    r_.summary = fmt::format("straggler (slow_rank): {} computes {}; the others wait ~{:.0f} ms per step for it in "
-                             "their collectives",
-                             ranks_phrase(slow), slow_detail_, wait);
+    r_.summary = fmt::format(
+        "straggler (slow_rank): {} computes {}; the others wait ~{:.0f} ms per step for it in "
+        "their collectives",
+        ranks_phrase(slow), slow_detail_, wait);
     return true;
   }
 
@@ -1333,9 +1402,18 @@ class Analyzer {
                              static_cast<int>(r_.stuck_collective->waiting_ranks.size()) == world_;
     const bool echo_first = !echoes.empty() && echoes.front()->kind == ObsKind::kEcho;
     if (!all_waiting && !(echo_first && nobody_missing)) return false;
-    // Link errors that no death explains are what makes it provably "network".
+    // Link errors that no death explains are what makes it provably "network": a comm
+    // error after a peer already gave up (its exit closed the sockets) is an echo.
     bool link_errors = false;
-    for (const Obs* x : echoes) link_errors |= x->cls == "comm";
+    for (const Obs* x : echoes) {
+      if (x->cls != "comm") continue;
+      bool peer_gone = false;
+      for (const auto& g : f_) {
+        if (g.rank != x->rank && g.exited && g.exit_t <= x->t + kExitReportSlackS) peer_gone = true;
+        if (const Obs* gx = g.failure(); g.rank != x->rank && gx && gx->t < x->t) peer_gone = true;
+      }
+      link_errors |= !peer_gone;
+    }
     for (const auto& f : f_) {
       link_errors |= rank_has_tag(f.rank, "nccl_error") || rank_has_tag(f.rank, "wrong_ifname");
     }
@@ -1364,7 +1442,8 @@ class Analyzer {
         break;
       }
     }
-    if (echo_first) add_evidence(echoes.front()->ref, fmt::format("rank {}: {}", echoes.front()->rank, echoes.front()->what));
+    if (echo_first)
+      add_evidence(echoes.front()->ref, fmt::format("rank {}: {}", echoes.front()->rank, echoes.front()->what));
     r_.summary =
         r_.stuck_collective
             ? fmt::format("{} ({}): all {} ranks wait in {} seq {} (step {}); no rank is missing, none exited first",
@@ -1429,14 +1508,18 @@ class Analyzer {
         // A rank that failed while waiting (timeout, lost peer) hung; a rendezvous that
         // failed outright (bad interface, refused) did not wait for anything.
         const Obs* x = f.failure();
-        const bool waited = x && x->kind == ObsKind::kEcho &&
-                            (x->cls != "rendezvous" || message_says_timeout(x->what));
+        const bool waited = x && x->kind == ObsKind::kEcho && (x->cls != "rendezvous" || message_says_timeout(x->what));
         t.liveness = waited ? "hung" : "dead";
       }
     }
   }
 
   void finish() {
+    if (!any_trace_) {
+      // Exits and log lines only: the phase is not observable and the answer is weaker.
+      r_.phase = "unknown";
+      if (r_.confidence == "high") r_.confidence = "medium";
+    }
     if (r_.category == "none") {
       r_.scope = "none";
     } else if (r_.missing_ranks.empty() || static_cast<int>(r_.missing_ranks.size()) >= world_) {
@@ -1457,32 +1540,40 @@ class Analyzer {
     if (t.liveness == "completed") return fmt::format("completed {} steps", t.last_step);
     if (t.liveness == "frozen" && !f.o->has_trace) return "never wrote a trace event while the process existed";
     if (t.liveness == "frozen") {
-      return fmt::format("no heartbeat for {:.1f} s ({:.0f} periods) while the process existed",
-                         f.obs_end - f.last_hb, std::floor((f.obs_end - f.last_hb) / period_));
+      return fmt::format("no heartbeat for {:.1f} s ({:.0f} periods) while the process existed", f.obs_end - f.last_hb,
+                         std::floor((f.obs_end - f.last_hb) / period_));
     }
     if (t.liveness == "slow") return slow_detail_;
     if (t.liveness == "dead") return t.failure.empty() ? "exited" : t.failure;
     // hung
-    std::string where = t.last_coll_edge == "begin" ? fmt::format("waiting in {} seq {}", t.last_coll_op,
-                                                                  t.last_coll_seq)
-                                                    : fmt::format("in {}", t.last_phase.empty() ? "?" : t.last_phase);
+    std::string where = t.last_coll_edge == "begin"
+                            ? fmt::format("waiting in {} seq {}", t.last_coll_op, t.last_coll_seq)
+                            : fmt::format("in {}", t.last_phase.empty() ? "?" : t.last_phase);
     if (!f.o->init_ended) where = "waiting in init";
     const Obs* x = f.failure();
-    if (x) return fmt::format("{}, then {}", where, x->cls == "timeout"      ? "timed out"
-                                                    : x->cls == "comm"       ? "lost its peer"
-                                                    : x->cls == "rendezvous" ? "rendezvous failed"
-                                                                             : "failed");
+    if (x)
+      return fmt::format("{}, then {}", where,
+                         x->cls == "timeout"      ? "timed out"
+                         : x->cls == "comm"       ? "lost its peer"
+                         : x->cls == "rendezvous" ? "rendezvous failed"
+                                                  : "failed");
     return where + (f.teardown_exit ? " until teardown" : "");
   }
 
   void build_answers() {
     auto& a = r_.answers;
+    const bool all_completed =
+        !f_.empty() && std::all_of(f_.begin(), f_.end(), [](const RankFacts& f) { return f.clean_exit(); });
     const bool init = r_.phase == "init";
     std::vector<int> init_done;
     for (const auto& f : f_) {
       if (f.o->init_ended) init_done.push_back(f.rank);
     }
-    if (init) {
+    if (!any_trace_) {
+      a.push_back(
+          "Init or training: unknown — no rank wrote a trace (a bring-your-own program?); judged from exits "
+          "and log lines only");
+    } else if (init) {
       const auto not_init = ranks_where([](const RankFacts& f) { return !f.o->init_ended; });
       std::vector<int> waited;
       for (int rank : not_init) {
@@ -1491,26 +1582,25 @@ class Analyzer {
       std::vector<std::string> parts;
       if (!r_.missing_ranks.empty()) parts.push_back(fmt::format("{} never started", ranks_phrase(r_.missing_ranks)));
       if (!waited.empty()) {
-        parts.push_back(fmt::format("{} started but never finished rendezvous/process-group creation",
-                                    ranks_phrase(waited)));
+        parts.push_back(
+            fmt::format("{} started but never finished rendezvous/process-group creation", ranks_phrase(waited)));
       }
       if (!init_done.empty()) parts.push_back(fmt::format("{} did", ranks_phrase(init_done)));
       a.push_back(fmt::format("Init or training: init — {}", fmt::join(parts, "; ")));
     } else {
       a.push_back(fmt::format("Init or training: training — all {} ranks finished init{}", world_,
-                              r_.category == "none" || r_.cause == "slow_rank"
-                                  ? fmt::format(" and trained {} steps", r_.last_good_step)
-                                  : fmt::format("; the failure came after step {}", r_.last_good_step)));
+                              all_completed ? fmt::format(" and trained {} steps", r_.last_good_step)
+                                            : fmt::format("; the failure came after step {}", r_.last_good_step)));
     }
 
     if (r_.scope == "none") {
       a.push_back("All or subset: none — no rank is missing or stuck");
     } else if (r_.scope == "all") {
-      a.push_back(fmt::format("All or subset: all — no single rank is missing{}",
-                              r_.stuck_collective ? fmt::format("; {} wait in {} seq {}",
-                                                                ranks_phrase(r_.stuck_collective->waiting_ranks),
-                                                                r_.stuck_collective->op, r_.stuck_collective->seq)
-                                                  : "; every rank failed the same way"));
+      a.push_back(fmt::format(
+          "All or subset: all — no single rank is missing{}",
+          r_.stuck_collective ? fmt::format("; {} wait in {} seq {}", ranks_phrase(r_.stuck_collective->waiting_ranks),
+                                            r_.stuck_collective->op, r_.stuck_collective->seq)
+                              : "; every rank failed the same way"));
     } else {
       std::vector<int> others;
       for (const auto& f : f_) {
@@ -1518,8 +1608,10 @@ class Analyzer {
           others.push_back(f.rank);
       }
       std::string rest;
-      if (r_.cause == "slow_rank") {
+      if (r_.cause == "slow_rank" && all_completed) {
         rest = "waited for it inside every collective";
+      } else if (r_.cause == "slow_rank" && r_.stuck_collective) {
+        rest = fmt::format("timed out waiting for it in {} seq {}", r_.stuck_collective->op, r_.stuck_collective->seq);
       } else if (r_.phase == "init") {
         rest = "waited for it in rendezvous";
       } else if (r_.stuck_collective) {
@@ -1533,7 +1625,7 @@ class Analyzer {
 
     const int lg = r_.last_good_step;
     std::string next;
-    if (r_.category == "none" || r_.cause == "slow_rank") {
+    if (all_completed) {
       next = "the run then finished";
     } else if (r_.phase == "init") {
       next = "the job never got past process-group creation (before step 1)";
@@ -1546,8 +1638,8 @@ class Analyzer {
     } else if (r_.phase == "shutdown") {
       next = "the failure hit the shutdown after the training loop";
     } else {
-      next = fmt::format("step {} was a plain training step{}", lg + 1,
-                         lg == 0 ? " (the first gradient collective)" : "");
+      next =
+          fmt::format("step {} was a plain training step{}", lg + 1, lg == 0 ? " (the first gradient collective)" : "");
     }
     if (r_.divergence_step && r_.category == "collective_mismatch" && r_.cause != "uneven_batches") {
       next += fmt::format("; the per-rank collective sequences diverged at seq {} in step {}",
@@ -1574,12 +1666,13 @@ class Analyzer {
           it->second.push_back(t.rank);
         }
       }
-      for (const auto& [phrase, ranks] : groups) parts.push_back(fmt::format("{} {} ({})", l, ranks_phrase(ranks), phrase));
+      for (const auto& [phrase, ranks] : groups)
+        parts.push_back(fmt::format("{} {} ({})", l, ranks_phrase(ranks), phrase));
     }
-    std::string verdict = r_.category == "none"         ? "neither"
+    std::string verdict = r_.category == "none"                       ? "neither"
                           : !slow_.empty() && r_.cause == "slow_rank" ? "slow"
                           : by.count("dead") || by.count("frozen")    ? "dead"
-                          : r_.category == "collective_mismatch"     ? "dead (deadlock by mismatch)"
+                          : r_.category == "collective_mismatch"      ? "dead (deadlock by mismatch)"
                                                                       : "dead (no progress)";
     a.push_back(fmt::format("Slow or dead: {} — {}", verdict, fmt::join(parts, "; ")));
   }
@@ -1595,111 +1688,137 @@ class Analyzer {
     }
     if (c == "rendezvous" || (c == "network" && r_.phase == "init")) {
       if (k == "wrong_ifname") {
-        n.push_back("Set GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME to the data-plane interface present on every node "
-                    "(check `ip -br addr` on each); NCCL_DEBUG=INFO shows which interface was picked.");
+        n.push_back(
+            "Set GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME to the data-plane interface present on every node "
+            "(check `ip -br addr` on each); NCCL_DEBUG=INFO shows which interface was picked.");
       }
       if (!r_.missing_ranks.empty()) {
-        n.push_back(fmt::format("Find out why {} never joined: its launcher/pod events, its stderr, whether the "
-                                "process started at all (kubectl describe pod, scheduler logs).",
-                                who));
+        n.push_back(
+            fmt::format("Find out why {} never joined: its launcher/pod events, its stderr, whether the "
+                        "process started at all (kubectl describe pod, scheduler logs).",
+                        who));
       }
-      n.push_back("Check MASTER_ADDR/MASTER_PORT are reachable from every node (nc -vz), the port is free and not "
-                  "firewalled, and the host name resolves the same everywhere.");
-      n.push_back("Check node_rank/RANK are unique and WORLD_SIZE matches the launched ranks; clear stale elastic "
-                  "rendezvous state.");
-      n.push_back("Reproduce with the smallest setup first (torchrun --standalone on one node), then grow to "
-                  "multi-node.");
+      n.push_back(
+          "Check MASTER_ADDR/MASTER_PORT are reachable from every node (nc -vz), the port is free and not "
+          "firewalled, and the host name resolves the same everywhere.");
+      n.push_back(
+          "Check node_rank/RANK are unique and WORLD_SIZE matches the launched ranks; clear stale elastic "
+          "rendezvous state.");
+      n.push_back(
+          "Reproduce with the smallest setup first (torchrun --standalone on one node), then grow to "
+          "multi-node.");
       return;
     }
     if (c == "collective_mismatch") {
       if (k == "uneven_batches") {
-        n.push_back(fmt::format("Compare the number of batches per rank: {} ran out first. Check DistributedSampler "
-                                "drop_last vs padding, per-rank sample/token counts and variable-length batching.",
-                                who));
-        n.push_back("Make every rank run the same number of steps (pad or drop the remainder, or use a join "
-                    "context), so no rank leaves while its peers are inside a collective.");
+        n.push_back(
+            fmt::format("Compare the number of batches per rank: {} ran out first. Check DistributedSampler "
+                        "drop_last vs padding, per-rank sample/token counts and variable-length batching.",
+                        who));
+        n.push_back(
+            "Make every rank run the same number of steps (pad or drop the remainder, or use a join "
+            "context), so no rank leaves while its peers are inside a collective.");
       } else {
-        n.push_back(fmt::format("Look for rank-dependent branches around step {} in {}: a NaN/inf check that skips "
-                                "backward, a caught exception, an early continue, rank-specific logging/metrics "
-                                "collectives.",
-                                r_.divergence_step.value_or(r_.last_good_step + 1), who));
-        n.push_back("Compare per-rank collective sequences with TORCH_DISTRIBUTED_DEBUG=DETAIL (it checks op, shape "
-                    "and order across ranks at each collective).");
-        n.push_back("Check find_unused_parameters and dynamic-graph paths (DDP bucket count must be the same on "
-                    "every rank), and drop_last/padding so every rank runs the same steps.");
+        n.push_back(
+            fmt::format("Look for rank-dependent branches around step {} in {}: a NaN/inf check that skips "
+                        "backward, a caught exception, an early continue, rank-specific logging/metrics "
+                        "collectives.",
+                        r_.divergence_step.value_or(r_.last_good_step + 1), who));
+        n.push_back(
+            "Compare per-rank collective sequences with TORCH_DISTRIBUTED_DEBUG=DETAIL (it checks op, shape "
+            "and order across ranks at each collective).");
+        n.push_back(
+            "Check find_unused_parameters and dynamic-graph paths (DDP bucket count must be the same on "
+            "every rank), and drop_last/padding so every rank runs the same steps.");
       }
       n.push_back("Do not raise the timeout: a mismatch never completes; fix the call sequence.");
       return;
     }
     if (c == "rank_exit" || c == "resource_limit" || (c == "data_loading" && k == "data_error")) {
       if (k == "killed" || k == "oom") {
-        n.push_back(fmt::format("Find who killed {}: dmesg -T | grep -i -E 'oom|nvrm|xid', kubectl describe pod / "
-                                "get events (OOMKilled, eviction, preemption, drain); exit status 137 = SIGKILL "
-                                "(often the OOM killer).",
-                                who));
+        n.push_back(
+            fmt::format("Find who killed {}: dmesg -T | grep -i -E 'oom|nvrm|xid', kubectl describe pod / "
+                        "get events (OOMKilled, eviction, preemption, drain); exit status 137 = SIGKILL "
+                        "(often the OOM killer).",
+                        who));
       }
       if (k == "oom") {
-        n.push_back("Reduce the rank's memory (batch, activation checkpointing) or raise its memory limit; check "
-                    "for growth over steps.");
+        n.push_back(
+            "Reduce the rank's memory (batch, activation checkpointing) or raise its memory limit; check "
+            "for growth over steps.");
       }
       if (k == "crashed") {
-        n.push_back(fmt::format("{} crashed (139 = SIGSEGV): get the core dump / full backtrace; check CUDA/NCCL "
-                                "errors and GPU Xid in dmesg, driver and library versions on that node.",
-                                who));
+        n.push_back(
+            fmt::format("{} crashed (139 = SIGSEGV): get the core dump / full backtrace; check CUDA/NCCL "
+                        "errors and GPU Xid in dmesg, driver and library versions on that node.",
+                        who));
       }
       if (k == "exception" || k == "usage_error" || k == "nonzero_exit") {
-        n.push_back(fmt::format("Read the full traceback in {}'s stderr.log; the peers' timeouts and "
-                                "'Connection closed' errors are echoes of it.",
-                                who));
+        n.push_back(
+            fmt::format("Read the full traceback in {}'s stderr.log; the peers' timeouts and "
+                        "'Connection closed' errors are echoes of it.",
+                        who));
       }
       if (k == "data_error" || k == "disk_full") {
-        n.push_back("Check the data path of that rank: missing/short shards, disk space (df -h), permissions of "
-                    "the checkpoint directory.");
+        n.push_back(
+            "Check the data path of that rank: missing/short shards, disk space (df -h), permissions of "
+            "the checkpoint directory.");
       }
-      n.push_back("Ignore the peers' errors (listed as echoes): find the first rank that exited and fix that one; "
-                  "cordon the node if it repeats.");
+      n.push_back(
+          "Ignore the peers' errors (listed as echoes): find the first rank that exited and fix that one; "
+          "cordon the node if it repeats.");
       return;
     }
     if (c == "straggler") {
       if (k == "frozen") {
-        n.push_back(fmt::format("{} exists but does nothing: check its state (grep State /proc/<pid>/status: T = "
-                                "stopped, D = uninterruptible I/O), cgroup freezer, swap storms, node health.",
-                                who));
-        n.push_back("Capture every rank's stack at once (py-spy dump --pid, gdb -p ... 'thread apply all bt') to "
-                    "see where the frozen one sits.");
+        n.push_back(
+            fmt::format("{} exists but does nothing: check its state (grep State /proc/<pid>/status: T = "
+                        "stopped, D = uninterruptible I/O), cgroup freezer, swap storms, node health.",
+                        who));
+        n.push_back(
+            "Capture every rank's stack at once (py-spy dump --pid, gdb -p ... 'thread apply all bt') to "
+            "see where the frozen one sits.");
       } else if (k == "slow_rank") {
-        n.push_back(fmt::format("Profile {} against a peer: data loading vs compute time, CPU contention and "
-                                "throttling (cpu.stat nr_throttled), NUMA placement, GPU clocks/ECC, slow shard "
-                                "storage (nsys timeline).",
-                                who));
-        n.push_back("Fix placement or the node rather than raising timeouts; compare step times to the baseline "
-                    "after the change.");
+        n.push_back(
+            fmt::format("Profile {} against a peer: data loading vs compute time, CPU contention and "
+                        "throttling (cpu.stat nr_throttled), NUMA placement, GPU clocks/ECC, slow shard "
+                        "storage (nsys timeline).",
+                        who));
+        n.push_back(
+            "Fix placement or the node rather than raising timeouts; compare step times to the baseline "
+            "after the change.");
       } else {
-        n.push_back(fmt::format("Dump the stack of {} (py-spy dump / gdb) to see what it waits on while its peers "
-                                "sit in the collective; check storage latency for checkpoint/eval phases.",
-                                who));
+        n.push_back(
+            fmt::format("Dump the stack of {} (py-spy dump / gdb) to see what it waits on while its peers "
+                        "sit in the collective; check storage latency for checkpoint/eval phases.",
+                        who));
       }
       n.push_back("A larger timeout only tells slow from dead; it is not the fix.");
       return;
     }
     if (c == "data_loading") {
-      n.push_back(fmt::format("Check {}'s data loader: /dev/shm size (df -h /dev/shm), num_workers, a slow or "
-                              "missing shard, a worker deadlock (py-spy dump the loader workers).",
-                              who));
+      n.push_back(
+          fmt::format("Check {}'s data loader: /dev/shm size (df -h /dev/shm), num_workers, a slow or "
+                      "missing shard, a worker deadlock (py-spy dump the loader workers).",
+                      who));
       n.push_back("Check per-rank sample counts and DistributedSampler drop_last/padding.");
       return;
     }
     if (c == "network") {
-      n.push_back("Check the links: ibstat / ibv_devinfo, end-to-end MTU, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME; "
-                  "run nccl-tests on one node and across nodes.");
-      n.push_back("Re-run with NCCL_DEBUG=INFO (reproduction only) and isolate one variable at a time: fewer "
-                  "ranks, other nodes, TCP instead of RDMA.");
+      n.push_back(
+          "Check the links: ibstat / ibv_devinfo, end-to-end MTU, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME; "
+          "run nccl-tests on one node and across nodes.");
+      n.push_back(
+          "Re-run with NCCL_DEBUG=INFO (reproduction only) and isolate one variable at a time: fewer "
+          "ranks, other nodes, TCP instead of RDMA.");
       return;
     }
-    n.push_back("Capture every rank's stack at the same moment (py-spy dump / gdb thread apply all bt) to see "
-                "whether all sit in the same collective.");
-    n.push_back("Re-run with TORCH_DISTRIBUTED_DEBUG=DETAIL and NCCL_DEBUG=INFO to compare the collective "
-                "sequences and the transport.");
+    n.push_back(
+        "Capture every rank's stack at the same moment (py-spy dump / gdb thread apply all bt) to see "
+        "whether all sit in the same collective.");
+    n.push_back(
+        "Re-run with TORCH_DISTRIBUTED_DEBUG=DETAIL and NCCL_DEBUG=INFO to compare the collective "
+        "sequences and the transport.");
     n.push_back("Check the shared dependencies: network links (nccl-tests), the rendezvous store, shared storage.");
   }
 };
@@ -1734,8 +1853,9 @@ nlohmann::json to_json(const TriageResult& r) {
     p["liveness"] = t.liveness;
     p["last_step"] = t.last_step;
     p["last_phase"] = t.last_phase;
-    p["last_coll"] = t.last_coll_seq ? json{{"seq", t.last_coll_seq}, {"op", t.last_coll_op}, {"edge", t.last_coll_edge}}
-                                     : json(nullptr);
+    p["last_coll"] = t.last_coll_seq
+                         ? json{{"seq", t.last_coll_seq}, {"op", t.last_coll_op}, {"edge", t.last_coll_edge}}
+                         : json(nullptr);
     p["exit_code"] = opt(t.exit_code);
     p["signal"] = opt(t.signal);
     p["mean_step_ms"] = t.mean_step_ms;
@@ -1750,8 +1870,8 @@ nlohmann::json to_json(const TriageResult& r) {
   j["per_rank"] = per;
   if (r.stuck_collective) {
     const auto& s = *r.stuck_collective;
-    j["stuck_collective"] = {{"op", s.op}, {"seq", s.seq}, {"waiting_ranks", s.waiting_ranks},
-                             {"absent_ranks", s.absent_ranks}};
+    j["stuck_collective"] = {
+        {"op", s.op}, {"seq", s.seq}, {"waiting_ranks", s.waiting_ranks}, {"absent_ranks", s.absent_ranks}};
   } else {
     j["stuck_collective"] = nullptr;
   }

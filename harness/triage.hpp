@@ -56,7 +56,7 @@ struct Evidence {
 };
 
 struct TriageResult {
-  std::string phase;                 // init | training | checkpoint | eval | data | shutdown
+  std::string phase;                 // init | training | checkpoint | eval | data | shutdown | unknown (no trace)
   std::string scope;                 // all | subset | none
   int world_size = 0;
   int last_good_step = 0;            // last step completed by every rank

@@ -1,15 +1,16 @@
 #include "triage_input.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <string_view>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 namespace hanglab {
 
@@ -35,8 +36,7 @@ const std::vector<LogPattern>& log_patterns() {
       {"address_in_use", {"address already in use"}},
       {"rendezvous_timeout",
        {"waiting for clients", "socket timeout", "store timeout", "rendezvous timeout", "rendezvoustimeouterror"}},
-      {"oom",
-       {"out of memory", "oom-kill", "oomkilled", "oom killer", "std::bad_alloc", "cannot allocate memory"}},
+      {"oom", {"out of memory", "oom-kill", "oomkilled", "oom killer", "std::bad_alloc", "cannot allocate memory"}},
       {"segfault", {"segmentation fault", "sigsegv"}},
       {"bus_error", {"bus error", "sigbus"}},
       {"abort", {"aborted (core dumped)", "terminate called", "sigabrt"}},
@@ -140,6 +140,7 @@ void read_trace(const fs::path& file, RankObservations& r) {
         if (name == "init") {
           r.init_ended = true;
           r.init_end_line = ln;
+          r.init_end_t = t;
         }
       }
       r.last_phase = r.open_phases.empty() ? name : r.open_phases.back();
@@ -280,7 +281,9 @@ void read_harness(const fs::path& file, HarnessObservations& h) {
       if (rank) h.launches[*rank] = {t, ln, get_or<long long>(j, "pid", 0)};
     } else if (ev == "exit") {
       const auto rank = get_opt<int>(j, "rank");
-      if (rank && !h.exits.count(*rank)) h.exits[*rank] = {t, ln, get_opt<int>(j, "code"), get_opt<int>(j, "signal")};
+      if (rank && !h.exits.count(*rank)) {
+        h.exits[*rank] = {t, ln, get_opt<int>(j, "code"), get_opt<int>(j, "signal"), get_opt<bool>(j, "by_teardown")};
+      }
     } else if (ev == "detect") {
       h.detections.push_back({t, ln, get_or<std::string>(j, "detector", ""), get_or<int>(j, "rank", -1),
                               get_or<std::string>(j, "detail", "")});
@@ -315,7 +318,8 @@ struct RawThread {
 // Removes a trailing balanced "(...)" or "<...>" group: gdb prints demangled
 // signatures for frames without debug info ("f(int) ()"), and templates are noise.
 std::string strip_trailing_group(std::string s, char open, char close) {
-  while (!s.empty() && s.back() == close) {
+  const auto is_call_operator = [&] { return s.size() >= 10 && s.compare(s.size() - 10, 10, "operator()") == 0; };
+  while (!s.empty() && s.back() == close && !is_call_operator()) {
     int depth = 0;
     size_t i = s.size();
     while (i-- > 0) {
@@ -355,16 +359,19 @@ std::optional<RawFrame> parse_gdb_frame(const std::string& line, int ln) {
   return f;
 }
 
+// Plumbing between the program and the kernel: libc/libpthread/libstdc++ internals,
+// thread start-up, and bare blocking calls (reported via syscall_of() instead).
 bool is_noise_frame(const RawFrame& f) {
   const std::string& n = f.name;
-  static const std::vector<std::string> kPrefixes = {"__",      "futex",   "pthread_", "std::",  "start_thread",
-                                                     "clone",   "??",      "syscall",  "_start", "__libc",
-                                                     "<signal", "raise",   "abort",    "gsignal", "epoll_wait",
-                                                     "poll",    "nanosleep", "sleep",  "read",   "recv",
-                                                     "select",  "wait",    "usleep"};
+  static const std::vector<std::string> kPrefixes = {"__", "futex",   "pthread_", "std::",   "start_thread", "clone",
+                                                     "??", "syscall", "_start",   "<signal", "gsignal"};
+  static const std::set<std::string> kExact = {"raise", "abort",   "epoll_wait", "poll",    "ppoll",   "nanosleep",
+                                               "sleep", "usleep",  "read",       "recv",    "recvmsg", "select",
+                                               "wait",  "waitpid", "accept",     "connect", "write",   "send"};
   for (const auto& pre : kPrefixes) {
     if (n.rfind(pre, 0) == 0) return true;
   }
+  if (kExact.count(n)) return true;
   return f.where.find("libc.so") != std::string::npos || f.where.find("libpthread") != std::string::npos ||
          f.where.find("libstdc++") != std::string::npos || f.where.find("./nptl/") != std::string::npos ||
          f.where.find("../sysdeps/") != std::string::npos;
@@ -384,10 +391,10 @@ std::string syscall_of(const RawFrame& f) {
     }
   }
   static const std::map<std::string, std::string> kCalls = {
-      {"nanosleep", "nanosleep"}, {"epoll_wait", "epoll_wait"}, {"poll", "poll"},     {"ppoll", "poll"},
-      {"select", "select"},       {"pselect6", "select"},       {"recv", "recv"},     {"recvmsg", "recv"},
+      {"nanosleep", "nanosleep"}, {"epoll_wait", "epoll_wait"}, {"poll", "poll"},      {"ppoll", "poll"},
+      {"select", "select"},       {"pselect6", "select"},       {"recv", "recv"},      {"recvmsg", "recv"},
       {"recvfrom", "recv"},       {"accept", "accept"},         {"accept4", "accept"}, {"connect", "connect"},
-      {"read", "read"},           {"pread64", "read"},          {"write", "write"},   {"send", "send"},
+      {"read", "read"},           {"pread64", "read"},          {"write", "write"},    {"send", "send"},
       {"sendmsg", "send"},        {"fsync", "fsync"},           {"fdatasync", "fsync"}};
   auto it = kCalls.find(n);
   return it == kCalls.end() ? "" : it->second;
@@ -485,8 +492,7 @@ std::optional<StackFrameInfo> parse_stack_text(const std::string& text) {
     pos = nl + 1;
   }
   const bool py = std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
-    return l.rfind("Process ", 0) == 0 || l.find("\"MainThread\"") != std::string::npos ||
-           l.rfind("Python v", 0) == 0;
+    return l.rfind("Process ", 0) == 0 || l.find("\"MainThread\"") != std::string::npos || l.rfind("Python v", 0) == 0;
   });
   return py ? parse_py_spy(lines) : parse_gdb(lines);
 }

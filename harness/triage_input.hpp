@@ -24,7 +24,7 @@ struct CollRecord {
   int begin_line = 0;
   std::optional<double> end_t;  // absent: still inside, or the collective threw
   int end_line = 0;
-  std::string phase;            // innermost phase open when the rank entered it
+  std::string phase;  // innermost phase open when the rank entered it
 };
 
 struct StepRecord {
@@ -62,23 +62,24 @@ struct LogHit {
 };
 
 struct StackFrameInfo {
-  std::string tool;    // gdb | py-spy | unknown
-  std::string frame;   // innermost interesting frame of the main thread
-  int line = 0;        // line of that frame in stack.txt
+  std::string tool;   // gdb | py-spy | unknown
+  std::string frame;  // innermost interesting frame of the main thread
+  int line = 0;       // line of that frame in stack.txt
 };
 
 struct RankObservations {
   int rank = -1;
-  bool has_trace = false;  // at least one parseable event
+  bool has_trace = false;      // at least one parseable event
   std::vector<int> bad_lines;  // unparsable trace lines (a kill mid-write), skipped
   std::optional<double> start_t;
   int start_line = 0;
   std::optional<long long> pid;
   bool init_ended = false;
   int init_end_line = 0;
+  double init_end_t = 0;
   // Phases in begin order that have not ended yet (innermost last).
   std::vector<std::string> open_phases;
-  std::string last_phase;  // innermost open phase, else the last one seen
+  std::string last_phase;         // innermost open phase, else the last one seen
   bool last_phase_ended = false;  // no phase open: last_phase is the last one that ended
   int last_phase_line = 0;
   double last_phase_t = 0;
@@ -115,6 +116,7 @@ struct HarnessExit {
   int line = 0;
   std::optional<int> code;
   std::optional<int> signal;
+  std::optional<bool> by_teardown;  // the supervisor's own word, when it wrote one
 };
 
 struct HarnessDetect {
@@ -146,8 +148,8 @@ struct RunObservations {
   std::map<int, RankObservations> ranks;  // every ranks/<r>/ folder, plus launched ranks
 };
 
-// Reads a run directory. Per rank: events.jsonl, stdout.log, stderr.log, stack.txt, oom.txt. Throws std::runtime_error when `dir` or `dir`/ranks is not a
-// readable directory; anything inside that is missing or malformed is data.
+// Reads a run directory. Per rank: events.jsonl, stdout.log, stderr.log, stack.txt, oom.txt. Throws std::runtime_error
+// when `dir` or `dir`/ranks is not a readable directory; anything inside that is missing or malformed is data.
 RunObservations load_run_observations(const std::filesystem::path& dir);
 
 // Innermost interesting frame of the main thread in a gdb `thread apply all bt` /

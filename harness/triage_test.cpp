@@ -4,6 +4,7 @@
 #include "triage.hpp"
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -19,8 +20,8 @@ using hanglab::TriageResult;
 namespace {
 
 const std::vector<const char*> kFixtures = {
-    "healthy",   "killed",    "skip_collective", "uneven_batches", "frozen",       "slow",          "init_hang",
-    "truncated", "all_stuck", "exception",       "checkpoint_hang", "wrong_ifname", "uneven_barrier"};
+    "healthy",   "killed",    "skip_collective", "uneven_batches",  "frozen",       "slow",           "init_hang",
+    "truncated", "all_stuck", "exception",       "checkpoint_hang", "wrong_ifname", "uneven_barrier", "late_rank"};
 
 fs::path fixture(const std::string& name) { return fs::path(HANGLAB_SOURCE_DIR) / "harness/testdata/triage" / name; }
 
@@ -50,8 +51,8 @@ void write_file(const fs::path& p, const std::string& text) {
 struct ScratchCopy {
   fs::path dir;
   explicit ScratchCopy(const std::string& name) {
-    dir = fs::temp_directory_path() / fs::path("hanglab_triage_test_" + name + "_" +
-                                               std::to_string(reinterpret_cast<uintptr_t>(this)));
+    dir = fs::temp_directory_path() /
+          fs::path("hanglab_triage_test_" + name + "_" + std::to_string(reinterpret_cast<uintptr_t>(this)));
     fs::remove_all(dir);
     fs::copy(fixture(name), dir, fs::copy_options::recursive);
   }
@@ -366,6 +367,26 @@ TEST_CASE("uneven_barrier: a final barrier pairing with the peers' allreduce is 
   check_evidence_refs("uneven_barrier", r);
 }
 
+TEST_CASE("late_rank: peers time out before the throttled rank 1 even enters the allreduce", "[triage]") {
+  const auto r = triage("late_rank");
+  CHECK(r.category == "straggler");
+  CHECK(r.cause == "slow_rank");
+  CHECK(r.phase == "training");
+  CHECK(r.scope == "subset");
+  CHECK(r.missing_ranks == std::vector<int>{1});
+  CHECK(r.last_good_step == 2);
+  CHECK(liveness(r) == std::vector<std::string>{"hung", "slow", "hung", "hung"});
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == 1);
+  // By the end every rank has a `begin` at seq 6; what counts is who was inside when
+  // the first timeout fired.
+  REQUIRE(r.stuck_collective);
+  CHECK(r.stuck_collective->waiting_ranks == std::vector<int>{0, 1, 2, 3});
+  const auto text = render_text(r);
+  CHECK(mentions(text, "timed out waiting for it"));
+  check_evidence_refs("late_rank", r);
+}
+
 TEST_CASE("the injected ground truth is never used", "[triage]") {
   // Point the harness fault line and the scenario's [[fault]] at another rank: the
   // answer must not move.
@@ -400,7 +421,8 @@ TEST_CASE("plain logs without harness.jsonl: a vanished rank is still found", "[
 
 TEST_CASE("a SIGKILL is an OOM kill only with OOM evidence", "[triage]") {
   ScratchCopy copy("killed");
-  write_file(copy.dir / "ranks/2/oom.txt", "# memory cgroup v2, limit 300 MiB\nlow 0\nhigh 0\nmax 12\noom 1\noom_kill 0\n");
+  write_file(copy.dir / "ranks/2/oom.txt",
+             "# memory cgroup v2, limit 300 MiB\nlow 0\nhigh 0\nmax 12\noom 1\noom_kill 0\n");
   CHECK(triage_run_dir(copy.dir).cause == "killed");  // counters without a kill prove nothing
   write_file(copy.dir / "ranks/2/oom.txt",
              "# memory cgroup v2, limit 300 MiB\nmax 40\noom 3\noom_kill 1\nkernel: Memory cgroup out of memory: "
@@ -415,8 +437,9 @@ TEST_CASE("a SIGKILL is an OOM kill only with OOM evidence", "[triage]") {
 }
 
 TEST_CASE("a rank that froze and was later killed from outside is frozen, not killed", "[triage]") {
-  // Move rank 2's SIGKILL before the teardown: no longer the harness' kill, but its
-  // heartbeats had stopped 10 s earlier while its peers kept beating.
+  // Turn rank 2's teardown kill into a SIGKILL from outside just before the teardown:
+  // no longer the harness' kill, but its heartbeats had stopped 10 s earlier while its
+  // peers kept beating.
   ScratchCopy copy("frozen");
   std::stringstream in(read_file(copy.dir / "harness.jsonl"));
   std::vector<nlohmann::json> lines;
@@ -428,7 +451,11 @@ TEST_CASE("a rank that froze and was later killed from outside is frozen, not ki
   REQUIRE(teardown_t > 0);
   std::string out;
   for (auto& j : lines) {
-    if (j["ev"] == "exit" && j["rank"] == 2) j["t"] = teardown_t - 0.5;
+    if (j["ev"] == "exit" && j["rank"] == 2) {
+      j["t"] = teardown_t - 0.5;
+      j["signal"] = 9;
+      j["by_teardown"] = false;
+    }
     out += j.dump() + "\n";
   }
   write_file(copy.dir / "harness.jsonl", out);
@@ -439,6 +466,22 @@ TEST_CASE("a rank that froze and was later killed from outside is frozen, not ki
   REQUIRE(r.first_failure);
   CHECK(r.first_failure->rank == 2);
   CHECK(mentions(r.first_failure->what, "heartbeats stopped"));
+}
+
+TEST_CASE("teardown kills are recognised by time when exits lack by_teardown", "[triage]") {
+  ScratchCopy copy("frozen");
+  std::stringstream in(read_file(copy.dir / "harness.jsonl"));
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    j.erase("by_teardown");
+    out += j.dump() + "\n";
+  }
+  write_file(copy.dir / "harness.jsonl", out);
+  const auto r = triage_run_dir(copy.dir);
+  CHECK(r.cause == "frozen");
+  CHECK(liveness(r) == std::vector<std::string>{"hung", "hung", "frozen", "hung"});
+  CHECK(r.echoes.size() == 4);
 }
 
 TEST_CASE("triage is deterministic", "[triage]") {
@@ -479,7 +522,8 @@ TEST_CASE("bad run directories", "[triage]") {
   CHECK_FALSE(render_text(r).empty());
   // Garbage lines anywhere are skipped.
   fs::create_directories(empty / "ranks/0");
-  write_file(empty / "ranks/0/events.jsonl", "not json\n{\"t\":1.0,\"rank\":0,\"ev\":\"start\"}\n[1,2]\n{\"ev\":\"hb\"}\n");
+  write_file(empty / "ranks/0/events.jsonl",
+             "not json\n{\"t\":1.0,\"rank\":0,\"ev\":\"start\"}\n[1,2]\n{\"ev\":\"hb\"}\n");
   write_file(empty / "harness.jsonl", "{{{\n");
   const auto r2 = triage_run_dir(empty);
   CHECK(r2.world_size == 1);
@@ -501,7 +545,8 @@ TEST_CASE("stack.txt: innermost interesting frame of the main thread", "[triage]
   using hanglab::parse_stack_text;
   SECTION("plain gdb bt") {
     const auto f = parse_stack_text(
-        "#0  0x00007f3a6f2e57c5 in __GI___libc_read (fd=5, buf=0x7ffd, nbytes=8) at ../sysdeps/unix/sysv/linux/read.c:26\n"
+        "#0  0x00007f3a6f2e57c5 in __GI___libc_read (fd=5, buf=0x7ffd, nbytes=8) at "
+        "../sysdeps/unix/sysv/linux/read.c:26\n"
         "#1  0x000055d0c1a3f7d4 in gloo::transport::tcp::Pair::read (this=0x1) at pair.cc:300\n"
         "#2  0x000055d0c1a40b19 in main () at main.cpp:3\n");
     REQUIRE(f);
@@ -533,11 +578,34 @@ TEST_CASE("stack.txt: innermost interesting frame of the main thread", "[triage]
     CHECK(f->frame == "allreduce (torch/distributed/distributed_c10d.py:1536)");
     CHECK(f->line == 9);
   }
+  SECTION("a real gdb capture (thread apply all bt): main thread in a condition-variable wait") {
+    const auto f = parse_stack_text(read_file(fixture("stacks/gdb_real_cv_wait.txt")));
+    REQUIRE(f);
+    CHECK(f->frame == "waiter");
+    CHECK(f->line == 27);
+  }
+  SECTION("operator() keeps its name") {
+    const auto f = parse_stack_text("#0  0x1 in operator() (__closure=0x2) at main.cpp:7\n");
+    REQUIRE(f);
+    CHECK(f->frame == "operator()");
+  }
   SECTION("nothing usable") { CHECK_FALSE(parse_stack_text("ptrace: Operation not permitted.\n")); }
 }
 
 TEST_CASE("print the reports", "[.dump]") {
   for (const char* name : kFixtures) {
     std::cout << "==================== " << name << "\n" << render_text(triage(name)) << "\n";
+  }
+}
+
+// Developer aid: HANGLAB_TRIAGE_DIRS="dir1:dir2" ./triage_test "[.dir]" prints the
+// report of each real run directory (e.g. to compare with a fixture's).
+TEST_CASE("print the reports of HANGLAB_TRIAGE_DIRS", "[.dir]") {
+  const char* dirs = std::getenv("HANGLAB_TRIAGE_DIRS");
+  if (!dirs) return;
+  std::stringstream ss(dirs);
+  for (std::string dir; std::getline(ss, dir, ':');) {
+    if (dir.empty()) continue;
+    std::cout << "==================== " << dir << "\n" << render_text(triage_run_dir(dir)) << "\n";
   }
 }

@@ -1,9 +1,9 @@
 // render_text(): the human triage report. Times are shown relative to the run start
 // (TriageResult::t0), because absolute Unix seconds are unreadable side by side.
-#include <string>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <string>
 
 #include "triage.hpp"
 
@@ -58,9 +58,9 @@ std::string render_text(const TriageResult& r) {
   line(fmt::format("  {:<4} {:<9} {:>9} {:<10} {:<22} {:<6} {:>12} {:>10}  {}", "rank", "liveness", "last step",
                    "phase", "last collective", "exit", "mean step ms", "compute ms", "stuck in"));
   for (const auto& t : r.per_rank) {
-    line(fmt::format("  {:<4} {:<9} {:>9} {:<10} {:<22} {:<6} {:>12.1f} {:>10.1f}  {}", t.rank, t.liveness,
-                     t.last_step, t.last_phase.empty() ? "-" : t.last_phase, coll_text(t), exit_text(t),
-                     t.mean_step_ms, t.busy_step_ms, t.stuck_in.empty() ? "-" : t.stuck_in));
+    line(fmt::format("  {:<4} {:<9} {:>9} {:<10} {:<22} {:<6} {:>12.1f} {:>10.1f}  {}", t.rank, t.liveness, t.last_step,
+                     t.last_phase.empty() ? "-" : t.last_phase, coll_text(t), exit_text(t), t.mean_step_ms,
+                     t.busy_step_ms, t.stuck_in.empty() ? "-" : t.stuck_in));
   }
   if (r.stuck_collective) {
     const auto& s = *r.stuck_collective;

@@ -30,7 +30,8 @@ class ExceptionOnRank : public HookInjector {
 }  // namespace
 
 InjectorInfo exception_on_rank_info() {
-  return {"exception_on_rank", "the chosen ranks throw an unhandled exception in forward (CUDA error, bad sample): exit 1",
+  return {"exception_on_rank",
+          "the chosen ranks throw an unhandled exception in forward (CUDA error, bad sample): exit 1",
           "in-process hook \"exception\" (HANGLAB_HOOKS) in workloads/common; the rank traces a `fault` event, throws "
           "std::runtime_error(message) in forward of the trigger step and exits with code 1",
           exception_keys(), [] { return std::make_unique<ExceptionOnRank>(); }};

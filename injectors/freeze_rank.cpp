@@ -17,8 +17,8 @@ namespace hanglab {
 namespace {
 
 std::vector<KeyDoc> freeze_keys() {
-  return {{"duration_s", "float", "0",
-           "seconds until SIGCONT resumes the rank (0 = it stays frozen until the run ends)"}};
+  return {
+      {"duration_s", "float", "0", "seconds until SIGCONT resumes the rank (0 = it stays frozen until the run ends)"}};
 }
 
 class FreezeRank : public Injector {
@@ -69,10 +69,10 @@ class FreezeRank : public Injector {
     for (const auto& ref : stopped_) {
       if (!ref.same_process()) continue;
       int err = signal_rank(ref.pid, SIGCONT);
-      detail += (detail.empty() ? "" : "; ") +
-                (err == 0 ? fmt::format("SIGCONT rank {} (pid {})", ref.rank, ref.pid)
-                          : fmt::format("rank {}: kill(SIGCONT, pid {}) failed: {} (errno {})", ref.rank, ref.pid,
-                                        std::strerror(err), err));
+      detail +=
+          (detail.empty() ? "" : "; ") + (err == 0 ? fmt::format("SIGCONT rank {} (pid {})", ref.rank, ref.pid)
+                                                   : fmt::format("rank {}: kill(SIGCONT, pid {}) failed: {} (errno {})",
+                                                                 ref.rank, ref.pid, std::strerror(err), err));
     }
     stopped_.clear();
     return detail.empty() ? "frozen ranks already gone" : detail;
@@ -86,7 +86,8 @@ class FreezeRank : public Injector {
 }  // namespace
 
 InjectorInfo freeze_rank_info() {
-  return {"freeze_rank", "SIGSTOP the chosen ranks: alive but silent (paused VM/container, debugger), optionally resumed",
+  return {"freeze_rank",
+          "SIGSTOP the chosen ranks: alive but silent (paused VM/container, debugger), optionally resumed",
           "kill(2) SIGSTOP to the rank's process group when the trigger is due; SIGCONT after duration_s and on revert",
           freeze_keys(), [] { return std::make_unique<FreezeRank>(); }};
 }

@@ -41,11 +41,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kNeeds = "needs a writable memory cgroup (cgroup v1 /sys/fs/cgroup/memory or v2 with the memory controller)";
+const char* const kNeeds =
+    "needs a writable memory cgroup (cgroup v1 /sys/fs/cgroup/memory or v2 with the memory controller)";
 
 std::vector<KeyDoc> oom_keys() {
-  return {{"limit_mb", "int", "300", "memory limit of the rank's cgroup in MiB (what the rank may use in total, no swap)"},
-          {"mb_per_step", "int", "64", "MiB the rank allocates, touches and keeps every step from the trigger step on"}};
+  return {
+      {"limit_mb", "int", "300", "memory limit of the rank's cgroup in MiB (what the rank may use in total, no swap)"},
+      {"mb_per_step", "int", "64", "MiB the rank allocates, touches and keeps every step from the trigger step on"}};
 }
 
 double mono_s() {
@@ -135,7 +137,8 @@ class OomRank : public HookInjector {
     auto mount = find_cgroup_mount("memory", why);
     if (!mount) return std::string(kNeeds) + ": " + why;
     std::string parent = cgroup_path_of(0, *mount);
-    if (parent.empty()) return std::string(kNeeds) + ": cannot read the memory cgroup of hanglab from /proc/self/cgroup";
+    if (parent.empty())
+      return std::string(kNeeds) + ": cannot read the memory cgroup of hanglab from /proc/self/cgroup";
     if (std::string p = cgroup_parent_problem(*mount, parent); !p.empty()) return std::string(kNeeds) + ": " + p;
     return {};
   }
@@ -149,10 +152,10 @@ class OomRank : public HookInjector {
     Group* g = find(rank);
     if (!g) g = &create_group(rank);
     const std::string procs = (g->cg.dir() / "cgroup.procs").string();
-    std::string script = "echo $$ > " + shell_quote(procs) + " || { echo " +
-                         shell_quote(fmt::format("hanglab oom_rank: rank {} cannot join memory cgroup {}", rank,
-                                                 g->cg.dir().string())) +
-                         " >&2; exit 126; }; exec \"$@\"";
+    std::string script =
+        "echo $$ > " + shell_quote(procs) + " || { echo " +
+        shell_quote(fmt::format("hanglab oom_rank: rank {} cannot join memory cgroup {}", rank, g->cg.dir().string())) +
+        " >&2; exit 126; }; exec \"$@\"";
     // First in the wrapper chain, so whatever else wraps the rank runs inside the group.
     std::vector<std::string> w = {"/bin/sh", "-c", script, "hanglab-oom_rank"};
     w.insert(w.end(), spec.wrapper.begin(), spec.wrapper.end());
@@ -173,7 +176,8 @@ class OomRank : public HookInjector {
           // still applies to what it allocates from here on, and say so.
           try {
             g.cg.add_process(pid, fmt::format("oom_rank rank {} (pid {})", g.rank, pid));
-            d = fmt::format("rank {} (pid {}) was in {}, moved into {} late: ", g.rank, pid, where, g.cg.dir().string());
+            d = fmt::format("rank {} (pid {}) was in {}, moved into {} late: ", g.rank, pid, where,
+                            g.cg.dir().string());
           } catch (const std::exception& e) {
             d = fmt::format("rank {} (pid {}) is not in {}: {}; ", g.rank, pid, g.cg.dir().string(), e.what());
           }

@@ -224,8 +224,8 @@ std::string OwnedCgroup::remove(double timeout_s) {
     for (const auto& id : read_lines(dir_ / list_file)) {
       int e = write_value(parent_dir_ / list_file, id);
       if (e != 0 && e != ESRCH)
-        move_problem = "moving task " + id + " back to " + parent_dir_.string() + ": " + std::strerror(e) +
-                       " (errno " + std::to_string(e) + ")";
+        move_problem = "moving task " + id + " back to " + parent_dir_.string() + ": " + std::strerror(e) + " (errno " +
+                       std::to_string(e) + ")";
     }
     if (::rmdir(dir_.c_str()) == 0 || errno == ENOENT) return {};
     int e = errno;

@@ -214,8 +214,8 @@ TEST_CASE("throttle_cpu puts a busy rank in a cpu cgroup with the quota and remo
   CHECK(where.find(fs::path(groups[0]).filename().string()) != std::string::npos);
   double during = cpu_over(pid, 1.0);
   INFO("cpu share before " << before << ", throttled " << during);
-  CHECK(during <= 0.2);    // quota 10% of one cpu (+ one 10 ms clock tick of slack each side)
-  CHECK(during >= 0.03);   // throttled, not stopped
+  CHECK(during <= 0.2);   // quota 10% of one cpu (+ one 10 ms clock tick of slack each side)
+  CHECK(during >= 0.03);  // throttled, not stopped
   inj->revert(job);
   CHECK(my_groups(parent).empty());
   CHECK(cgroup_path_of(pid, mount) == origin);

@@ -48,7 +48,8 @@ class ThrottleCpu : public Injector {
                : config_error_at(file, spec.table.source(), spec.key_prefix() + "." + key, msg);
     };
     if (!(percent_ > 0)) throw bad("cpu_percent", "must be > 0");
-    if (period_us_ < 1000 || period_us_ > 1000000) throw bad("period_ms", "must be within 1..1000 (the kernel's CFS period range)");
+    if (period_us_ < 1000 || period_us_ > 1000000)
+      throw bad("period_ms", "must be within 1..1000 (the kernel's CFS period range)");
     quota_us_ = static_cast<long long>(period_us_ * percent_ / 100.0);
     if (quota_us_ < 1000)
       throw bad(spec.table.get("cpu_percent") ? "cpu_percent" : "period_ms",
@@ -92,9 +93,9 @@ class ThrottleCpu : public Injector {
  private:
   struct Target {
     ProcessRef leader;
-    std::vector<ProcessRef> procs;      // the rank's processes at fire time
-    std::optional<OwnedCgroup> group;   // cgroup mechanism
-    bool duty = false;                  // duty-cycle mechanism
+    std::vector<ProcessRef> procs;     // the rank's processes at fire time
+    std::optional<OwnedCgroup> group;  // cgroup mechanism
+    bool duty = false;                 // duty-cycle mechanism
     bool stopped = false;
     double cpu_at_fire = 0;
   };
@@ -114,8 +115,9 @@ class ThrottleCpu : public Injector {
     t.duty = true;
     t.cpu_at_fire = cpu_seconds(t);
     targets_.push_back(std::move(t));
-    return fmt::format("rank {} (pid {}) limited to {}% of one cpu via a SIGSTOP/SIGCONT duty cycle (no cpu cgroup: {})",
-                       r, pid, percent_, why);
+    return fmt::format(
+        "rank {} (pid {}) limited to {}% of one cpu via a SIGSTOP/SIGCONT duty cycle (no cpu cgroup: {})", r, pid,
+        percent_, why);
   }
 
   // Returns a description of the cgroup used, or "" with `why` set when none could be.
@@ -162,9 +164,10 @@ class ThrottleCpu : public Injector {
       if (std::string left = g.remove(); !left.empty()) why += "; cleanup: " + left;
       return {};
     }
-    std::string via = mount->v2 ? fmt::format("cgroup v2 {} (cpu.max \"{} {}\")", g.dir().string(), quota_us_, period_us_)
-                                : fmt::format("cgroup v1 {} (cpu.cfs_quota_us {}, cpu.cfs_period_us {})",
-                                              g.dir().string(), quota_us_, period_us_);
+    std::string via = mount->v2
+                          ? fmt::format("cgroup v2 {} (cpu.max \"{} {}\")", g.dir().string(), quota_us_, period_us_)
+                          : fmt::format("cgroup v1 {} (cpu.cfs_quota_us {}, cpu.cfs_period_us {})", g.dir().string(),
+                                        quota_us_, period_us_);
     t.group.emplace(std::move(g));
     return via;
   }
@@ -204,8 +207,9 @@ class ThrottleCpu : public Injector {
         }
       } else if (t.duty && t.stopped && t.leader.same_process()) {
         if (int err = signal_rank(t.leader.pid, SIGCONT)) {
-          problems += (problems.empty() ? "" : "; ") + fmt::format("rank {}: kill(SIGCONT, pid {}) failed: {} (errno {})",
-                                                                    t.leader.rank, t.leader.pid, std::strerror(err), err);
+          problems +=
+              (problems.empty() ? "" : "; ") + fmt::format("rank {}: kill(SIGCONT, pid {}) failed: {} (errno {})",
+                                                           t.leader.rank, t.leader.pid, std::strerror(err), err);
           left.push_back(std::move(t));
         }
       }

@@ -5,7 +5,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -141,7 +140,9 @@ void Heartbeat::run() {
     lock.lock();
     // After a SIGSTOP/SIGCONT the deadline lies in the past: write one hb on resume,
     // not a burst catching up on the missed periods.
-    next = std::max(next + period_, std::chrono::steady_clock::now());
+    next += period_;
+    const auto now = std::chrono::steady_clock::now();
+    if (next <= now) next = now + period_;
     wake_.wait_until(lock, next, [this] { return stopping_; });
   }
 }

@@ -1,6 +1,7 @@
 // Unit tests of the rank trace writer and the heartbeat thread.
 #include "trace.hpp"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -218,16 +219,63 @@ TEST_CASE("heartbeat writes about one hb per period and stops promptly", "[heart
   hb.stop();
   const auto stop_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-  CHECK(stop_ms < 40);
+  CHECK(stop_ms < 100);
   hb.stop();  // idempotent
   const auto events = parse_all(path);
-  // First hb at start, then one per 50 ms: ~11 in 520 ms; allow scheduler slack.
-  CHECK(events.size() >= 8);
-  CHECK(events.size() <= 13);
+  // First hb at start, then one per 50 ms: ~11 in 520 ms; allow scheduler slack on a
+  // loaded CI box, but not a burst or a stall.
+  CHECK(events.size() >= 6);
+  CHECK(events.size() <= 14);
   for (const auto& e : events) CHECK(e["ev"] == "hb");
   for (size_t i = 1; i < events.size(); ++i) {
     const double gap = events[i]["t"].get<double>() - events[i - 1]["t"].get<double>();
     CHECK(gap > 0.030);
     CHECK(gap < 0.200);
   }
+}
+
+TEST_CASE("heartbeat stop() wakes the thread instead of waiting out the period", "[heartbeat]") {
+  const std::string path = temp_path("events.jsonl");
+  Trace trace(path, 0);
+  Heartbeat hb(trace, std::chrono::seconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto t0 = std::chrono::steady_clock::now();
+  hb.stop();
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));
+  CHECK(parse_all(path).size() == 1);  // just the immediate first hb
+}
+
+TEST_CASE("heartbeat resumes after SIGSTOP/SIGCONT with one hb, not a burst", "[heartbeat]") {
+  const std::string path = temp_path("events.jsonl");
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    Trace trace(path, 0);
+    Heartbeat hb(trace, std::chrono::milliseconds(40));
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    ::_exit(0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  ::kill(child, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // ~10 missed periods
+  ::kill(child, SIGCONT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  const auto events = parse_all(path);
+  REQUIRE(events.size() >= 4);
+  // A frozen process writes nothing: the longest gap covers the stop.
+  size_t stop_gap_at = 0;
+  double longest = 0;
+  for (size_t i = 1; i < events.size(); ++i) {
+    const double gap = events[i]["t"].get<double>() - events[i - 1]["t"].get<double>();
+    if (gap > longest) {
+      longest = gap;
+      stop_gap_at = i;
+    }
+  }
+  CHECK(longest > 0.3);
+  REQUIRE(stop_gap_at + 1 < events.size());
+  const double after_resume = events[stop_gap_at + 1]["t"].get<double>() - events[stop_gap_at]["t"].get<double>();
+  CHECK(after_resume > 0.025);  // the next hb waits a period instead of catching up
 }

@@ -24,9 +24,9 @@
 #include <cstring>
 #include <exception>
 #include <limits>
-#include <optional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -444,9 +444,8 @@ std::string host_name() {
 
 class Comm {
  public:
-  Comm(c10::intrusive_ptr<c10d::ProcessGroup> pg, int world_size) : pg_(std::move(pg)), world_size_(world_size) {}
+  explicit Comm(c10::intrusive_ptr<c10d::ProcessGroup> pg) : pg_(std::move(pg)) {}
 
-  int world_size() const { return world_size_; }
   // The seq the next collective will get (for fault details).
   int64_t next_seq() const { return seq_ + 1; }
 
@@ -481,7 +480,6 @@ class Comm {
   }
 
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;
-  int world_size_;
   int64_t seq_ = 0;
 };
 
@@ -533,8 +531,9 @@ void wait_for_all_ranks(c10d::Store& store, const RankEnv& env) {
   }
 }
 
-// Rendezvous the way init_process_group(env://) does: TCPStore (rank 0 serves and waits
-// for everyone) then a Gloo process group whose timeout is the collective timeout.
+// Rendezvous the way init_process_group(env://) does: a TCPStore served by rank 0, a
+// store barrier bounded by the init timeout, then a Gloo process group whose timeout is
+// the collective timeout.
 c10::intrusive_ptr<c10d::ProcessGroup> init_process_group(const RankEnv& env) {
   c10d::TCPStoreOptions store_opts;
   store_opts.port = static_cast<uint16_t>(env.master_port);
@@ -609,7 +608,7 @@ class Trainer {
       log_info("process group ready in %.0f ms (gloo, world_size %d, collective timeout %lld ms)", ms_since(t0),
                env_.world_size, static_cast<long long>(env_.collective_timeout.count()));
     }
-    comm_ = std::make_unique<Comm>(pg_, env_.world_size);
+    comm_ = std::make_unique<Comm>(pg_);
     build_model();
     prepare_data();
     train_loop();

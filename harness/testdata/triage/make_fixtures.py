@@ -150,6 +150,22 @@ class Sim:
             key = min((rk.blocked[0] != "rdzv", rk.blocked[1]) for rk in blocked)
             group = [rk for rk in blocked if (rk.blocked[0] != "rdzv", rk.blocked[1]) == key]
             partitioned = key[0] and key[1] == self.cfg.get("partition_seq")
+            latest = max(rk.blocked[2] for rk in group)
+            if key[0] and len(group) == WORLD and any(latest - rk.blocked[2] > self.coll_s for rk in group):
+                # The late rank arrives after its peers' backend timeout fired: they
+                # raise, exit, and the late one finds their sockets closed.
+                gave_up = min(rk.blocked[2] for rk in group) + self.coll_s
+                for rk in group:
+                    begin, seq = rk.blocked[2], rk.blocked[1]
+                    if latest - begin > self.coll_s:
+                        rk.clock = begin + self.coll_s + 0.0011 + 0.0003 * rk.r
+                        rk.pending_throw = CollFailed("timeout", gloo_timeout(int(self.coll_s * 1000)), seq)
+                    else:
+                        rk.clock = max(begin, gave_up + 0.03) + 0.0008
+                        rk.pending_throw = CollFailed("comm", conn_closed(41630 + rk.r), seq)
+                    rk.blocked = None
+                    rk.state = "run"
+                continue
             if self.cfg.get("pair_mismatched") and key[0]:
                 partitioned |= len({rk.blocked[3] for rk in group}) > 1
             if len(group) == WORLD and not partitioned:
@@ -260,7 +276,8 @@ def rank_program(sim, rk, opts):
             yield ("sleep", 0.06)
             yield ("freeze",)
             return
-        yield ("sleep", jit(step_ms * 0.0006))
+        slow = opts["slow_from"][1] if s >= opts.get("slow_from", (1 << 30, 1))[0] else 1
+        yield ("sleep", jit(step_ms * 0.0006) * slow)
         yield ("ev", "phase", dict(name="forward", edge="end", step=s))
         loss = 0.70 * (0.96 ** s) + rng.uniform(-0.01, 0.01)
         if s in opts.get("skip_steps", ()):
@@ -277,7 +294,7 @@ def rank_program(sim, rk, opts):
                 yield ("sleep", jit(step_ms * 0.0004) * 0.5)
                 yield ("die", opts["die_signal"])
                 return
-            yield ("sleep", jit(step_ms * 0.0004))
+            yield ("sleep", jit(step_ms * 0.0004) * slow)
             for numel in BUCKETS:
                 try:
                     yield ("coll", "allreduce", numel, s)
@@ -362,10 +379,13 @@ def build(name, cfg, per_rank_opts, finish):
 def harness_exits(sim, rk):
     if rk.exit_t is None:
         return
+    by_teardown = getattr(rk, "by_teardown", False)
     if rk.exit_signal:
-        sim.h(rk.exit_t, "exit", rank=rk.r, code=None, signal=rk.exit_signal, status=128 + rk.exit_signal)
+        sim.h(rk.exit_t, "exit", rank=rk.r, code=None, signal=rk.exit_signal, status=128 + rk.exit_signal,
+              by_teardown=by_teardown)
     else:
-        sim.h(rk.exit_t, "exit", rank=rk.r, code=rk.exit_code, signal=None, status=rk.exit_code)
+        sim.h(rk.exit_t, "exit", rank=rk.r, code=rk.exit_code, signal=None, status=rk.exit_code,
+              by_teardown=by_teardown)
 
 
 def std_detections(sim):
@@ -382,15 +402,13 @@ def std_detections(sim):
 
 
 def teardown_kill(sim, t_teardown, reason):
-    """SIGTERM every live rank; a stopped (frozen) process only dies by SIGKILL after the grace period."""
+    """SIGTERM (+SIGCONT, so a stopped rank can act on it) to every live rank's group."""
     sim.h(t_teardown, "teardown", reason=reason)
     for rk in sim.ranks:
         if rk.exit_t is not None:
             continue
-        if rk.state == "frozen":
-            rk.exit_t, rk.exit_signal = t_teardown + 5.0, 9
-        else:
-            rk.exit_t, rk.exit_signal = t_teardown + 0.03 + 0.002 * rk.r, 15
+        rk.exit_t, rk.exit_signal = t_teardown + 0.03 + 0.002 * rk.r, 15
+        rk.by_teardown = True
         if rk.hb_until is None:
             rk.hb_until = t_teardown + 0.02
     return max(rk.exit_t for rk in sim.ranks)
@@ -811,6 +829,13 @@ def uneven_barrier():
     build("uneven_barrier", cfg, {3: {"batches": 7}}, lambda sim: finish_all_exited(sim, "hang"))
 
 
+def late_rank():
+    cfg = cfg_for("late_rank", "rank 1 is CPU-throttled from step 3: its step takes ~30x longer.",
+                  "ranks 0,2,3 time out in step 3's first allreduce before rank 1 even enters it.",
+                  faults='\n[[fault]]\nkind = "throttle_cpu"\nranks = [1]\nat_step = 3\ncpu_percent = 3\n')
+    build("late_rank", cfg, {1: {"slow_from": (3, 30)}}, lambda sim: finish_all_exited(sim, "hang"))
+
+
 def main():
     healthy()
     slow()
@@ -825,6 +850,7 @@ def main():
     checkpoint_hang()
     wrong_ifname()
     uneven_barrier()
+    late_rank()
 
 
 if __name__ == "__main__":
