@@ -8,6 +8,11 @@ PACKAGES=(
   libtorch-dev libgloo-dev            # LibTorch 1.13 (CPU) with c10d ProcessGroupGloo
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libfmt-dev catch2
   gdb procps iproute2 util-linux      # stack capture, process and namespace tools
+  libfuse3-dev fuse3                  # hanglab_slowfs (slow_storage fault)
+  libsqlite3-dev                      # run history: <results>/history.sqlite
+  chromium                            # e2e.html: report.html in a real (headless) browser
+  libopenmpi-dev openmpi-bin          # mpi_ddp workload and the mpirun launcher
+  python3-torch python3-pip           # workloads/python_ddp (bring-your-own DDP script), py-spy below
 )
 
 missing=()
@@ -23,4 +28,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" > /tmp/hanglab-apt.log 2>&1 || {
     tail -30 /tmp/hanglab-apt.log; exit 1; }
+fi
+
+# py-spy (Python stack dumps of bring-your-own Python ranks) for Debian's interpreter,
+# which is the one with python3-torch; the `python3` first on PATH may be another one.
+if ! /usr/bin/python3 -m pip show -q py-spy > /dev/null 2>&1; then
+  echo "ci/install-deps.sh: installing py-spy (pip, for /usr/bin/python3)"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO /usr/bin/python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
+    --break-system-packages py-spy > /tmp/hanglab-pip.log 2>&1 || { tail -20 /tmp/hanglab-pip.log; exit 1; }
 fi

@@ -1,4 +1,5 @@
-// hanglab: the command-line entry point. Subcommands: run, triage, list, describe.
+// hanglab: the command-line entry point. Subcommands: run, triage, validate, report,
+// history, list, describe.
 // Exit codes (design): 0 all expectations met, 1 an expectation failed, 2 scenario or
 // usage error (nothing ran), 3 internal error or unknown verdict, 4 skipped, 130 interrupted.
 #include <csignal>
@@ -11,11 +12,17 @@
 #include <fmt/format.h>
 
 #include "config_error.hpp"
+#include "history.hpp"
+#include "html_report.hpp"
 #include "injector.hpp"
 #include "junit.hpp"
+#include "progress.hpp"
 #include "report.hpp"
+#include "run_record.hpp"
 #include "runner.hpp"
 #include "triage.hpp"
+#include "util.hpp"
+#include "validate_run.hpp"
 #include "workloads.hpp"
 
 using namespace hanglab;
@@ -62,10 +69,11 @@ int cmd_run(const std::vector<std::string>& paths, const std::string& results, c
   std::vector<Verdict> verdicts;
   std::vector<JunitSuite> suites;
   const size_t n = prepared.size();
+  Progress progress(n, json_out);
+  opts.on_state = progress.state_callback();
   for (size_t i = 0; i < n && !g_interrupted; ++i) {
     auto& ps = prepared[i];
-    if (!json_out)
-      std::cerr << fmt::format("[{}/{}] {} ...", i + 1, n, ps.scenario.name) << std::endl;
+    progress.begin(ps.scenario.name);
     RunResult r;
     try {
       r = run_scenario(ps, host, opts);
@@ -75,12 +83,26 @@ int cmd_run(const std::vector<std::string>& paths, const std::string& results, c
       r.verdict.status = "unknown";
       r.verdict.checks.push_back({"harness", "unknown", "a finished run", "internal error", e.what()});
     }
-    if (!json_out) std::cout << verdict_line(r) << std::endl;
+    if (!json_out) progress.result(verdict_line(r));
     verdicts.push_back(r.verdict);
     suites.push_back(junit_suite(ps.scenario, r));
     out.push_back(std::move(r));
   }
+  progress.done();
   if (!junit.empty()) write_junit_file(junit, suites);
+  // One page over the whole matrix, linking each run's report.html.
+  std::string matrix;
+  if (out.size() > 1) {
+    std::vector<MatrixEntry> entries;
+    for (const auto& r : out)
+      if (!r.run_dir.empty()) entries.push_back(matrix_entry(r.run_dir, results));
+    try {
+      write_file(fs::path(results) / "matrix.html", render_matrix_html(entries, fmt::format("hanglab matrix: {} scenarios", entries.size())));
+      matrix = (fs::path(results) / "matrix.html").string();
+    } catch (const std::exception& e) {
+      std::cerr << "hanglab: warning: matrix.html not written: " << e.what() << "\n";
+    }
+  }
   if (json_out) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& r : out)
@@ -97,6 +119,7 @@ int cmd_run(const std::vector<std::string>& paths, const std::string& results, c
               << (out.size() == 1 && !out[0].run_dir.empty() ? " (this run: " + out[0].run_dir.string() + ")" : "")
               << "\n";
     if (!junit.empty()) std::cout << "junit: " << junit << "\n";
+    if (!matrix.empty()) std::cout << "html: " << matrix << "\n";
   }
   if (g_interrupted) {
     std::cerr << "hanglab: interrupted; ranks torn down, injectors reverted\n";
@@ -105,18 +128,80 @@ int cmd_run(const std::vector<std::string>& paths, const std::string& results, c
   return exit_code_for(verdicts);
 }
 
-int cmd_triage(const std::string& dir, const std::string& format) {
+// A run directory (from its trace, or --logs-only from its stdout/stderr), or plain logs.
+int cmd_triage(const std::vector<std::string>& paths, const std::string& format, const TriageOptions& opts) {
   TriageResult r;
   try {
-    r = triage_run_dir(dir);
+    r = triage_paths(std::vector<fs::path>(paths.begin(), paths.end()), opts);
   } catch (const std::exception& e) {
-    std::cerr << dir << ":0:0: " << e.what() << "\n";
+    std::cerr << paths.front() << ":0:0: " << e.what() << "\n";
     return 2;
   }
   if (format == "json")
     std::cout << to_json(r).dump(2) << "\n";
   else
     std::cout << render_text(r);
+  return 0;
+}
+
+int cmd_validate(ValidateOptions o) {
+  install_interrupt_handlers();
+  o.interrupt_fd = g_interrupt_pipe[0];
+  o.interrupted = &g_interrupted;
+  return run_validate(o);
+}
+
+// Regenerates report.txt, report.html and junit.xml of finished run directories from
+// their files; a matrix page over them with --matrix.
+int cmd_report(const std::vector<std::string>& dirs, const std::string& format, const std::string& matrix) {
+  int rc = 0;
+  std::vector<MatrixEntry> entries;
+  for (const auto& d : dirs) {
+    try {
+      LoadedRun run = load_run_dir(d);
+      std::vector<std::string> wrote;
+      if (format == "all" || format == "text") {
+        write_file(fs::path(d) / "report.txt", render_run_report(run.scenario, run.result));
+        wrote.push_back("report.txt");
+      }
+      if (format == "all" || format == "html") {
+        write_file(fs::path(d) / "report.html", render_run_html(d));
+        wrote.push_back("report.html");
+      }
+      if (format == "all" || format == "junit") {
+        write_file(fs::path(d) / "junit.xml", junit_xml({junit_suite(run.scenario, run.result)}));
+        wrote.push_back("junit.xml");
+      }
+      std::cout << verdict_line(run.result) << "\n  " << d << ": " << fmt::format("{}", fmt::join(wrote, ", ")) << "\n";
+      if (!matrix.empty()) entries.push_back(matrix_entry(d, fs::absolute(matrix).parent_path()));
+    } catch (const std::exception& e) {
+      std::cerr << d << ":0:0: " << e.what() << "\n";
+      rc = 2;
+    }
+  }
+  if (!matrix.empty() && !entries.empty()) {
+    write_file(matrix, render_matrix_html(entries, fmt::format("hanglab runs: {} scenarios", entries.size())));
+    std::cout << "html: " << matrix << "\n";
+  }
+  return rc;
+}
+
+int cmd_history(const std::string& results, const std::string& scenario, size_t last, bool strict) {
+  const fs::path db_path = fs::path(results) / "history.sqlite";
+  if (!fs::exists(db_path)) {
+    std::cerr << db_path.string() << ":0:0: no run history here (it is written by `hanglab run`)\n";
+    return 2;
+  }
+  HistoryDb db(db_path);
+  const auto runs = db.runs(scenario.empty() ? std::nullopt : std::optional<std::string>(scenario));
+  const auto regressions = find_regressions(runs);
+  std::cout << render_history(runs, regressions, last);
+  if (!strict) return 0;
+  // --strict: fail when the newest run of a scenario regressed (a CI gate).
+  std::map<std::string, long long> newest;
+  for (const auto& r : runs) newest[r.scenario] = r.id;
+  for (const auto& g : regressions)
+    if (newest[g.scenario] == g.run_id) return 1;
   return 0;
 }
 
@@ -151,6 +236,7 @@ int cmd_describe(const std::string& kind) {
   if (const WorkloadInfo* w = find_workload(kind)) {
     std::cout << fmt::format("workload {}: {}\nbackends: {}\n\n[workload.args]:\n", w->name, w->summary,
                              fmt::join(w->backends, ", "));
+    if (w->args->empty()) std::cout << "  (none)\n";
     for (const auto& a : *w->args)
       std::cout << fmt::format("  {:<26} {:<7} {:<7} {}\n", a.name, a.type, a.default_value, a.doc);
     return 0;
@@ -176,10 +262,51 @@ int main(int argc, char** argv) {
   run->add_flag("--json", json_out, "print the results as JSON instead of text");
   run->add_flag("--no-stacks", no_stacks, "do not capture stacks of hung ranks");
 
-  std::string dir, format = "text";
-  auto* triage = app.add_subcommand("triage", "analyze a run directory and print the rank timeline and verdict");
-  triage->add_option("run_dir", dir, "a hanglab run directory")->required();
+  std::string format = "text";
+  std::vector<std::string> triage_in;
+  TriageOptions topts;
+  int triage_world = 0;
+  auto* triage = app.add_subcommand(
+      "triage", "build the rank timeline and verdict from a run directory or from plain logs of any job");
+  triage->add_option("paths", triage_in, "a hanglab run directory, or log files / directories of logs")->required();
   triage->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  triage->add_option("--world-size", triage_world, "the job's world size, when the logs do not state it")
+      ->check(CLI::Range(1, 1 << 22));
+  triage->add_flag("--logs-only", topts.logs_only, "judge a run directory from its ranks' stdout/stderr alone");
+
+  ValidateOptions vopts;
+  std::string vsettings, vout, vresults = "results/validate";
+  bool no_recheck = false;
+  auto* validate = app.add_subcommand(
+      "validate", "validate proposed timeout/watchdog settings on healthy slow phases and a fault catalog; recommend settings");
+  validate->add_option("settings", vsettings, "settings TOML ([timeouts], [validate])")->required();
+  validate->add_option("--scenarios", vopts.scenarios,
+                       "fault scenarios (files or directories); default: kill_rank, skip_collective_linger, freeze_rank "
+                       "from scenarios/");
+  validate->add_option("--baseline", vopts.baseline, "healthy scenarios to measure phases on; default: scenarios/validate");
+  validate->add_option("--results", vresults, "where the runs, validate.txt/json and recommended.toml go")
+      ->capture_default_str();
+  validate->add_option("--repeat", vopts.repeat, "baseline runs per pass")->capture_default_str()->check(CLI::Range(1, 100));
+  validate->add_option("--out", vout, "write the recommended settings here (default: <results>/recommended.toml)");
+  validate->add_flag("--no-recheck", no_recheck, "do not re-validate the recommended settings (one pass only)");
+
+  std::vector<std::string> report_dirs;
+  std::string report_format = "all", report_matrix;
+  auto* report = app.add_subcommand("report", "regenerate report.txt, report.html and junit.xml from run directories");
+  report->add_option("run_dirs", report_dirs, "hanglab run directories")->required();
+  report->add_option("--format", report_format, "which reports")
+      ->check(CLI::IsMember({"all", "text", "html", "junit"}))
+      ->capture_default_str();
+  report->add_option("--matrix", report_matrix, "also write one HTML page over all the given runs to this file");
+
+  std::string hist_scenario;
+  size_t hist_last = 20;
+  bool hist_strict = false;
+  auto* history = app.add_subcommand("history", "detection latency and verdicts across recorded runs; flags regressions");
+  history->add_option("--results", results, "the results directory holding history.sqlite")->capture_default_str();
+  history->add_option("--scenario", hist_scenario, "only this scenario");
+  history->add_option("--last", hist_last, "runs shown per scenario")->capture_default_str();
+  history->add_flag("--strict", hist_strict, "exit 1 when the newest run of a scenario is a regression");
 
   auto* list = app.add_subcommand("list", "list workloads, faults and detectors");
   std::string kind;
@@ -193,7 +320,19 @@ int main(int argc, char** argv) {
   }
   try {
     if (*run) return cmd_run(paths, results, junit, json_out, no_stacks);
-    if (*triage) return cmd_triage(dir, format);
+    if (*triage) {
+      if (triage_world > 0) topts.world_size = triage_world;
+      return cmd_triage(triage_in, format, topts);
+    }
+    if (*validate) {
+      vopts.settings_file = vsettings;
+      vopts.results = vresults;
+      vopts.out = vout;
+      vopts.recheck = !no_recheck;
+      return cmd_validate(vopts);
+    }
+    if (*report) return cmd_report(report_dirs, report_format, report_matrix);
+    if (*history) return cmd_history(results, hist_scenario, hist_last, hist_strict);
     if (*list) return cmd_list();
     if (*describe) return cmd_describe(kind);
   } catch (const ConfigError& e) {

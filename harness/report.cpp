@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "history.hpp"
 #include "util.hpp"
 
 namespace hanglab {
@@ -55,7 +56,8 @@ json run_json(const Scenario& sc, const RunResult& res, const HostInfo& host) {
             {"cgroup_v2", host.cgroup_v2},
             {"cgroup_v1_cpu", host.cgroup_v1_cpu},
             {"mount_namespaces", host.mount_namespaces},
-            {"gpu", host.gpu}}},
+            {"gpu", host.gpu},
+            {"torch_version", torch_version()}}},
           {"settings",
            {{"workload", sc.workload.command.empty() ? json(sc.workload.name) : json(sc.workload.command)},
             {"backend", sc.workload.backend},
@@ -67,7 +69,9 @@ json run_json(const Scenario& sc, const RunResult& res, const HostInfo& host) {
              {{"init_s", sc.timeouts.init_s},
               {"collective_s", sc.timeouts.collective_s},
               {"progress_s", sc.timeouts.progress_s},
-              {"heartbeat_s", sc.timeouts.heartbeat_s}}}}},
+              {"heartbeat_s", sc.timeouts.heartbeat_s},
+              {"checkpoint_s", sc.timeouts.checkpoint_s ? json(*sc.timeouts.checkpoint_s) : json(nullptr)},
+              {"eval_s", sc.timeouts.eval_s ? json(*sc.timeouts.eval_s) : json(nullptr)}}}}},
           {"start_t", f.start_t},
           {"end_t", f.end_t},
           {"duration_s", res.duration_s},

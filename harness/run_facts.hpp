@@ -4,7 +4,8 @@
 //
 // harness.jsonl: one JSON object per line, every line has "t" (Unix seconds,
 // microsecond precision) and "ev":
-//   run_start  scenario, world_size, deadline_s, timeouts{init_s,collective_s,progress_s,heartbeat_s}, port
+//   run_start  scenario, world_size, deadline_s, port,
+//              timeouts{init_s,collective_s,progress_s,heartbeat_s,checkpoint_s,eval_s (null = unset)}
 //   launch     rank, pid, argv
 //   fault      kind, ranks[], detail          an injector fired (t = firing time)
 //   revert     kind, detail                   an injector undid its action

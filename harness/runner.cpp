@@ -1,6 +1,8 @@
 #include "runner.hpp"
 
 #include <algorithm>
+#include <iostream>
+#include <optional>
 #include <cerrno>
 #include <cstring>
 #include <netinet/in.h>
@@ -10,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "history.hpp"
+#include "html_report.hpp"
 #include "junit.hpp"
 #include "report.hpp"
 #include "supervisor.hpp"
@@ -129,6 +133,28 @@ void update_latest(const fs::path& results, const fs::path& run_dir) {
 
 std::string ms(double s) { return std::to_string(static_cast<long long>(s * 1000)); }
 
+// One mpirun, one MPMD app context per rank (`-np 1 ... : -np 1 ...`), so every rank keeps
+// its own environment (trace path, hooks) and wrapper, exactly as under the local launcher.
+// --tag-output lets the supervisor split the output per rank.
+LaunchSpec mpirun_launch_spec(const std::vector<LaunchSpec>& specs, const fs::path& run_dir) {
+  LaunchSpec l;
+  l.rank = -1;
+  l.argv = {"mpirun", "--oversubscribe", "--bind-to", "none", "--tag-output", "--mca", "mpi_yield_when_idle", "1"};
+  for (const auto& s : specs) {
+    if (s.rank > 0) l.argv.push_back(":");
+    l.argv.insert(l.argv.end(), {"-np", "1"});
+    for (const auto& [k, v] : s.env) l.argv.insert(l.argv.end(), {"-x", k + "=" + v});
+    l.argv.insert(l.argv.end(),
+                  {"-x", "HANGLAB_TRACE=" + fs::absolute(run_dir / "ranks" / std::to_string(s.rank) / "events.jsonl").string()});
+    if (!s.hooks.empty()) l.argv.insert(l.argv.end(), {"-x", "HANGLAB_HOOKS=" + s.hooks.dump()});
+    l.argv.insert(l.argv.end(), s.wrapper.begin(), s.wrapper.end());
+    l.argv.insert(l.argv.end(), s.argv.begin(), s.argv.end());
+  }
+  l.env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+           {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"}};
+  return l;
+}
+
 }  // namespace
 
 RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOptions& opts) {
@@ -175,6 +201,7 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
     SupervisorOptions sopts;
     sopts.capture_stacks = opts.capture_stacks;
     sopts.interrupt_fd = opts.interrupt_fd;
+    sopts.on_state = opts.on_state;
     // Injectors prepare ranks; revert must run on every path from here on.
     struct NoRanksYet : Job {
       NoRanksYet(int w, std::string d) : ws(w), dir(std::move(d)) {}
@@ -185,34 +212,56 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
       bool alive(int) const override { return false; }
       std::string run_dir() const override { return dir; }
     } before_launch{ws, res.run_dir.string()};
+    // Declared before the guard, so the guard (destroyed first) reverts while the
+    // supervisor it may hand to revert() still exists.
+    std::optional<Supervisor> sup;
     struct RevertGuard {
       PreparedScenario& ps;
       Job* job;
-      ~RevertGuard() {
+      std::vector<std::string> errors;
+      bool done = false;
+      void revert_all() {
+        if (done) return;
+        done = true;
         for (auto& inj : ps.injectors) {
           try {
-            if (job) inj->revert(*job);
-          } catch (...) {
+            inj->revert(*job);
+          } catch (const std::exception& e) {
+            errors.push_back(e.what());
           }
         }
       }
-    } guard{ps, &before_launch};
+      ~RevertGuard() { revert_all(); }
+    } guard{ps, &before_launch, {}};
     for (auto& s : specs)
       for (auto& inj : ps.injectors) inj->prepare_rank(s.rank, s);
-    Supervisor sup(sc, res.run_dir, std::move(specs), std::move(armed), sopts);
-    guard.job = &sup;
-    res.facts = sup.run();
-    for (auto& inj : ps.injectors) inj->revert(sup);
-    guard.job = nullptr;
+    if (sc.workload.launcher == "mpirun") sopts.launcher = mpirun_launch_spec(specs, res.run_dir);
+    sup.emplace(sc, res.run_dir, std::move(specs), std::move(armed), sopts);
+    guard.job = &*sup;
+    res.facts = sup->run();
+    guard.revert_all();
+    for (const auto& e : guard.errors)
+      std::cerr << "hanglab: warning: revert of a fault failed: " << e << "\n";
 
+    if (opts.on_state) opts.on_state("triage");
     res.triage = triage_run_dir(res.run_dir);
     write_file(res.run_dir / "triage.json", to_json(res.triage).dump(2) + "\n");
     res.verdict = check_expectations(sc, res.facts, res.triage);
   }
   res.duration_s = unix_now() - t0;
-  write_file(res.run_dir / "run.json", run_json(sc, res, host).dump(2) + "\n");
+  const nlohmann::json record = run_json(sc, res, host);
+  write_file(res.run_dir / "run.json", record.dump(2) + "\n");
   write_file(res.run_dir / "report.txt", render_run_report(sc, res));
   write_file(res.run_dir / "junit.xml", junit_xml({junit_suite(sc, res)}));
+  // The HTML page and the history are extras: failing to write them must not lose the run.
+  try {
+    write_file(res.run_dir / "report.html", render_run_html(res.run_dir));
+  } catch (const std::exception& e) {
+    std::cerr << "hanglab: warning: report.html not written: " << e.what() << "\n";
+  }
+  if (opts.record_history)
+    record_run_history(opts.history_db.empty() ? opts.results_dir / "history.sqlite" : opts.history_db,
+                       history_record_from_run_json(record, fs::absolute(res.run_dir).string()));
   update_latest(opts.results_dir, res.run_dir);
   return res;
 }

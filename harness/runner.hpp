@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,11 @@ struct RunOptions {
   std::filesystem::path results_dir = "results";
   bool capture_stacks = true;
   int interrupt_fd = -1;
+  // Progress displays: short states ("step 7/12", "triage") from the supervisor and runner.
+  std::function<void(const std::string&)> on_state;
+  // Every run is recorded here (see history.hpp); empty = <results_dir>/history.sqlite.
+  std::filesystem::path history_db;
+  bool record_history = true;
 };
 
 struct RunResult {

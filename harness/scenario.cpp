@@ -27,7 +27,7 @@ using Allowed = std::initializer_list<std::string_view>;
 const Allowed kTopLevelKeys = {"scenario", "workload", "timeouts", "fault", "expect"};
 const Allowed kScenarioKeys = {"name", "description", "tags", "deadline_s"};
 const Allowed kWorkloadKeys = {"name", "command", "backend", "world_size", "steps", "launcher", "args", "env"};
-const Allowed kTimeoutKeys = {"init_s", "collective_s", "progress_s", "heartbeat_s"};
+const Allowed kTimeoutKeys = {"init_s", "collective_s", "progress_s", "heartbeat_s", "checkpoint_s", "eval_s"};
 const Allowed kExpectKeys = {"outcome", "detected_by", "not_detected_by", "detected_within_s", "not_before_s",
                              "triage"};
 const Allowed kTriageKeys = {"category", "cause", "phase", "scope", "missing_ranks", "last_good_step", "liveness"};
@@ -134,12 +134,18 @@ void parse_header_comments(std::string_view text, std::string& reproduces, std::
       current = nullptr;
       continue;
     }
+    // A label may carry a parenthesised note: `# Expected (found by running it): ...`.
     size_t colon = body.find(':');
-    bool is_label = colon != std::string_view::npos && colon > 0 &&
-                    std::all_of(body.begin(), body.begin() + colon,
+    size_t word_end = colon == std::string_view::npos ? 0 : body.find_first_of(" (", 0);
+    if (word_end == std::string_view::npos || word_end > colon) word_end = colon;
+    bool note_ok = word_end == colon ||
+                   (body.substr(word_end, colon - word_end).find_first_not_of(" ") != std::string_view::npos &&
+                    body[body.find_first_not_of(' ', word_end)] == '(' && body[colon - 1] == ')');
+    bool is_label = colon != std::string_view::npos && word_end > 0 && note_ok &&
+                    std::all_of(body.begin(), body.begin() + word_end,
                                 [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
     if (is_label) {
-      std::string label(body.substr(0, colon));
+      std::string label(body.substr(0, word_end));
       std::transform(label.begin(), label.end(), label.begin(), [](unsigned char c) { return std::tolower(c); });
       std::string_view rest = body.substr(colon + 1);
       rest.remove_prefix(std::min(rest.size(), rest.find_first_not_of(" \t")));
@@ -533,6 +539,8 @@ void Loader::load_timeouts(const toml::table& root, Timeouts& to) {
   if (auto v = number_at(*t, "collective_s", "timeouts", true)) to.collective_s = *v;
   if (auto v = number_at(*t, "progress_s", "timeouts", true)) to.progress_s = *v;
   if (auto v = number_at(*t, "heartbeat_s", "timeouts", true)) to.heartbeat_s = *v;
+  if (auto v = number_at(*t, "checkpoint_s", "timeouts", true)) to.checkpoint_s = *v;
+  if (auto v = number_at(*t, "eval_s", "timeouts", true)) to.eval_s = *v;
 }
 
 void Loader::load_faults(toml::table& root, std::vector<FaultSpec>& faults) {

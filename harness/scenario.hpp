@@ -55,6 +55,11 @@ struct Timeouts {
   double collective_s = 5;
   double progress_s = 10;
   double heartbeat_s = 1;
+  // Per-phase limits of the harness watchdog: while any live rank is inside a checkpoint
+  // (or eval) phase, a slow save is not a hang, so the watchdog waits this long instead of
+  // progress_s. Unset: progress_s applies in that phase too.
+  std::optional<double> checkpoint_s;
+  std::optional<double> eval_s;
 };
 
 struct TriageExpect {

@@ -155,6 +155,8 @@ TEST_CASE("a full scenario loads with every field", "[scenario]") {
   CHECK(sc.timeouts.init_s == 30);
   CHECK(sc.timeouts.collective_s == 5);
   CHECK(sc.timeouts.progress_s == 10.5);
+  CHECK_FALSE(sc.timeouts.checkpoint_s);  // optional per-phase watchdog limits: unset here
+  CHECK_FALSE(sc.timeouts.eval_s);
   CHECK(sc.timeouts.heartbeat_s == 1);
 
   REQUIRE(sc.faults.size() == 2);
@@ -281,7 +283,7 @@ TEST_CASE("error messages have the form FILE:LINE:COL: KEY: MESSAGE", "[scenario
     auto e = load_error(kWorkload + "[timeouts]\ncollective_ms = 5\n");
     CHECK(std::string(e.what()) ==
           file + ":6:1: timeouts.collective_ms: unknown key (expected one of: init_s, collective_s, progress_s, "
-                 "heartbeat_s)");
+                 "heartbeat_s, checkpoint_s, eval_s)");
   }
   SECTION("unknown fault kind") {
     auto e = load_error(kWorkload + "[[fault]]\nkind = \"oom\"\nranks = [0]\n");
@@ -488,4 +490,15 @@ TEST_CASE("config_error_at points at a node", "[scenario]") {
   CHECK(std::string(e.what()) == "f.toml:2:6: fault[0].bb: bad value");
   ConfigError e2 = config_error_at("f.toml", tbl.get("a")->source(), "", "whole thing");
   CHECK(std::string(e2.what()) == "f.toml:1:5: whole thing");
+}
+
+TEST_CASE("per-phase watchdog limits checkpoint_s and eval_s are optional [timeouts] keys") {
+  Scenario sc = load(kWorkload + "[timeouts]\ncheckpoint_s = 40\neval_s = 12.5\n");
+  REQUIRE(sc.timeouts.checkpoint_s);
+  CHECK(*sc.timeouts.checkpoint_s == 40);
+  REQUIRE(sc.timeouts.eval_s);
+  CHECK(*sc.timeouts.eval_s == 12.5);
+  CHECK(sc.timeouts.progress_s == 10);  // the default stays
+  auto e = load_error(kWorkload + "[timeouts]\ncheckpoint_s = 0\n");
+  CHECK(e.key() == "timeouts.checkpoint_s");
 }

@@ -37,6 +37,16 @@ struct Supervisor::Rank {
   bool init_done = false;
   bool hb_lost = false;
   bool exit_by_teardown = false;
+  // Launcher mode: the rank is the launcher's child, not ours.
+  bool external = false;
+  std::optional<int> traced_exit;       // from the trace's `exit` event
+  std::optional<int> reported_code;     // from the launcher's report
+  std::optional<int> reported_signal;
+  double gone_mono = 0;                 // when its pid vanished (exit pending the report)
+  // Inside a checkpoint / eval phase (begin traced, end not yet): the watchdog then
+  // applies that phase's limit, since a slow save or eval is silent but healthy.
+  bool in_checkpoint = false;
+  bool in_eval = false;
 };
 
 namespace {
@@ -103,6 +113,7 @@ Supervisor::~Supervisor() {
     } catch (...) {
     }
   }
+  if (launcher_) ranks_.push_back(std::move(launcher_));  // closed with the ranks below
   for (auto& r : ranks_) {
     for (int* fd : {&r->out_fd, &r->err_fd, &r->out_log, &r->err_log})
       if (*fd >= 0) ::close(*fd), *fd = -1;
@@ -119,16 +130,18 @@ std::string Supervisor::run_dir() const { return dir_.string(); }
 bool Supervisor::all_exited() const {
   for (const auto& r : ranks_)
     if (r->alive) return false;
-  return true;
+  return !launcher_ || !launcher_->alive;
 }
 
-void Supervisor::launch(Rank& r) {
-  const LaunchSpec& spec = specs_[r.rank];
-  fs::path rdir = dir_ / "ranks" / std::to_string(r.rank);
+void Supervisor::launch(Rank& r, const LaunchSpec& spec) {
+  const bool is_launcher = r.rank < 0;
+  fs::path rdir = is_launcher ? dir_ : dir_ / "ranks" / std::to_string(r.rank);
   fs::create_directories(rdir);
-  r.trace_path = rdir / "events.jsonl";
-  r.out_log = ::open((rdir / "stdout.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  r.err_log = ::open((rdir / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (!is_launcher) r.trace_path = rdir / "events.jsonl";
+  r.out_log = ::open((rdir / (is_launcher ? "launcher.stdout.log" : "stdout.log")).c_str(),
+                     O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  r.err_log = ::open((rdir / (is_launcher ? "launcher.stderr.log" : "stderr.log")).c_str(),
+                     O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (r.out_log < 0 || r.err_log < 0) throw_system_error("open", "rank " + std::to_string(r.rank) + " logs");
 
   std::vector<std::string> argv = spec.wrapper;
@@ -140,7 +153,7 @@ void Supervisor::launch(Rank& r) {
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : spec.env) env[k] = v;
-  env["HANGLAB_TRACE"] = r.trace_path.string();
+  if (!is_launcher) env["HANGLAB_TRACE"] = r.trace_path.string();
   env["HANGLAB_RUN_ID"] = run_id_;
   if (!spec.hooks.empty()) env["HANGLAB_HOOKS"] = spec.hooks.dump();
   std::vector<std::string> env_strs;
@@ -194,10 +207,130 @@ void Supervisor::launch_all() {
   facts_.start_t = unix_now();
   launch_mono_ = mono_now();
   last_progress_mono_ = launch_mono_;
-  for (auto& r : ranks_) launch(*r);
+  if (!opts_.launcher) {
+    for (auto& r : ranks_) launch(*r, specs_[r->rank]);
+    return;
+  }
+  for (auto& r : ranks_) {
+    fs::path rdir = dir_ / "ranks" / std::to_string(r->rank);
+    fs::create_directories(rdir);
+    r->trace_path = rdir / "events.jsonl";
+    r->out_log = ::open((rdir / "stdout.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    r->err_log = ::open((rdir / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    r->external = r->launched = r->alive = true;  // alive = expected; its pid comes with its trace
+    r->last_hb_mono = launch_mono_;
+  }
+  launcher_ = std::make_unique<Rank>();
+  launcher_->rank = -1;
+  launch(*launcher_, *opts_.launcher);
+}
+
+void Supervisor::on_launcher_line(const std::string& line, bool is_err, double t) {
+  // `[1,N]<stdout>:text` (Open MPI --tag-output) belongs to rank N.
+  if (line.size() > 3 && line[0] == '[') {
+    int job = 0, rank = -1, n = 0;
+    char stream[8] = {0};
+    if (sscanf(line.c_str(), "[%d,%d]<%7[a-z]>:%n", &job, &rank, stream, &n) == 3 && n > 0 && rank >= 0 &&
+        rank < world_size()) {
+      on_output_line(*ranks_[rank], line.substr(static_cast<size_t>(n)), std::string(stream) == "stderr", t);
+      return;
+    }
+  }
+  write_all(is_err ? launcher_->err_log : launcher_->out_log, iso_time(t) + " " + line + "\n");
+  // How mpirun names the rank that failed first; the others it kills are echoes.
+  int rank = -1, sig = 0;
+  const char* noticed = std::strstr(line.c_str(), "process rank ");
+  if (noticed && sscanf(noticed, "process rank %d", &rank) == 1 && rank >= 0 && rank < world_size()) {
+    const char* on_sig = std::strstr(line.c_str(), "exited on signal ");
+    if (on_sig && sscanf(on_sig, "exited on signal %d", &sig) == 1) ranks_[rank]->reported_signal = sig;
+  }
+  static thread_local int named_rank = -1;
+  int j = 0, r2 = -1;
+  const char* pname = std::strstr(line.c_str(), "Process name: [[");
+  if (pname && sscanf(pname, "Process name: [[%d,%*d],%d]", &j, &r2) == 2) named_rank = r2;
+  int code = 0;
+  const char* ec = std::strstr(line.c_str(), "Exit code:");
+  if (ec && named_rank >= 0 && named_rank < world_size() && sscanf(ec, "Exit code: %d", &code) == 1) {
+    ranks_[named_rank]->reported_code = code;
+    named_rank = -1;
+  }
+}
+
+void Supervisor::note_launcher_abort(double t) {
+  if (launcher_abort_logged_) return;
+  launcher_abort_logged_ = true;
+  // The launcher (mpirun) aborts the whole job after the first failure; record it like
+  // our own teardown so the kills it makes are read as echoes.
+  harness_log_.write({{"t", t - 1e-3}, {"ev", "teardown"}, {"reason", "launcher_abort"}});
+}
+
+void Supervisor::finish_external(Rank& r, const std::string& how) {
+  r.alive = false;
+  RankExit ex;
+  ex.rank = r.rank;
+  ex.t = unix_now();
+  if (r.reported_signal)
+    ex.signal = r.reported_signal;
+  else if (r.traced_exit)
+    ex.code = r.traced_exit;
+  else if (r.reported_code)
+    ex.code = r.reported_code;
+  // A rank with no exit of its own that vanished after another rank failed was killed by
+  // the launcher's own teardown (mpirun aborts the job on the first failure): an echo.
+  bool launcher_teardown = false;
+  if (!ex.code && !ex.signal)
+    for (const auto& e : facts_.exits) launcher_teardown = launcher_teardown || e.signal || e.code.value_or(0) != 0;
+  r.exit_by_teardown = in_teardown_ || launcher_teardown;
+  if (launcher_teardown && !in_teardown_) note_launcher_abort(ex.t);
+  facts_.exits.push_back(ex);
+  tail_trace(r);
+  harness_log_.write({{"t", ex.t},
+                      {"ev", "exit"},
+                      {"rank", r.rank},
+                      {"code", ex.code ? json(*ex.code) : json(nullptr)},
+                      {"signal", ex.signal ? json(*ex.signal) : json(nullptr)},
+                      {"status", ex.status()},
+                      {"by_teardown", r.exit_by_teardown},
+                      {"seen", launcher_teardown ? "killed by the launcher after an earlier failure" : how}});
+  bool bad = ex.signal || ex.code.value_or(0) != 0 || (!ex.code && !ex.signal);
+  if (!r.exit_by_teardown && bad) {
+    std::string what = ex.signal ? fmt::format("rank {} killed by {}", r.rank, signal_name(*ex.signal))
+                       : ex.code ? fmt::format("rank {} exited with code {}", r.rank, *ex.code)
+                                 : fmt::format("rank {} vanished ({})", r.rank, how);
+    detect("exit_monitor", r.rank, what, ex.t);
+  }
+}
+
+void Supervisor::poll_external_ranks(bool launcher_gone) {
+  const double now = mono_now();
+  for (auto& r : ranks_) {
+    if (!r->external || !r->alive) continue;
+    if (r->pid <= 0) {
+      if (launcher_gone) finish_external(*r, "never started");
+      continue;
+    }
+    bool gone = true;
+    std::ifstream in("/proc/" + std::to_string(r->pid) + "/stat");
+    std::string stat;
+    if (std::getline(in, stat)) {
+      auto rp = stat.rfind(')');
+      gone = rp != std::string::npos && rp + 2 < stat.size() && (stat[rp + 2] == 'Z' || stat[rp + 2] == 'X');
+    }
+    if (!gone) continue;
+    if (r->gone_mono == 0) r->gone_mono = now;
+    // The launcher reports a rank's signal or code a moment after it died; wait for it
+    // briefly so the record says how the rank ended rather than "vanished".
+    bool known = r->reported_signal || r->reported_code || r->traced_exit;
+    if (known || launcher_gone || in_teardown_ || now - r->gone_mono > 2.0)
+      finish_external(*r, known ? "exited" : "vanished");
+  }
 }
 
 void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, double t) {
+  if (r.rank < 0) {
+    on_launcher_line(line, is_err, t);
+    return;
+  }
   write_all(is_err ? r.err_log : r.out_log, iso_time(t) + " " + line + "\n");
   if (!r.has_trace) {
     // Without a trace, a rank's output is its only sign of progress and of errors.
@@ -243,6 +376,10 @@ void Supervisor::pump_output(double timeout_s) {
   for (auto& r : ranks_) {
     if (r->out_fd >= 0) pfds.push_back({r->out_fd, POLLIN, 0}), owners.push_back({r.get(), false});
     if (r->err_fd >= 0) pfds.push_back({r->err_fd, POLLIN, 0}), owners.push_back({r.get(), true});
+  }
+  if (launcher_) {
+    if (launcher_->out_fd >= 0) pfds.push_back({launcher_->out_fd, POLLIN, 0}), owners.push_back({launcher_.get(), false});
+    if (launcher_->err_fd >= 0) pfds.push_back({launcher_->err_fd, POLLIN, 0}), owners.push_back({launcher_.get(), true});
   }
   if (opts_.interrupt_fd >= 0) pfds.push_back({opts_.interrupt_fd, POLLIN, 0}), owners.push_back({nullptr, false});
   int ms = static_cast<int>(timeout_s * 1000);
@@ -291,10 +428,18 @@ void Supervisor::on_trace_event(Rank& r, const json& ev) {
   // Every traced event proves the process runs (the heartbeat thread may lag behind it).
   r.last_hb_mono = now;
   last_progress_mono_ = now;
+  if (kind == "start" && r.external && r.pid <= 0) {
+    r.pid = ev.value("pid", 0);
+  } else if (kind == "exit" && r.external) {
+    r.traced_exit = ev.value("code", 0);
+  }
   if (kind == "step") {
     r.last_step = std::max(r.last_step, ev.value("step", 0));
   } else if (kind == "phase") {
-    if (ev.value("name", "") == "init" && ev.value("edge", "") == "end") r.init_done = true;
+    const std::string name = ev.value("name", ""), edge = ev.value("edge", "");
+    if (name == "init" && edge == "end") r.init_done = true;
+    if (name == "checkpoint") r.in_checkpoint = edge == "begin";
+    if (name == "eval") r.in_eval = edge == "begin";
   } else if (kind == "error") {
     std::string cls = ev.value("class", "");
     double t = ev.value("t", unix_now());
@@ -333,6 +478,13 @@ void Supervisor::reap() {
     int st = 0;
     pid_t pid = ::waitpid(-1, &st, WNOHANG);
     if (pid <= 0) break;
+    if (launcher_ && pid == launcher_->pid && launcher_->alive) {
+      launcher_->alive = false;
+      harness_log_.write({{"t", unix_now()}, {"ev", "launcher_exit"}, {"pid", pid},
+                          {"code", WIFEXITED(st) ? json(WEXITSTATUS(st)) : json(nullptr)},
+                          {"signal", WIFSIGNALED(st) ? json(WTERMSIG(st)) : json(nullptr)}});
+      continue;
+    }
     Rank* r = nullptr;
     for (auto& x : ranks_)
       if (x->pid == pid && x->alive) r = x.get();
@@ -346,6 +498,11 @@ void Supervisor::reap() {
     else
       ex.code = WEXITSTATUS(st);
     r->exit_by_teardown = in_teardown_;
+    // Under a launcher, a rank that dies by SIGTERM/SIGKILL after another rank failed was
+    // killed by the launcher aborting the job (mpirun does): an echo, not a fault.
+    if (r->external && ex.signal && (*ex.signal == SIGTERM || *ex.signal == SIGKILL))
+      for (const auto& e : facts_.exits) r->exit_by_teardown = r->exit_by_teardown || e.signal || e.code.value_or(0) != 0;
+    if (r->exit_by_teardown && !in_teardown_) note_launcher_abort(ex.t);
     facts_.exits.push_back(ex);
     // Read what the rank wrote last before judging its exit.
     tail_trace(*r);
@@ -355,13 +512,14 @@ void Supervisor::reap() {
                         {"code", ex.code ? json(*ex.code) : json(nullptr)},
                         {"signal", ex.signal ? json(*ex.signal) : json(nullptr)},
                         {"status", ex.status()},
-                        {"by_teardown", in_teardown_}});
-    if (!in_teardown_ && (ex.signal || ex.code.value_or(0) != 0)) {
+                        {"by_teardown", r->exit_by_teardown}});
+    if (!r->exit_by_teardown && (ex.signal || ex.code.value_or(0) != 0)) {
       std::string what = ex.signal ? fmt::format("rank {} killed by {}", r->rank, signal_name(*ex.signal))
                                    : fmt::format("rank {} exited with code {}", r->rank, *ex.code);
       detect("exit_monitor", r->rank, what, ex.t);
     }
   }
+  if (launcher_) poll_external_ranks(!launcher_->alive);
 }
 
 void Supervisor::check_triggers(double now) {
@@ -403,11 +561,34 @@ void Supervisor::check_detectors(double now) {
              unix_now());
     }
   }
-  if (!hang_declared_ && !all_exited() && now - last_progress_mono_ > sc_.timeouts.progress_s) {
+  // The watchdog's limit: progress_s, or while a live rank is inside a checkpoint or eval
+  // phase that has its own limit, that limit (the larger one when both are open).
+  double limit = sc_.timeouts.progress_s;
+  std::string limit_name = "progress_s", where;
+  bool phase_limit = false;
+  for (const auto& r : ranks_) {
+    if (!r->alive) continue;
+    struct Open {
+      bool inside;
+      const std::optional<double>& limit;
+      const char* phase;
+    };
+    for (const Open& p : {Open{r->in_checkpoint, sc_.timeouts.checkpoint_s, "checkpoint"},
+                          Open{r->in_eval, sc_.timeouts.eval_s, "eval"}}) {
+      if (!p.inside || !p.limit) continue;
+      if (!phase_limit || *p.limit > limit) {
+        limit = *p.limit;
+        limit_name = fmt::format("{}_s", p.phase);
+        where = fmt::format("; rank {} in {}", r->rank, p.phase);
+      }
+      phase_limit = true;
+    }
+  }
+  if (!hang_declared_ && !all_exited() && now - last_progress_mono_ > limit) {
     hang_declared_ = true;
     detect("harness_watchdog", -1,
-           fmt::format("no progress on any live rank for {:.1f} s (progress_s = {})", now - last_progress_mono_,
-                       sc_.timeouts.progress_s),
+           fmt::format("no progress on any live rank for {:.1f} s ({} = {}{})", now - last_progress_mono_, limit_name,
+                       limit, where),
            unix_now());
   }
 }
@@ -419,6 +600,7 @@ void Supervisor::capture_stacks() {
     std::string tool;
   };
   std::vector<Capture> caps;
+  if (opts_.on_state) opts_.on_state("hang declared: capturing stacks");
   for (auto& r : ranks_) {
     if (!r->alive) continue;
     std::error_code ec;
@@ -510,6 +692,7 @@ void Supervisor::kill_stray_children() {
       pid_t pid = std::stoi(name);
       bool is_rank = false;
       for (auto& r : ranks_) is_rank = is_rank || (r->pid == pid && r->alive);
+      is_rank = is_rank || (launcher_ && launcher_->pid == pid && launcher_->alive);
       if (is_rank) continue;
       found = true;
       ::kill(pid, SIGKILL);
@@ -524,18 +707,22 @@ void Supervisor::teardown(const std::string& reason) {
   in_teardown_ = true;
   facts_.teardown_reason = reason;
   harness_log_.write({{"t", unix_now()}, {"ev", "teardown"}, {"reason", reason}});
+  if (opts_.on_state) opts_.on_state("tearing down (" + reason + ")");
   for (auto& r : ranks_) {
-    if (!r->alive) continue;
+    if (!r->alive || r->pid <= 0) continue;
     ::kill(-r->pid, SIGTERM);
     ::kill(-r->pid, SIGCONT);  // a stopped rank cannot act on SIGTERM
+    if (r->external) ::kill(r->pid, SIGTERM), ::kill(r->pid, SIGCONT);
   }
+  if (launcher_ && launcher_->alive) ::kill(-launcher_->pid, SIGTERM);
   double grace_end = mono_now() + opts_.term_grace_s;
   while (!all_exited() && mono_now() < grace_end) {
     pump_output(0.02);
     reap();
   }
   for (auto& r : ranks_)
-    if (r->alive) ::kill(-r->pid, SIGKILL);
+    if (r->alive && r->pid > 0) ::kill(-r->pid, SIGKILL), ::kill(r->pid, SIGKILL);
+  if (launcher_ && launcher_->alive) ::kill(-launcher_->pid, SIGKILL);
   double kill_end = mono_now() + 10;
   while (!all_exited() && mono_now() < kill_end) {
     pump_output(0.02);
@@ -543,7 +730,8 @@ void Supervisor::teardown(const std::string& reason) {
   }
   // Process groups may hold more than the rank itself.
   for (auto& r : ranks_)
-    if (r->launched) ::kill(-r->pid, SIGKILL);
+    if (r->launched && r->pid > 0) ::kill(-r->pid, SIGKILL);
+  if (launcher_) ::kill(-launcher_->pid, SIGKILL);
   kill_stray_children();
 }
 
@@ -569,7 +757,9 @@ RunFacts Supervisor::run() {
                        {{"init_s", sc_.timeouts.init_s},
                         {"collective_s", sc_.timeouts.collective_s},
                         {"progress_s", sc_.timeouts.progress_s},
-                        {"heartbeat_s", sc_.timeouts.heartbeat_s}}},
+                        {"heartbeat_s", sc_.timeouts.heartbeat_s},
+                        {"checkpoint_s", sc_.timeouts.checkpoint_s ? json(*sc_.timeouts.checkpoint_s) : json(nullptr)},
+                        {"eval_s", sc_.timeouts.eval_s ? json(*sc_.timeouts.eval_s) : json(nullptr)}}},
                       {"port", specs_.empty() ? "" : specs_[0].env.count("MASTER_PORT") ? specs_[0].env.at("MASTER_PORT") : ""}});
   launch_all();
   std::string reason;
@@ -591,6 +781,13 @@ RunFacts Supervisor::run() {
       break;
     }
     check_detectors(now);
+    if (opts_.on_state) {
+      int step = 0;
+      bool rendezvous = true;
+      for (const auto& r : ranks_) step = std::max(step, r->last_step), rendezvous = rendezvous && !r->init_done;
+      opts_.on_state((rendezvous ? std::string("rendezvous") : fmt::format("step {}/{}", step, sc_.workload.steps)) +
+                     (facts_.detections.empty() ? "" : fmt::format(", {} detection(s)", facts_.detections.size())));
+    }
     if (hang_declared_) {
       reason = "hang";
       break;
@@ -609,6 +806,10 @@ RunFacts Supervisor::run() {
     kill_stray_children();
   }
   // Everything is gone: flush the last partial lines and trace events.
+  if (launcher_) {
+    drain_fd(*launcher_, launcher_->out_fd, launcher_->out_buf, launcher_->out_log, false, true);
+    drain_fd(*launcher_, launcher_->err_fd, launcher_->err_buf, launcher_->err_log, true, true);
+  }
   for (auto& r : ranks_) {
     drain_fd(*r, r->out_fd, r->out_buf, r->out_log, false, true);
     drain_fd(*r, r->err_fd, r->err_buf, r->err_log, true, true);

@@ -11,7 +11,9 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,14 @@ struct SupervisorOptions {
   double stack_timeout_s = 20;   // per capture, all ranks in parallel
   bool capture_stacks = true;
   int interrupt_fd = -1;         // readable = Ctrl-C / SIGTERM reached hanglab
+  // Called on the supervisor's thread on every tick with a short state ("step 7/12"),
+  // and when stacks are captured or teardown starts; for progress displays. Must not throw.
+  std::function<void(const std::string&)> on_state;
+  // Launcher mode (e.g. mpirun): this one process is exec'd and starts every rank itself;
+  // the per-rank specs then only describe the ranks. Rank pids are learned from the
+  // ranks' trace `start` events, their output arrives tagged `[1,N]<stdout>:` on the
+  // launcher's pipes, and their exits are seen by polling /proc plus the launcher's report.
+  std::optional<LaunchSpec> launcher;
 };
 
 class Supervisor : public Job {
@@ -56,7 +66,11 @@ class Supervisor : public Job {
  private:
   struct Rank;
   void launch_all();
-  void launch(Rank& r);
+  void launch(Rank& r, const LaunchSpec& spec);
+  void on_launcher_line(const std::string& line, bool is_err, double t);
+  void poll_external_ranks(bool launcher_gone);
+  void finish_external(Rank& r, const std::string& how);
+  void note_launcher_abort(double t);
   void pump_output(double timeout_s);
   void drain_fd(Rank& r, int& fd, std::string& buf, int log_fd, bool is_err, bool flush_all);
   void on_output_line(Rank& r, const std::string& line, bool is_err, double t);
@@ -79,6 +93,8 @@ class Supervisor : public Job {
   std::vector<ArmedFault> faults_;
   SupervisorOptions opts_;
   std::vector<std::unique_ptr<Rank>> ranks_;
+  std::unique_ptr<Rank> launcher_;  // launcher mode only
+  bool launcher_abort_logged_ = false;
   JsonlWriter harness_log_;
   RunFacts facts_;
   double launch_mono_ = 0;

@@ -211,3 +211,37 @@ TEST_CASE("a runtime injector fires on its at_s trigger and the kill is seen by 
     if (e.rank == 1) saw_kill = e.signal == SIGKILL;
   CHECK(saw_kill);
 }
+
+TEST_CASE("inside a checkpoint phase the watchdog waits checkpoint_s instead of progress_s") {
+  // One rank traces a checkpoint begin, stays silent for 1.5 s (a slow save), then ends it.
+  const std::string emit = "printf '{\"t\":%s,\"rank\":0,\"ev\":\"phase\",\"name\":\"checkpoint\",\"edge\":\"%s\",\"step\":1}\\n' "
+                           "$(date +%s.%N) ";
+  auto sc = shell_scenario(1, emit + "begin >> $HANGLAB_TRACE; sleep 1.5; " + emit + "end >> $HANGLAB_TRACE; exit 0");
+  sc.timeouts.progress_s = 0.5;
+  SECTION("checkpoint_s covers the save: no alarm") {
+    auto dir = fresh_dir("ckpt-ok");
+    sc.timeouts.checkpoint_s = 4;
+    Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+    RunFacts f = sup.run();
+    CHECK(f.outcome == "completed");
+    CHECK(find_detection(f, "harness_watchdog", -1) == nullptr);
+  }
+  SECTION("no checkpoint_s: progress_s applies and the slow save is declared a hang") {
+    auto dir = fresh_dir("ckpt-none");
+    Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+    RunFacts f = sup.run();
+    const Detection* w = find_detection(f, "harness_watchdog", -1);
+    REQUIRE(w != nullptr);
+    CHECK(w->detail.find("(progress_s = 0.5)") != std::string::npos);
+  }
+  SECTION("a checkpoint_s shorter than the save fires, naming the phase") {
+    auto dir = fresh_dir("ckpt-short");
+    sc.timeouts.checkpoint_s = 0.8;
+    Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+    RunFacts f = sup.run();
+    const Detection* w = find_detection(f, "harness_watchdog", -1);
+    REQUIRE(w != nullptr);
+    CHECK(w->detail.find("checkpoint_s = 0.8; rank 0 in checkpoint") != std::string::npos);
+    CHECK(w->t - f.start_t >= 0.8);
+  }
+}

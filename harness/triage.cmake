@@ -2,12 +2,51 @@
 #   triage_input.cpp  reads harness.jsonl and ranks/<r>/ into observations (file:line kept)
 #   triage.cpp        rank timeline, classification, answers, to_json
 #   triage_text.cpp   render_text
+#   triage_log_parse.cpp    one plain log line -> clock, rank, meaning
+#   triage_logs.cpp         log files -> LogCorpus (threads, streaming), triage_logs/triage_paths
+#   triage_log_analyze.cpp  LogCorpus -> TriageResult
 add_library(hanglab_triage STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/triage_input.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/triage.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/triage_text.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_parse.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/triage_logs.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_analyze.cpp
 )
+find_package(Threads REQUIRED)
+target_link_libraries(hanglab_triage PUBLIC Threads::Threads)
 target_link_libraries(hanglab_triage PUBLIC hanglab_headers)
 
 # Canned run directories live in harness/testdata/triage/<case>/ (see make_fixtures.py there).
 hanglab_unit_test(triage_test ${CMAKE_CURRENT_SOURCE_DIR}/triage_test.cpp hanglab_triage)
+
+# The plain-log scanner is the hot path of triage on 16k-rank logs: -O2 whatever the
+# build type's default (-O1 in RelWithDebInfo here).
+set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/triage_log_parse.cpp ${CMAKE_CURRENT_SOURCE_DIR}/triage_logs.cpp
+                            PROPERTIES COMPILE_OPTIONS -O2)
+
+# Plain-log triage: the line parser on every format, and the incident corpus in
+# harness/testdata/logs/<case>/ (logs + expected.json, see make_log_fixtures.py there).
+hanglab_unit_test(triage_log_test ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_test.cpp hanglab_triage)
+
+# e2e.log_triage_agrees: every scenario's newest run under <build>/test-results/ (written
+# by the scenario.* tests of core.cmake) is triaged from its trace and from its
+# stdout/stderr alone (hanglab triage --logs-only); category and missing ranks must agree.
+if(HANGLAB_BUILD_TESTS)
+  add_executable(log_triage_agree ${CMAKE_CURRENT_SOURCE_DIR}/log_triage_agree.cpp)
+  target_link_libraries(log_triage_agree PRIVATE nlohmann_json::nlohmann_json)
+  file(GLOB _triage_scenarios CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scenarios/*.toml)
+  set(_triage_after "")
+  foreach(sc ${_triage_scenarios})
+    get_filename_component(_name ${sc} NAME_WE)
+    list(APPEND _triage_after scenario.${_name})
+  endforeach()
+  add_test(NAME e2e.log_triage_agrees
+           COMMAND log_triage_agree $<TARGET_FILE:hanglab> ${PROJECT_BINARY_DIR}/test-results)
+  set_tests_properties(e2e.log_triage_agrees PROPERTIES LABELS "e2e" DEPENDS "${_triage_after}" TIMEOUT 300)
+endif()
+
+# Benchmark, not a test: plain-log triage of synthetic 1,024- and 16,384-rank incidents
+# (wall time and peak RSS of the triage, bytes read). `triage_bench --help`.
+add_executable(triage_bench ${CMAKE_CURRENT_SOURCE_DIR}/bench/triage_bench.cpp)
+target_link_libraries(triage_bench PRIVATE hanglab_triage)

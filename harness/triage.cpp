@@ -449,6 +449,7 @@ class Analyzer {
   void classify() {
     any_trace_ = std::any_of(f_.begin(), f_.end(), [](const RankFacts& f) { return f.o->has_trace; });
     // Without any trace (a bring-your-own program) "never finished init" means nothing.
+    if (any_trace_ && try_duplicate()) return;
     if (any_trace_ && try_init()) return;
     auto div = find_divergence();
     const Obs* death = first_root_death();
@@ -545,6 +546,54 @@ class Analyzer {
   bool rank_has_tag(int rank, const std::string& tag) const {
     const auto& hits = f_[rank].o->log_hits;
     return std::any_of(hits.begin(), hits.end(), [&](const LogHit& h) { return h.tag == tag; });
+  }
+
+  // ---- duplicate RANK ----------------------------------------------------------------
+
+  // A launched slot whose trace starts as another rank (a copy-pasted launch line, two
+  // nodes with the same node_rank): that RANK exists twice and some other not at all.
+  // The store only counts arrivals, so rendezvous "completes" and breaks later, in a way
+  // that depends on a race; the duplicate is what to report, not the symptom.
+  bool try_duplicate() {
+    std::map<int, std::vector<int>> claims;  // claimed rank -> slots
+    std::vector<int> odd;
+    for (const auto& f : f_) {
+      if (!f.o->claimed_rank) continue;
+      claims[*f.o->claimed_rank].push_back(f.rank);
+      if (*f.o->claimed_rank != f.rank) odd.push_back(f.rank);
+    }
+    if (odd.empty()) return false;
+    std::vector<int> unclaimed;
+    for (int rank = 0; rank < world_; ++rank) {
+      if (!claims.count(rank)) unclaimed.push_back(rank);
+    }
+    const auto& s = f_[odd.front()];
+    const int as = *s.o->claimed_rank;
+    const bool init = std::any_of(f_.begin(), f_.end(), [](const RankFacts& f) { return !f.o->init_ended; });
+    r_.category = "rendezvous";
+    r_.cause = "duplicate_rank";
+    r_.phase = init ? "init" : answer_phase(s.o->last_phase);
+    r_.missing_ranks = unclaimed;
+    r_.confidence = "high";
+    Obs x;
+    x.rank = s.rank;
+    x.t = s.o->start_t.value_or(r_.t0);
+    x.ref = ev_ref(s.rank, s.o->start_line);
+    x.what = fmt::format("launched as slot {} but started as RANK {}, which slot{} {} also claim{}", s.rank, as,
+                         claims[as].size() > 2 ? "s" : "", join_ranks(claims[as]), claims[as].size() > 2 ? "" : "s");
+    set_first(x);
+    for (int slot : claims[as]) {
+      add_evidence(ev_ref(slot, f_[slot].o->start_line),
+                   fmt::format("slot {}'s trace starts as rank {} (pid {})", slot, as, f_[slot].o->pid.value_or(0)));
+    }
+    if (!unclaimed.empty()) {
+      add_evidence(ev_ref(s.rank, s.o->start_line),
+                   fmt::format("no process started as {}", ranks_phrase(unclaimed)));
+    }
+    if (const Obs* e = first_echo()) add_evidence(e->ref, fmt::format("rank {}: {}", e->rank, e->what));
+    r_.summary = fmt::format("rendezvous (duplicate_rank): RANK {} was started twice (slots {}); {} never started",
+                             as, join_ranks(claims[as]), unclaimed.empty() ? "no rank" : ranks_phrase(unclaimed));
+    return true;
   }
 
   // ---- init ------------------------------------------------------------------------
@@ -1677,14 +1726,27 @@ class Analyzer {
     a.push_back(fmt::format("Slow or dead: {} — {}", verdict, fmt::join(parts, "; ")));
   }
 
-  void build_next_steps() {
-    auto& n = r_.next_steps;
+  void build_next_steps() { r_.next_steps = playbook_next_steps(r_); }
+};
+
+}  // namespace
+
+std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
+  std::vector<std::string> n;
     const std::string& c = r_.category;
     const std::string& k = r_.cause;
     const std::string who = r_.missing_ranks.empty() ? std::string("every rank") : ranks_phrase(r_.missing_ranks);
     if (c == "none") {
       n.push_back("Nothing to fix: keep this run's step times as the baseline for straggler checks.");
-      return;
+      return n;
+    }
+    if (c == "rendezvous" && k == "duplicate_rank") {
+      n.push_back(
+          "Two processes were started with the same RANK: check the launch lines (node_rank / --node_rank, "
+          "RANK, the Slurm/torchrun/MPI rank mapping) for a copy-pasted value; every rank 0..WORLD_SIZE-1 must be "
+          "started exactly once.");
+      n.push_back(fmt::format("Find which node should have run {}: it was never started.", who));
+      return n;
     }
     if (c == "rendezvous" || (c == "network" && r_.phase == "init")) {
       if (k == "wrong_ifname") {
@@ -1707,7 +1769,7 @@ class Analyzer {
       n.push_back(
           "Reproduce with the smallest setup first (torchrun --standalone on one node), then grow to "
           "multi-node.");
-      return;
+      return n;
     }
     if (c == "collective_mismatch") {
       if (k == "uneven_batches") {
@@ -1732,7 +1794,7 @@ class Analyzer {
             "every rank), and drop_last/padding so every rank runs the same steps.");
       }
       n.push_back("Do not raise the timeout: a mismatch never completes; fix the call sequence.");
-      return;
+      return n;
     }
     if (c == "rank_exit" || c == "resource_limit" || (c == "data_loading" && k == "data_error")) {
       if (k == "killed" || k == "oom") {
@@ -1747,6 +1809,12 @@ class Analyzer {
             "Reduce the rank's memory (batch, activation checkpointing) or raise its memory limit; check "
             "for growth over steps.");
       }
+      if (k == "cuda_error") {
+        n.push_back(
+            fmt::format("{} hit a CUDA error: check dmesg -T | grep -i -E 'xid|nvrm' on its node, nvidia-smi -q "
+                        "(ECC, retired pages, clocks), and re-run with CUDA_LAUNCH_BLOCKING=1 to find the kernel.",
+                        who));
+      }
       if (k == "crashed") {
         n.push_back(
             fmt::format("{} crashed (139 = SIGSEGV): get the core dump / full backtrace; check CUDA/NCCL "
@@ -1759,6 +1827,12 @@ class Analyzer {
                         "'Connection closed' errors are echoes of it.",
                         who));
       }
+      if (k == "shm_exhausted") {
+        n.push_back(
+            "/dev/shm is too small for NCCL's shared-memory transport: raise it (docker --shm-size, a Kubernetes "
+            "emptyDir with medium: Memory mounted at /dev/shm) and check df -h /dev/shm on the node; "
+            "NCCL_SHM_DISABLE=1 only to confirm.");
+      }
       if (k == "data_error" || k == "disk_full") {
         n.push_back(
             "Check the data path of that rank: missing/short shards, disk space (df -h), permissions of "
@@ -1767,7 +1841,7 @@ class Analyzer {
       n.push_back(
           "Ignore the peers' errors (listed as echoes): find the first rank that exited and fix that one; "
           "cordon the node if it repeats.");
-      return;
+      return n;
     }
     if (c == "straggler") {
       if (k == "frozen") {
@@ -1787,6 +1861,11 @@ class Analyzer {
         n.push_back(
             "Fix placement or the node rather than raising timeouts; compare step times to the baseline "
             "after the change.");
+      } else if (k == "slow_storage") {
+        n.push_back(
+            fmt::format("Storage stalled {}: check the mount (nfsstat, mount options, server health), write "
+                        "latency of the checkpoint path, and kernel 'blocked for more than' / 'not responding' lines.",
+                        who));
       } else {
         n.push_back(
             fmt::format("Dump the stack of {} (py-spy dump / gdb) to see what it waits on while its peers "
@@ -1794,7 +1873,7 @@ class Analyzer {
                         who));
       }
       n.push_back("A larger timeout only tells slow from dead; it is not the fix.");
-      return;
+      return n;
     }
     if (c == "data_loading") {
       n.push_back(
@@ -1802,16 +1881,31 @@ class Analyzer {
                       "missing shard, a worker deadlock (py-spy dump the loader workers).",
                       who));
       n.push_back("Check per-rank sample counts and DistributedSampler drop_last/padding.");
-      return;
+      return n;
     }
     if (c == "network") {
+      if (k == "ib_error") {
+        n.push_back(
+            "An InfiniBand/RoCE transport error: check ibstat / ibv_devinfo (port state, link errors), the switch "
+            "port and cable of the host that logged it, and the GID/MTU settings.");
+      }
       n.push_back(
           "Check the links: ibstat / ibv_devinfo, end-to-end MTU, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME; "
           "run nccl-tests on one node and across nodes.");
       n.push_back(
           "Re-run with NCCL_DEBUG=INFO (reproduction only) and isolate one variable at a time: fewer "
           "ranks, other nodes, TCP instead of RDMA.");
-      return;
+      return n;
+    }
+    if (!r_.missing_ranks.empty()) {
+      n.push_back(
+          fmt::format("Find out what {} was doing: the last lines of its own log, kubectl describe pod / get events "
+                      "(OOMKilled, eviction), dmesg -T on its node; if it is still alive, py-spy dump --pid it.",
+                      who));
+      n.push_back(
+          "Re-run with TORCH_NCCL_DESYNC_DEBUG=1 (and TORCH_NCCL_TRACE_BUFFER_SIZE) so the timeout report names "
+          "the lagging ranks and whether they joined the collective.");
+      return n;
     }
     n.push_back(
         "Capture every rank's stack at the same moment (py-spy dump / gdb thread apply all bt) to see "
@@ -1820,10 +1914,8 @@ class Analyzer {
         "Re-run with TORCH_DISTRIBUTED_DEBUG=DETAIL and NCCL_DEBUG=INFO to compare the collective "
         "sequences and the transport.");
     n.push_back("Check the shared dependencies: network links (nccl-tests), the rendezvous store, shared storage.");
-  }
-};
-
-}  // namespace
+    return n;
+}
 
 TriageResult triage_run_dir(const std::filesystem::path& dir) {
   const RunObservations in = load_run_observations(dir);
@@ -1865,6 +1957,13 @@ nlohmann::json to_json(const TriageResult& r) {
     p["last_hb_t"] = t.last_hb_t;
     p["stuck_in"] = t.stuck_in;
     p["failure"] = t.failure;
+    if (r.source == "logs") {
+      if (t.last_coll_seq && t.last_coll_numel >= 0) p["last_coll"]["numel"] = t.last_coll_numel;
+      p["host"] = t.host;
+      p["last_step_t"] = t.last_step_t;
+      p["last_line"] = t.last_line;
+      p["failure_ref"] = t.failure_ref;
+    }
     per.push_back(std::move(p));
   }
   j["per_rank"] = per;
@@ -1888,6 +1987,8 @@ nlohmann::json to_json(const TriageResult& r) {
   for (const auto& e : r.evidence) j["evidence"].push_back({{"ref", e.ref}, {"text", e.text}});
   j["next_steps"] = r.next_steps;
   j["t0"] = r.t0;
+  j["source"] = r.source;
+  j["notes"] = r.notes;
   return j;
 }
 

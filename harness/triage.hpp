@@ -3,6 +3,11 @@
 // answers the playbook's four questions. It never looks at the scenario's [[fault]]
 // tables or at harness "fault" events to decide: it must reach its answer from what
 // the ranks and the supervisor observed, as it would on a real incident.
+//
+// The same answer can be built from plain logs alone (triage_logs / triage_paths):
+// per-rank or per-pod files, one combined launcher log, dmesg, in the formats of
+// PyTorch c10d (NCCL watchdog, Gloo, TCPStore), NCCL, torchrun, Slurm, Open MPI and
+// Kubernetes; see triage_logs.hpp and README.md "Triage of real logs".
 #pragma once
 
 #include <filesystem>
@@ -34,6 +39,12 @@ struct RankTimeline {
   double busy_step_ms = 0;
   double last_hb_t = 0;            // last heartbeat (0 = none)
   std::string failure;             // this rank's first failure, short ("" = none)
+  // Plain-log triage only (empty/unset for run directories):
+  std::string host;
+  long long last_coll_numel = -1;  // NumelIn of the collective it reported
+  double last_step_t = 0;          // clock of its last step line (0 = none)
+  std::string last_line;           // file:line of its last line
+  std::string failure_ref;         // file:line of `failure`
 };
 
 struct StuckCollective {
@@ -75,11 +86,34 @@ struct TriageResult {
   std::vector<std::string> answers;  // the four questions, one line each
   std::vector<Evidence> evidence;
   std::vector<std::string> next_steps;
+  std::string source = "run_dir";    // run_dir (trace + supervisor record) | logs (plain logs only)
+  // What the input cannot decide and what is provable instead, plus how the input was
+  // read (world size source, unread or truncated files). Empty for most run directories.
+  std::vector<std::string> notes;
+};
+
+struct TriageOptions {
+  std::optional<int> world_size;  // --world-size: the job's world size when the logs do not state it
+  bool logs_only = false;         // --logs-only: judge a run directory from ranks/*/stdout.log, stderr.log alone
 };
 
 // Analyzes a run directory. Throws std::runtime_error only when `dir` is not readable
 // or has no ranks/ folder; missing or truncated files inside are handled as data.
 TriageResult triage_run_dir(const std::filesystem::path& dir);
+
+// Plain logs: `paths` are log files and/or directories of them (searched recursively).
+// Throws std::runtime_error when a path does not exist or no readable file is found.
+TriageResult triage_logs(const std::vector<std::filesystem::path>& paths, const TriageOptions& opts = {});
+
+// The CLI's entry: one hanglab run directory is analysed from its trace (unless
+// opts.logs_only); anything else is triaged as plain logs.
+TriageResult triage_paths(const std::vector<std::filesystem::path>& paths, const TriageOptions& opts = {});
+
+// A hanglab run directory: has ranks/ and harness.jsonl or a ranks/<r>/events.jsonl.
+bool is_run_dir(const std::filesystem::path& dir);
+
+// The playbook's next steps for a verdict (category, cause, missing ranks, phase).
+std::vector<std::string> playbook_next_steps(const TriageResult& r);
 
 nlohmann::json to_json(const TriageResult& r);
 // The human report: the four answers, the per-rank timeline table, first failure,

@@ -129,6 +129,7 @@ void read_trace(const fs::path& file, RankObservations& r) {
       r.start_t = t;
       r.start_line = ln;
       r.pid = get_opt<long long>(j, "pid");
+      r.claimed_rank = get_opt<int>(j, "rank");
     } else if (ev == "phase") {
       const std::string name = get_or<std::string>(j, "name", "");
       const std::string edge = get_or<std::string>(j, "edge", "");

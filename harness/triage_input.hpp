@@ -74,6 +74,7 @@ struct RankObservations {
   std::optional<double> start_t;
   int start_line = 0;
   std::optional<long long> pid;
+  std::optional<int> claimed_rank;  // the `rank` its start event reports (differs from the folder: a duplicate RANK)
   bool init_ended = false;
   int init_end_line = 0;
   double init_end_t = 0;

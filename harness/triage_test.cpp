@@ -484,6 +484,30 @@ TEST_CASE("teardown kills are recognised by time when exits lack by_teardown", "
   CHECK(r.echoes.size() == 4);
 }
 
+TEST_CASE("duplicate RANK: a slot whose trace starts as another rank", "[triage]") {
+  // Slot 3 started as RANK 1 (a copy-pasted launch line): RANK 1 twice, RANK 3 never.
+  ScratchCopy copy("init_hang");
+  std::stringstream in(read_file(copy.dir / "ranks/2/events.jsonl"));
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    j["rank"] = 1;
+    out += j.dump() + "\n";
+  }
+  fs::create_directories(copy.dir / "ranks/3");
+  write_file(copy.dir / "ranks/3/events.jsonl", out);
+  const auto r = triage_run_dir(copy.dir);
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "duplicate_rank");
+  CHECK(r.phase == "init");
+  CHECK(r.scope == "subset");
+  CHECK(r.missing_ranks == std::vector<int>{3});
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == 3);
+  CHECK(mentions(r.summary, "RANK 1 was started twice"));
+  CHECK(mentions(render_text(r), "node_rank"));
+}
+
 TEST_CASE("triage is deterministic", "[triage]") {
   for (const char* name : kFixtures) {
     INFO(name);

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <functional>
 #include <string>
+#include <tuple>
 
 #include "triage.hpp"
 
@@ -30,6 +32,43 @@ std::string ranks_text(const std::vector<int>& v) {
   return v.empty() ? std::string("none") : fmt::format("[{}]", fmt::join(v, ","));
 }
 
+std::string range_text(int a, int b) { return a == b ? std::to_string(a) : fmt::format("{}-{}", a, b); }
+
+// Plain-log triage: what the logs say per rank. Large worlds are collapsed: consecutive
+// ranks with the same row (apart from the rank) share one line.
+void log_timeline(const TriageResult& r, const std::function<void(const std::string&)>& line) {
+  line(fmt::format("  {:<9} {:<12} {:<9} {:>9} {:>11} {:<30} {:<7} {:<24} {}", "rank", "host", "liveness",
+                   "last step", "at", "last collective", "exit", "last line", "first failure"));
+  const auto row = [&](const RankTimeline& t, bool with_refs) {
+    const std::string coll =
+        t.last_coll_seq ? fmt::format("{} {}{}", t.last_coll_op.empty() ? "?" : t.last_coll_op, t.last_coll_seq,
+                                      t.last_coll_numel >= 0 ? fmt::format(" n={}", t.last_coll_numel) : "")
+                        : "-";
+    return fmt::format("{:<12} {:<9} {:>9} {:>11} {:<30} {:<7} {:<24} {}", t.host.empty() ? "-" : t.host.substr(0, 12),
+                       t.liveness, t.last_step ? std::to_string(t.last_step) : "-",
+                       t.last_step_t > 0 ? rel_time(r, t.last_step_t) : "-", coll,
+                       t.exit_code || t.signal ? exit_text(t).substr(0, 7) : "?",
+                       with_refs ? (t.last_line.empty() ? "-" : t.last_line) : "(various)",
+                       t.failure.empty() ? "-" : t.failure);
+  };
+  const bool collapse = r.per_rank.size() > 32;
+  for (size_t i = 0; i < r.per_rank.size();) {
+    const auto& t = r.per_rank[i];
+    size_t j = i;
+    if (collapse) {
+      // Same liveness, step, collective and exit: the same story.
+      const auto key = [&](const RankTimeline& x) {
+        return std::make_tuple(x.liveness, x.last_step, x.last_coll_op, x.last_coll_seq, x.last_coll_numel,
+                               exit_text(x), x.failure.substr(0, x.failure.find(':')));
+      };
+      while (j + 1 < r.per_rank.size() && key(r.per_rank[j + 1]) == key(t)) ++j;
+    }
+    const std::string ranks = range_text(t.rank, r.per_rank[j].rank);
+    line(fmt::format("  {:<9} {}", ranks, row(t, i == j)));
+    i = j + 1;
+  }
+}
+
 }  // namespace
 
 std::string render_text(const TriageResult& r) {
@@ -38,7 +77,8 @@ std::string render_text(const TriageResult& r) {
     out += s;
     out += '\n';
   };
-  line(fmt::format("TRIAGE  {} / {}  (confidence {})", r.category, r.cause, r.confidence));
+  line(fmt::format("TRIAGE  {} / {}  (confidence {}){}", r.category, r.cause, r.confidence,
+                   r.source == "logs" ? "  from plain logs" : ""));
   if (!r.summary.empty()) line(r.summary);
   line(fmt::format("phase {} | scope {} | missing ranks {} | last good step {} | world size {}", r.phase, r.scope,
                    ranks_text(r.missing_ranks), r.last_good_step, r.world_size));
@@ -53,6 +93,9 @@ std::string render_text(const TriageResult& r) {
 
   line("");
   line("Rank timeline");
+  if (r.source == "logs") {
+    log_timeline(r, line);
+  } else {
   // "compute ms" = step time outside collectives: equal step times with unequal compute
   // is what a straggler looks like in synchronous training.
   line(fmt::format("  {:<4} {:<9} {:>9} {:<10} {:<22} {:<6} {:>12} {:>10}  {}", "rank", "liveness", "last step",
@@ -62,10 +105,13 @@ std::string render_text(const TriageResult& r) {
                      t.last_phase.empty() ? "-" : t.last_phase, coll_text(t), exit_text(t), t.mean_step_ms,
                      t.busy_step_ms, t.stuck_in.empty() ? "-" : t.stuck_in));
   }
+  }
   if (r.stuck_collective) {
     const auto& s = *r.stuck_collective;
-    line(fmt::format("  stuck collective: {} seq {} — waiting {}, absent {}", s.op, s.seq, ranks_text(s.waiting_ranks),
-                     ranks_text(s.absent_ranks)));
+    // Plain logs of Gloo carry no sequence number: seq 0 stands for "not logged".
+    line(fmt::format("  stuck collective: {} {} — waiting {}, absent {}", s.op.empty() ? "?" : s.op,
+                     s.seq ? fmt::format("seq {}", s.seq) : std::string("(no seq in the logs)"),
+                     ranks_text(s.waiting_ranks), ranks_text(s.absent_ranks)));
   }
 
   line("");
@@ -77,7 +123,12 @@ std::string render_text(const TriageResult& r) {
   }
   if (!r.echoes.empty()) {
     line("Echoes (later failures, in time order)");
+    size_t shown = 0;
     for (const auto& e : r.echoes) {
+      if (++shown > 24) {
+        line(fmt::format("  ... and {} more (see --format json)", r.echoes.size() - 24));
+        break;
+      }
       line(fmt::format("  {:>10}  rank {}: {}  [{}]", rel_time(r, e.t), e.rank, e.what, e.evidence));
     }
   }
@@ -86,6 +137,11 @@ std::string render_text(const TriageResult& r) {
     line("");
     line("Evidence");
     for (const auto& e : r.evidence) line(fmt::format("  {}  {}", e.ref, e.text));
+  }
+  if (!r.notes.empty()) {
+    line("");
+    line(r.source == "logs" ? "What the logs cannot decide, and how they were read" : "Notes");
+    for (const auto& n : r.notes) line(fmt::format("  - {}", n));
   }
   if (!r.next_steps.empty()) {
     line("");

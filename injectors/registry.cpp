@@ -10,6 +10,17 @@ InjectorInfo freeze_rank_info();
 InjectorInfo throttle_cpu_info();
 InjectorInfo exception_on_rank_info();
 InjectorInfo oom_rank_info();
+InjectorInfo extra_collective_info();
+InjectorInfo nan_skip_info();
+InjectorInfo mismatched_collective_info();
+InjectorInfo wrong_socket_ifname_info();
+InjectorInfo wrong_master_addr_info();
+InjectorInfo port_in_use_info();
+InjectorInfo duplicate_rank_info();
+InjectorInfo late_joiner_info();
+InjectorInfo tiny_shm_info();
+InjectorInfo slow_storage_info();
+InjectorInfo disk_full_info();
 
 const std::vector<InjectorInfo>& injector_registry() {
   static const std::vector<InjectorInfo> kRegistry = {
@@ -20,6 +31,17 @@ const std::vector<InjectorInfo>& injector_registry() {
       throttle_cpu_info(),
       exception_on_rank_info(),
       oom_rank_info(),
+      extra_collective_info(),
+      nan_skip_info(),
+      mismatched_collective_info(),
+      wrong_socket_ifname_info(),
+      wrong_master_addr_info(),
+      port_in_use_info(),
+      duplicate_rank_info(),
+      late_joiner_info(),
+      tiny_shm_info(),
+      slow_storage_info(),
+      disk_full_info(),
   };
   return kRegistry;
 }

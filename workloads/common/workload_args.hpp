@@ -27,12 +27,22 @@ inline const std::vector<ArgSpec>& torch_ddp_args() {
       {"drop_last", "bool", "false", "DistributedSampler drop_last (else pad by repeating indices)"},
       {"bucket_kb", "int", "16", "gradient bucket size in KiB; one allreduce per bucket"},
       {"lr", "float", "0.05", "SGD learning rate"},
-      {"step_ms", "int", "100", "simulated compute per step in ms (sleep), so steps take real time"},
+      {"step_ms", "int", "100", "compute per step in ms (slept or burned, see `compute`), so steps take real time"},
+      {"compute", "string", "sleep",
+       "how step_ms is spent: sleep (wall time) | burn (CPU time of the training thread, so a CPU limit slows the "
+       "step)"},
       {"step_jitter_ms", "int", "0", "uniform random extra compute per step, 0..N ms"},
       {"first_collective_delay_ms", "int", "0", "extra delay before the first allreduce (slow warm-up)"},
       {"checkpoint_every", "int", "0", "save a checkpoint every N steps (0 = never)"},
       {"checkpoint_ranks", "string", "rank0", "who saves: rank0 | all"},
       {"checkpoint_delay_ms", "int", "0", "extra time spent in each save (slow storage stand-in)"},
+      {"num_workers", "int", "0",
+       "data-loader worker processes; each batch comes back through a /dev/shm segment (0 = the rank reads its "
+       "batches itself)"},
+      {"prefetch", "int", "2", "batches in flight per data-loader worker (prefetch_factor), 1..64"},
+      {"shm_alloc", "string", "mmap",
+       "how a worker sizes its /dev/shm segment: mmap (ftruncate, write through the mapping: a full /dev/shm kills "
+       "the worker with SIGBUS) | fallocate (posix_fallocate first: a full /dev/shm is ENOSPC)"},
       {"eval_every", "int", "0", "run eval every N steps (0 = never)"},
       {"eval_batches", "int", "4", "batches per eval pass"},
       {"after_loop", "string", "exit", "after the last batch: exit | barrier (final barrier then exit) | linger (sleep until killed)"},

@@ -55,6 +55,7 @@ class ShardedDataset {
   std::string shard_path(int shard) const;
   std::string held_out_path() const;
   int64_t samples_per_shard() const { return per_shard_; }
+  int input_dim() const { return spec_.input_dim; }
 
  private:
   struct FileLayout {

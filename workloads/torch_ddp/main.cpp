@@ -4,14 +4,19 @@
 // cgroups, network and storage faults, and the in-process hooks of workloads/common)
 // produce the logs, traces and exit codes of a real job:
 //   rendezvous (TCPStore + ProcessGroupGloo) -> broadcast of the initial parameters ->
-//   per step: read batch from shard files, forward, backward + bucketed gradient
-//   allreduces, SGD step -> periodic eval (allreduce of the loss) and checkpoint (save +
-//   barrier) -> after_loop (exit | final barrier | linger).
+//   per step: read batch from shard files (in the rank, or from data-loader worker
+//   processes through /dev/shm), forward, backward + bucketed gradient allreduces, SGD
+//   step -> periodic eval (allreduce of the loss) and checkpoint (save + barrier) ->
+//   after_loop (exit | final barrier | linger).
+// Step compute is slept or burned on the CPU (`compute`): burned time is what a CPU
+// limit stretches, slept time is not.
 // The contract (environment, arguments, trace events, exit codes) is DESIGN.md's
 // workload contract; `--describe` prints it as one JSON line.
 #include <CLI/CLI.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <fcntl.h>
+#include <time.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -28,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +41,7 @@
 #include "data.hpp"
 #include "exit_codes.hpp"
 #include "hooks.hpp"
+#include "loader.hpp"
 #include "trace.hpp"
 #include "workload_args.hpp"
 
@@ -63,6 +70,9 @@ int g_rank = -1;
 Progress g_progress;
 const Trace* g_trace = nullptr;
 Heartbeat* g_heartbeat = nullptr;
+// The data-loader workers must be gone (and their /dev/shm segments unlinked) before
+// the rank leaves with _exit, on the error path as on the clean one.
+ShmLoader* g_loader = nullptr;
 
 void vlog(FILE* stream, const char* fmt, va_list args) {
   // One formatted line, one fputs: stdout and stderr are read by the harness line by
@@ -118,6 +128,7 @@ std::string exception_text(const std::exception& e) {
 [[noreturn]] void fail(ErrorClass cls, const std::string& what) {
   const int code = exit_code_for(cls);
   if (g_heartbeat != nullptr) g_heartbeat->stop();  // keep `exit` the last line of the trace
+  if (g_loader != nullptr) g_loader->shutdown();
   TraceFields fields{{"msg", what},
                      {"where", g_progress.phase},
                      {"class", error_class_name(cls)},
@@ -141,6 +152,28 @@ std::string exception_text(const std::exception& e) {
 
 void sleep_ms(int64_t ms) {
   if (ms > 0) std::this_thread::sleep_for(Ms(ms));
+}
+
+double thread_cpu_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+// Spends `ms` of CPU time of the calling thread. Measured on the thread's own CPU clock,
+// not the wall clock, so the step costs the same work whatever the machine does, and a
+// CPU quota or contention stretches its wall time exactly as it would a real forward
+// pass.
+void burn_cpu_ms(int64_t ms) {
+  if (ms <= 0) return;
+  const double end = thread_cpu_ms() + static_cast<double>(ms);
+  volatile double sink = 0;
+  double x = 1.0;
+  while (thread_cpu_ms() < end) {
+    for (int i = 0; i < 4000; ++i) x = x * 1.0000001 + 1e-9;
+    sink = x;
+  }
+  (void)sink;
 }
 
 double ms_since(Clock::time_point start) {
@@ -192,11 +225,15 @@ struct Options {
   int bucket_kb = 16;
   double lr = 0.05;
   int step_ms = 100;
+  std::string compute = "sleep";
   int step_jitter_ms = 0;
   int first_collective_delay_ms = 0;
   int checkpoint_every = 0;
   std::string checkpoint_ranks = "rank0";
   int checkpoint_delay_ms = 0;
+  int num_workers = 0;
+  int prefetch = 2;
+  std::string shm_alloc = "mmap";
   int eval_every = 0;
   int eval_batches = 4;
   std::string after_loop = "exit";
@@ -271,12 +308,17 @@ Options options_from(const std::map<std::string, std::string>& v) {
   o.bucket_kb = static_cast<int>(to_int("bucket_kb", v.at("bucket_kb"), 1));
   o.lr = to_float("lr", v.at("lr"));
   o.step_ms = static_cast<int>(to_int("step_ms", v.at("step_ms"), 0));
+  o.compute = one_of("compute", v.at("compute"), {"sleep", "burn"});
   o.step_jitter_ms = static_cast<int>(to_int("step_jitter_ms", v.at("step_jitter_ms"), 0));
   o.first_collective_delay_ms =
       static_cast<int>(to_int("first_collective_delay_ms", v.at("first_collective_delay_ms"), 0));
   o.checkpoint_every = static_cast<int>(to_int("checkpoint_every", v.at("checkpoint_every"), 0));
   o.checkpoint_ranks = one_of("checkpoint_ranks", v.at("checkpoint_ranks"), {"rank0", "all"});
   o.checkpoint_delay_ms = static_cast<int>(to_int("checkpoint_delay_ms", v.at("checkpoint_delay_ms"), 0));
+  o.num_workers = static_cast<int>(to_int("num_workers", v.at("num_workers"), 0));
+  o.prefetch = static_cast<int>(to_int("prefetch", v.at("prefetch"), 1));
+  if (o.prefetch > 64) throw UsageError("--prefetch=" + v.at("prefetch") + ": must be in [1, 64]");
+  o.shm_alloc = one_of("shm_alloc", v.at("shm_alloc"), {"mmap", "fallocate"});
   o.eval_every = static_cast<int>(to_int("eval_every", v.at("eval_every"), 0));
   o.eval_batches = static_cast<int>(to_int("eval_batches", v.at("eval_batches"), 1));
   o.after_loop = one_of("after_loop", v.at("after_loop"), {"exit", "barrier", "linger"});
@@ -612,6 +654,7 @@ class Trainer {
     build_model();
     prepare_data();
     train_loop();
+    stop_loader();  // the epoch iterator is done: its workers exit, as PyTorch's do
     after_loop();
     // The parameter checksum is equal on every rank exactly when gradient sync kept the
     // replicas identical; a silently mis-paired collective shows up here.
@@ -687,11 +730,44 @@ class Trainer {
              dataset_->dir().c_str(), static_cast<long long>(o_.dataset_size), o_.shards,
              static_cast<long long>(sampler_->num_samples()),
              static_cast<long long>(sampler_->batches_per_epoch(o_.batch_size)), epochs_);
+    if (o_.num_workers > 0) start_loader();
+  }
+
+  // Forked after the process group exists, as a DataLoader iterator is created after
+  // init_process_group: the workers inherit nothing they use but the dataset layout.
+  void start_loader() {
+    LoaderOptions lo;
+    lo.num_workers = o_.num_workers;
+    lo.prefetch = o_.prefetch;
+    lo.shm_alloc = o_.shm_alloc;
+    lo.log_prefix = "[rank " + std::to_string(env_.rank) + "] ";
+    loader_ = std::make_unique<ShmLoader>(*dataset_, lo);
+    g_loader = loader_.get();
+    std::string pids;
+    for (pid_t p : loader_->worker_pids()) pids += (pids.empty() ? "" : ",") + std::to_string(p);
+    const double batch_kib = static_cast<double>(o_.batch_size) * (o_.input_dim + 1) * sizeof(float) / 1024.0;
+    char size[32];
+    if (batch_kib >= 1024) {
+      std::snprintf(size, sizeof size, "%.2f MiB", batch_kib / 1024.0);
+    } else {
+      std::snprintf(size, sizeof size, "%.1f KiB", batch_kib);
+    }
+    log_info("data loader: %d worker process(es) (pids %s), prefetch %d per worker, batches of %s through /dev/shm "
+             "(%s)",
+             o_.num_workers, pids.c_str(), o_.prefetch, size, o_.shm_alloc.c_str());
+  }
+
+  void stop_loader() {
+    if (!loader_) return;
+    loader_->shutdown();
+    g_loader = nullptr;
   }
 
   void train_loop() {
     for (int epoch = 0; epoch < epochs_ && last_step_ < o_.steps; ++epoch) {
-      for (const auto& batch : sampler_->batches(epoch, o_.batch_size)) {
+      const auto batches = sampler_->batches(epoch, o_.batch_size);
+      if (loader_) loader_->start_epoch(batches);
+      for (const auto& batch : batches) {
         if (last_step_ == o_.steps) break;
         const int step = last_step_ + 1;
         hooks_.begin_step(step, unix_time_now());
@@ -721,7 +797,7 @@ class Trainer {
     torch::Tensor x, y;
     {
       PhaseScope phase("data", step);
-      const Batch b = dataset_->read_train(indices);
+      const Batch b = loader_ ? loader_->next() : dataset_->read_train(indices);
       x = torch::from_blob(const_cast<float*>(b.x.data()), {b.rows(), o_.input_dim}, torch::kFloat32).clone();
       y = torch::from_blob(const_cast<float*>(b.y.data()), {b.rows(), 1}, torch::kFloat32).clone();
     }
@@ -729,7 +805,7 @@ class Trainer {
     {
       PhaseScope phase("forward", step);
       grow_memory(step);
-      sleep_ms(compute_ms / 3);  // simulated compute: forward is about a third of a step
+      spend(compute_ms / 3);  // forward is about a third of a step
       if (const Hook* h = hooks_.exception_at(step)) {
         report_fault(HookKind::kException, step, "throwing std::runtime_error(\"" + h->message + "\") in forward");
         throw std::runtime_error(h->message);
@@ -755,7 +831,7 @@ class Trainer {
         PhaseScope phase("backward", step);
         optimizer_->zero_grad();
         loss.backward();
-        sleep_ms(compute_ms - compute_ms / 3);
+        spend(compute_ms - compute_ms / 3);
         sync_gradients(step);
       }
       {
@@ -767,6 +843,14 @@ class Trainer {
     const double dur_ms = ms_since(t0);
     emit("step", {{"step", step}, {"dur_ms", std::round(dur_ms * 10) / 10}, {"loss", loss_value}});
     log_info("step %d/%d loss %.4f dur_ms %.0f", step, o_.steps, loss_value, dur_ms);
+  }
+
+  void spend(int64_t ms) const {
+    if (o_.compute == "burn") {
+      burn_cpu_ms(ms);
+    } else {
+      sleep_ms(ms);
+    }
   }
 
   void grow_memory(int step) {
@@ -887,12 +971,13 @@ class Trainer {
       }
       const std::string path = env_.ckpt_dir + name;
       const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+      std::ostringstream bytes;
       try {
-        torch::save(model_, tmp);
+        torch::save(model_, bytes);
       } catch (const std::exception& e) {
-        ::unlink(tmp.c_str());
-        throw DataError("checkpoint write failed: " + tmp + ": " + exception_text(e));
+        throw DataError("checkpoint serialization failed: " + exception_text(e));
       }
+      write_checkpoint_file(tmp, bytes.str());
       sleep_ms(o_.checkpoint_delay_ms);  // slow storage stand-in, inside the save
       if (::rename(tmp.c_str(), path.c_str()) != 0) {
         const int err = errno;
@@ -907,6 +992,36 @@ class Trainer {
       return;
     }
     comm_->barrier(step);
+  }
+
+  // The serialized checkpoint goes to disk with plain open/write/close, as Python's file
+  // object does under torch.save: every write(2) is an I/O the storage can delay or fail,
+  // and a failure names the syscall and errno (ENOSPC reads "No space left on device").
+  static void write_checkpoint_file(const std::string& path, const std::string& bytes) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      throw DataError("checkpoint write failed: " + path + ": open: " + std::strerror(errno));
+    }
+    constexpr size_t kChunk = 256 * 1024;
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, std::min(kChunk, bytes.size() - done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int err = n < 0 ? errno : EIO;
+        ::close(fd);
+        ::unlink(path.c_str());
+        throw DataError("checkpoint write failed: " + path + ": write: " + std::strerror(err) + " (wrote " +
+                        std::to_string(done) + " of " + std::to_string(bytes.size()) + " bytes)");
+      }
+      done += static_cast<size_t>(n);
+    }
+    // close(2) reports errors of network and FUSE file systems (their flush).
+    if (::close(fd) != 0) {
+      const int err = errno;
+      ::unlink(path.c_str());
+      throw DataError("checkpoint write failed: " + path + ": close: " + std::strerror(err));
+    }
   }
 
   void after_loop() {
@@ -932,6 +1047,7 @@ class Trainer {
   std::unique_ptr<torch::optim::SGD> optimizer_;
   std::unique_ptr<ShardedDataset> dataset_;
   std::unique_ptr<DistributedSampler> sampler_;
+  std::unique_ptr<ShmLoader> loader_;
   int epochs_ = 1;
   int last_step_ = 0;
   double last_loss_ = std::nan("");

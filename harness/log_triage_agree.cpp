@@ -1,0 +1,146 @@
+// e2e.log_triage_agrees: the newest run directory of every scenario under
+// <build>/test-results/ is triaged twice through the CLI -- from its trace and supervisor
+// record (`hanglab triage DIR`) and from its ranks' stdout/stderr alone (`hanglab triage
+// --logs-only DIR`, ignoring events.jsonl and harness.jsonl) -- and both must reach the
+// same category and missing ranks: what triage says about a real incident's plain logs
+// is only as good as this agreement on incidents whose ground truth is known.
+//
+// One exception, printed but not failed: a synchronous-training straggler. Every rank's
+// step time grows alike (the job runs at the slowest rank's pace), and the ranks' stdout
+// carries no per-rank compute or wait time, so the logs-only triage names the category
+// (straggler) and says in a note that the rank is undecidable from the logs; the full
+// triage names it from the trace. Any other difference fails.
+//
+// usage: log_triage_agree HANGLAB RESULTS_DIR
+// Exit 0 when every run agrees, 1 on a disagreement or when no run directory exists
+// (the scenario tests write them; run this after them), 2 on usage errors.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs argv, returns its exit status and stdout (stderr passes through).
+int run_capture(const std::vector<std::string>& argv, std::string* out) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    return -1;
+  }
+  char buf[65536];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    out->append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool is_run_dir(const fs::path& d) {
+  std::error_code ec;
+  return fs::is_directory(d / "ranks", ec) && fs::exists(d / "harness.jsonl", ec);
+}
+
+std::string ranks_text(const nlohmann::json& v) { return v.is_array() ? v.dump() : "?"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: log_triage_agree HANGLAB RESULTS_DIR\n";
+    return 2;
+  }
+  const std::string hanglab = argv[1];
+  const fs::path results = argv[2];
+  std::error_code ec;
+  std::vector<fs::path> runs;
+  for (fs::directory_iterator it(results, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_symlink() || !it->is_directory()) continue;  // "latest"
+    // The newest complete run of this scenario (directory names are UTC timestamps).
+    std::vector<fs::path> dirs;
+    for (fs::directory_iterator r(it->path(), ec), rend; !ec && r != rend; r.increment(ec)) {
+      if (!r->is_symlink() && is_run_dir(r->path())) dirs.push_back(r->path());
+    }
+    std::sort(dirs.begin(), dirs.end());
+    if (!dirs.empty()) runs.push_back(dirs.back());
+  }
+  std::sort(runs.begin(), runs.end());
+  if (runs.empty()) {
+    std::cout << "FAIL: no run directory under " << results.string()
+              << " (run the scenario tests first: ctest -L scenario)\n";
+    return 1;
+  }
+  int bad = 0;
+  int undecided = 0;
+  std::printf("%-28s %-42s %-42s %s\n", "scenario", "full triage (trace)", "logs only (stdout/stderr)", "verdict");
+  for (const auto& dir : runs) {
+    std::string full_out, logs_out;
+    const int rc1 = run_capture({hanglab, "triage", "--format", "json", dir.string()}, &full_out);
+    const int rc2 = run_capture({hanglab, "triage", "--logs-only", "--format", "json", dir.string()}, &logs_out);
+    const std::string name = dir.parent_path().filename().string();
+    if (rc1 != 0 || rc2 != 0) {
+      std::printf("%-28s triage failed (exit %d / %d)\n", name.c_str(), rc1, rc2);
+      ++bad;
+      continue;
+    }
+    const auto full = nlohmann::json::parse(full_out, nullptr, false);
+    const auto logs = nlohmann::json::parse(logs_out, nullptr, false);
+    if (full.is_discarded() || logs.is_discarded()) {
+      std::printf("%-28s unparsable JSON from hanglab triage\n", name.c_str());
+      ++bad;
+      continue;
+    }
+    const bool same = full["category"] == logs["category"] && full["missing_ranks"] == logs["missing_ranks"];
+    bool says_undecidable = false;
+    for (const auto& n : logs.value("notes", nlohmann::json::array())) {
+      says_undecidable |= n.is_string() && n.get<std::string>().find("undecidable from these logs") != std::string::npos;
+    }
+    const bool undecidable = !same && full["category"] == logs["category"] && logs["missing_ranks"].empty() &&
+                             says_undecidable;
+    const std::string a = full["category"].get<std::string>() + "/" + full["cause"].get<std::string>() + " " +
+                          ranks_text(full["missing_ranks"]);
+    const std::string b = logs["category"].get<std::string>() + "/" + logs["cause"].get<std::string>() + " " +
+                          ranks_text(logs["missing_ranks"]);
+    std::printf("%-28s %-42s %-42s %s\n", name.c_str(), a.c_str(), b.c_str(),
+                same ? "agree" : undecidable ? "rank undecidable from logs (ok)" : "DISAGREE");
+    if (undecidable) ++undecided;
+    if (!same && !undecidable) {
+      ++bad;
+      std::printf("  run: %s\n  logs-only summary: %s\n", dir.string().c_str(),
+                  logs.value("summary", std::string()).c_str());
+    }
+  }
+  std::printf("%zu run(s), %d disagreement(s), %d straggler(s) not nameable from stdout/stderr\n", runs.size(), bad,
+              undecided);
+  return bad ? 1 : 0;
+}

@@ -1,0 +1,169 @@
+// Plain-log line parser for triage of real incident logs. parse_log_line() takes one
+// line of whatever a cluster left behind (kubectl logs --timestamps, torchrun/Slurm/
+// Open MPI launcher output, glog-style c10d lines, Python logging, dmesg, the hanglab
+// workloads' own lines) and returns its clock, who wrote it (global rank, PG-local rank,
+// local rank, host, pid) and what it says (a step, a watchdog timeout with SeqNum/OpType/
+// Numel, a peer that closed its socket, an OOM kill, an exit status...), as a LogLine of
+// views into the line. It keeps no state across lines: multi-line constructs (torchrun's
+// failure summary, Open MPI's exit block, continuation lines) are assembled by the
+// scanner in triage_logs.cpp. Internal to hanglab_triage; exposed for unit tests.
+//
+// Speed matters (16k ranks x thousands of step lines): the common step line is
+// recognised by its first word before any keyword search, and nothing allocates except
+// the rank list of a desync report.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+namespace hanglab {
+
+enum class LogKind : uint8_t {
+  kNone,
+  // progress and shape of the job
+  kStep,             // step/iteration N (step, total, dur_ms; the loss is not kept)
+  kDone,             // the program says it finished ("done: 12/12 steps", "Training completed")
+  kLeftLoop,         // left the training loop but stays alive (final barrier, lingering)
+  kDataExhausted,    // "data exhausted after 7 of 12 steps"
+  kInitDone,         // process group / communicator ready
+  kWorldSize,        // a statement of the world size only
+  kPgInit,           // "[PG 1 Rank 2] ProcessGroupNCCL initialization options: size: 4, global rank: 6"
+  kCheckpointBegin,  // saving a checkpoint
+  kCheckpointEnd,
+  kEvalBegin,        // validation / evaluation started
+  kEvalEnd,
+  kDataWait,         // waiting for / loading data
+  // PyTorch c10d ProcessGroupNCCL
+  kWatchdogTimeout,   // "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=...)"
+  kWatchdogRepeat,    // the same timeout repeated ("watchdog thread terminated with exception", what())
+  kWorkStatus,        // "last enqueued NCCL work: A, last completed NCCL work: B"
+  kDumpSignal,        // "Received a dump signal ... from rank N" / "from this local rank"
+  kHeartbeatMonitor,  // "Heartbeat monitor timed out! Process will be terminated after dumping debug info."
+  kDesyncMissing,     // desync report: "ranks [5] are the lagging ranks ... never joined any collectives"
+  kDesyncLagging,     // desync report: "[5] joined but didn't finish collective #N"
+  kCollMismatch,      // "Detected mismatch between collectives on ranks. Rank 0 is running ... but Rank 2 ..."
+                      // (TORCH_DISTRIBUTED_DEBUG=DETAIL), Gloo's "op.preamble.length <= op.nbytes. 2116 vs 4"
+  kCommAborted,       // "NCCL communicator was aborted"
+  kNcclAsyncFailed,   // "Some NCCL operations have failed or timed out", "taking the entire process down"
+  kNcclRemoteError,   // "remote process exited or there was a network error"
+  kNcclSystemError,   // "unhandled system error"
+  kNcclError,         // other "NCCL error"
+  kWrongIfname,       // "Bootstrap : no socket interface found", "Unable to find address for: eth9"
+  kShmError,          // NCCL "Error while creating shared memory segment /dev/shm/nccl-... (size N)"
+  kIbError,           // NCCL NET/IB completion / QP errors
+  kSocketError,       // NCCL NET/Socket errors
+  // Gloo / TCP
+  kGlooTimeout,  // "Timed out waiting 5000ms for recv operation to complete"
+  kCommClosed,   // "Connection closed by peer", "Connection reset by peer", "Read error", "Broken pipe"
+  // TCPStore / rendezvous / c10d init
+  kStoreTimeout,      // "client socket has timed out", "Socket Timeout", "waiting for clients. 3/4 clients joined"
+  kStoreRefused,      // store connect refused / failed to connect
+  kAddressInUse,      // "Address already in use"
+  kDnsFailure,        // "Name or service not known", "Temporary failure in name resolution"
+  kRendezvousError,   // RendezvousError and friends, c10d init failures
+  // process failures
+  kTraceback,         // "Traceback (most recent call last):"
+  kException,         // a Python exception line "RuntimeError: ..." (not comm, OOM or CUDA)
+  kCommException,     // an exception whose text is a timeout / comm error (DistBackendError, ...)
+  kCudaOom,           // "torch.cuda.OutOfMemoryError: CUDA out of memory."
+  kCudaError,         // "CUDA error: an illegal memory access was encountered", Xid
+  kTerminate,         // "terminate called after throwing an instance of 'X'"
+  kCrash,             // "Segmentation fault (core dumped)", "Bus error", "Aborted (core dumped)" (signal set)
+  kDataLoaderKilled,  // "DataLoader worker (pid 123) is killed by signal: Bus error."
+  kShmBusError,       // "Unexpected bus error encountered in worker ... insufficient shared memory (shm)"
+  kOomKill,           // kernel/cgroup/Kubernetes OOM kill ("Out of memory: Killed process 1234 (python)")
+  kDiskFull,          // "No space left on device"
+  kStorageError,      // "Stale file handle", "nfs: server x not responding", "Input/output error"
+  kDataError,         // hanglab workload: data error class
+  kUsageError,        // hanglab workload: usage error class
+  kExitStatus,        // "exit code 137", "Exit Code: 139", "exited with code 1" (code or signal set)
+  kSignalReceived,    // "Signal 9 (SIGKILL) received by PID 1234"
+  kSignalException,   // torchelastic "SignalException: Process 1234 got signal: 15"
+  kLauncherSignal,    // "Sending process 1234 closing signal SIGTERM"
+  kLauncherExit,      // "failed (exitcode: -9) local_rank: 3 (pid: 1234) of binary: ..."
+  kChildFailed,       // "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
+  kMpiExit,           // "mpirun noticed that process rank 2 with PID 1234 on node x exited on signal 9 (Killed)."
+  kMpiProcessName,    // "Process name: [[12345,1],2]" (the rank of the next "Exit code:")
+  kSrunTask,          // "srun: error: node-3: task 5: Killed"
+  kSummaryHeader,     // torchrun summary: "Root Cause (first observed failure):" (word=root) / "Failures:"
+  kSummaryEntry,      // torchrun summary: "[0]:"
+  kSummaryField,      // torchrun summary: "  rank      : 5 (local_rank: 1)" (word = key, text = value)
+  kSummaryEnd,        // "=====" / "-----" rule
+};
+
+const char* log_kind_name(LogKind k);
+
+// Where the global rank of a line came from, weakest first.
+enum class RankSource : uint8_t {
+  kNone,
+  kLocal,     // torchrun's "[default3]:" tee prefix: a local rank, global only on a single node
+  kFile,      // the file's name (rank-3.log, train-worker-3)
+  kMessage,   // "[Rank 3]" or a default-PG "[PG ID 0 ... Rank 3]" inside the message
+  kLauncher,  // "3: " (srun -l), "[1,3]<stderr>:" (Open MPI), "[host:3]"
+  kPrefix,    // "[rank3]:" (PyTorch), "[rank 3]" (hanglab workloads)
+};
+
+constexpr int kNoCode = std::numeric_limits<int>::min();
+
+struct LogLine {
+  // Clock. `t` is Unix seconds (UTC when the stamp says so; zone-less stamps are
+  // taken as UTC). no_year: glog/syslog stamps, dated with LogLineContext::year.
+  bool has_t = false;
+  bool no_year = false;
+  double t = 0;
+  double t_res = 0;  // resolution of the stamp in seconds (1 for whole-second stamps)
+  // Attribution.
+  int rank = -1;  // global rank
+  RankSource rank_src = RankSource::kNone;
+  int local_rank = -1;       // torchrun [defaultN]:, "local_rank: N"
+  int pg_rank = -1;          // rank inside a process group ("[PG 1 Rank 2]")
+  std::string_view pg;       // process group id/name as printed ("1", "0(default_pg)")
+  bool pg_default = false;   // the PG is the default one: pg_rank is the global rank
+  std::string_view host;     // "[host:3]", NCCL "host:pid:tid" prefix, syslog host, mpirun node
+  long long pid = -1;        // NCCL prefix pid, "pid N" of the event
+  std::string_view msg;      // the line without its clock and attribution prefixes
+  // What it says.
+  LogKind kind = LogKind::kNone;
+  long long seq = -1;
+  std::string_view op;
+  long long numel_in = -1;
+  long long numel_out = -1;
+  long long timeout_ms = -1;
+  long long ran_ms = -1;
+  long long last_enqueued = -1;
+  long long last_completed = -1;
+  int step = -1;
+  int total_steps = -1;
+  double dur_ms = -1;
+  int other_rank = -1;  // the rank an event names (dump signal source, mpirun/srun task, torchrun field)
+  int world = -1;       // a stated world size (or PG size for kPgInit)
+  int joined = -1;      // "3/4 clients joined"
+  int code = kNoCode;   // exit code
+  int signal = 0;       // signal number
+  std::string_view word;   // exception class, workload error class, summary key, signal name
+  std::string_view where;  // workload phase ("backward"), store address
+  std::vector<int> ranks;  // rank lists of desync reports
+};
+
+struct LogLineContext {
+  int year = 2000;  // for stamps without a year (glog "I1129 08:26:59.1", syslog "Nov 29 08:26:59")
+};
+
+// Parses one line (without its newline). Always fills msg; returns kind != kNone.
+bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& out);
+
+// Timestamp parsers, each at the start of `s`; on success return the characters used.
+// ISO-8601 / RFC 3339 ("2026-11-29T08:26:59.123456789Z", "+02:00" offsets) and the
+// Python logging form ("2026-11-29 08:26:59,123").
+size_t parse_iso_time(std::string_view s, double* t, double* res);
+// glog "I1129 08:26:59.123456" (severity letter, month, day, time), dated in `year`.
+size_t parse_glog_time(std::string_view s, int year, double* t, double* res);
+
+// Global rank from a log file's path: "rank-3.log", "rank3/stdout", "ranks/3/stderr.log",
+// "train-worker-3.log" (pod index; with kubeflow_master, worker-N is rank N+1 and
+// master-0 is rank 0). -1 when the name says nothing.
+int rank_from_path(std::string_view rel_path, bool kubeflow_master);
+
+}  // namespace hanglab

@@ -1,0 +1,152 @@
+// Triage of plain logs, the corpus half: load_log_corpus() reads any mix of log files and
+// directories (per-rank files, per-pod kubectl logs, one combined launcher log, dmesg)
+// with parse_log_line(), attributes every line to a global rank (line prefix, launcher
+// label, in-message rank, file name), assembles the multi-line constructs (torchrun's
+// failure summary, Open MPI's exit block, continuation lines) and keeps only what the
+// analyzer needs: per rank a bounded step history and its first/last lines, and the
+// notable events (failures, exits, phase markers, world-size statements), each with its
+// file:line. analyze_log_corpus() (triage_log_analyze.cpp) turns that into a
+// TriageResult. Internal to hanglab_triage; exposed for unit tests and the benchmark.
+//
+// Files are read as streams in fixed-size chunks (memory does not grow with file size)
+// and several files are scanned in parallel; results are merged in file order, so the
+// answer does not depend on thread timing.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "triage.hpp"
+#include "triage_log_parse.hpp"
+
+namespace hanglab {
+
+struct LogFileInfo {
+  std::string name;       // as cited in evidence: relative to the directory given, else the path given
+  std::filesystem::path path;
+  int file_rank = -1;     // rank from the file's name, -1 when none
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+  bool ends_mid_line = false;  // the last line has no newline: truncated (or still being written)
+  bool any_clock = false;
+  bool no_year_clock = false;  // glog/syslog stamps dated with the corpus year
+  uint64_t local_rank_lines = 0;  // lines attributed by torchrun's local-rank prefix only
+};
+
+struct StepRec {
+  int step = 0;
+  double t = 0;
+  bool has_t = false;
+  double dur_ms = -1;
+  uint32_t file = 0;
+  uint32_t line = 0;
+};
+
+// One notable line, copied out of the read buffer.
+struct LogEvent {
+  LogKind kind = LogKind::kNone;
+  int rank = -1;  // global rank, -1 = not attributed
+  RankSource rank_src = RankSource::kNone;
+  uint32_t file = 0;
+  uint32_t line = 0;
+  bool has_t = false;
+  bool t_exact = false;  // the line carried its own clock (else inherited from an earlier line)
+  double t = 0;
+  double t_res = 0;
+  bool partial = false;  // the truncated last line of its file
+  long long seq = -1, numel_in = -1, numel_out = -1, timeout_ms = -1, ran_ms = -1, last_enqueued = -1,
+            last_completed = -1;
+  long long pid = -1;
+  int pg_rank = -1, local_rank = -1, other_rank = -1, world = -1, joined = -1, step = -1, total_steps = -1;
+  int code = kNoCode;
+  int signal = 0;
+  bool pg_default = false;
+  std::string op, pg, host, word, where, text;
+  std::vector<int> ranks;
+};
+
+// torchrun's failure summary, one "[i]:" entry.
+struct LaunchFailure {
+  bool root_claim = false;  // listed under "Root Cause (first observed failure)"
+  int rank = -1;
+  int local_rank = -1;
+  std::string host;
+  long long pid = -1;
+  int code = kNoCode;  // exitcode >= 0
+  int signal = 0;      // exitcode < 0
+  bool has_t = false;
+  double t = 0;  // whole seconds
+  std::string traceback;
+  std::string error_file;
+  uint32_t file = 0;
+  uint32_t line = 0;  // of the "exitcode" field (the "[i]:" line when absent)
+};
+
+struct RankLog {
+  int rank = -1;
+  uint64_t lines = 0;
+  uint32_t first_file = 0, first_line = 0, last_file = 0, last_line = 0;
+  bool has_first_t = false, has_last_t = false;
+  double first_t = 0, last_t = 0;      // clock of the first/last line (inherited when the line had none)
+  uint64_t n_steps = 0;
+  int last_step = -1;                  // step of the last step line (in log order)
+  int max_step = -1;
+  int total_steps = -1;
+  std::vector<StepRec> recent;         // the last kRecentSteps step lines, oldest first
+  std::string host;
+  LogKind phase = LogKind::kNone;      // last phase marker (checkpoint/eval/data begin or end)
+  uint32_t phase_file = 0, phase_line = 0;
+  double phase_t = 0;
+  bool phase_has_t = false;
+  std::string phase_text;
+};
+
+struct WorldHint {
+  int world = 0;
+  int rank = -1;  // the rank of the line that states it (a start-up line: two files with the same rank's = a duplicate)
+  uint32_t file = 0;
+  uint32_t line = 0;
+  std::string text;
+};
+
+struct LogCorpus {
+  std::vector<LogFileInfo> files;
+  std::map<int, RankLog> ranks;
+  std::vector<LogEvent> events;  // in time order (clock-less ones by position, after the timed ones)
+  std::vector<LaunchFailure> launch_failures;
+  std::vector<std::pair<long long, int>> pid_rank;  // pid -> global rank, from lines that name both
+  std::vector<WorldHint> world_hints;
+  int year = 2000;       // the year given to glog/syslog stamps
+  bool year_known = false;
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+};
+
+constexpr size_t kRecentSteps = 48;
+// Per rank and kind, events beyond this many are counted, not kept: a 16k-rank job's
+// watchdog and stack-frame floods must not grow memory.
+constexpr size_t kMaxEventsPerRankKind = 4;
+
+// One input file and how to name it.
+struct LogInput {
+  std::filesystem::path path;
+  std::string name;
+};
+
+// Lists the log files under `paths` (files as given; directories recursively, skipping
+// hidden entries, hanglab's own JSON/TOML/HTML records, binaries and `expected.json`).
+// With logs_only and a hanglab run directory: only ranks/<r>/stdout.log and stderr.log.
+std::vector<LogInput> list_log_inputs(const std::vector<std::filesystem::path>& paths, bool logs_only);
+
+// Reads and parses the inputs (threads: 0 = hardware concurrency, at most 8).
+LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads = 0);
+
+TriageResult analyze_log_corpus(const LogCorpus& corpus, const TriageOptions& opts);
+
+// "name:line" of an event or a file line.
+std::string log_ref(const LogCorpus& c, uint32_t file, uint32_t line);
+
+}  // namespace hanglab

@@ -1,0 +1,60 @@
+// port_in_use: the run's MASTER_PORT is already taken when the ranks start — a process
+// left over from an earlier job, or another job on the node that picked the same port.
+// Before the first rank is exec'd the injector starts a holder process that listens on
+// that port (0.0.0.0 and [::]) and never answers; revert kills it. Rank 0 cannot start
+// the rendezvous store ("Address already in use"); the other ranks connect to the holder
+// instead and wait for answers that never come, until the store timeout (init_s).
+//
+// `ranks` does not choose anything here: every rank shares the one port. List the rank
+// that hosts the store ([0]), whose failure is the first one.
+#include "hook_injector.hpp"
+#include "network_common.hpp"
+
+namespace hanglab {
+
+namespace {
+
+class PortInUse : public Injector {
+ public:
+  void configure(const FaultSpec& spec, const std::string& file) override {
+    reject_unknown_keys(spec, file, {});
+  }
+
+  void prepare_rank(int /*rank*/, LaunchSpec& spec) override {
+    // Every rank gets the same MASTER_PORT; the first prepared rank starts the holder,
+    // before any rank is exec'd (the runner prepares all ranks, then launches).
+    if (holder_.running() || tried_) return;
+    tried_ = true;
+    // Without a MASTER_PORT (a launch spec not made by the runner) there is no port to
+    // take; fire() says so in harness.jsonl rather than failing the run.
+    if (!spec.env.count("MASTER_PORT")) return;
+    holder_.start(env_int_of(spec, "MASTER_PORT"));
+  }
+
+  std::string fire(Job&) override {
+    if (!holder_.running()) return "no holder running (no MASTER_PORT in the launch environment)";
+    return "holder pid " + std::to_string(holder_.pid()) + " listens on 0.0.0.0:" + std::to_string(holder_.port()) +
+           " and [::]:" + std::to_string(holder_.port()) + " (the run's MASTER_PORT) and never answers";
+  }
+
+  void revert(Job&) override {
+    holder_.stop();
+    tried_ = false;
+  }
+
+ private:
+  PortHolder holder_;
+  bool tried_ = false;
+};
+
+}  // namespace
+
+InjectorInfo port_in_use_info() {
+  return {"port_in_use",
+          "MASTER_PORT is already held by another process when the ranks start (rank 0 cannot host the store)",
+          "a holder process forked before launch listens on the run's MASTER_PORT and never answers; revert kills it "
+          "(acts from launch: leave at_step/at_s out; ranks: list [0], the store host — the port is shared)",
+          {}, [] { return std::make_unique<PortInUse>(); }};
+}
+
+}  // namespace hanglab

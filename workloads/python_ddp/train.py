@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""A real PyTorch DDP training script, for hanglab's bring-your-own-rank scenarios.
+
+What it is: the shape of a typical data-parallel training script, using the real Python
+stack (torch.distributed on Gloo, DistributedDataParallel, DistributedSampler over a
+TensorDataset, a DataLoader, SGD), so that the hangs and errors hanglab provokes around it
+produce the logs a real job produces. It writes no hanglab trace: hanglab runs it as a
+bring-your-own rank and triage reads its text logs (plus the supervisor's view of the
+processes).
+
+Launch: hanglab's local launcher (or anything torchrun-like) sets RANK, WORLD_SIZE,
+LOCAL_RANK, MASTER_ADDR, MASTER_PORT; the script uses init_method="env://" and never
+needs torchrun (Debian's torchrun does not start on Python 3.11). Run it with the
+interpreter that has torch, e.g. Debian's /usr/bin/python3 with python3-torch:
+
+    [workload]
+    command = ["/usr/bin/python3", "{scenario_dir}/../workloads/python_ddp/train.py", "--steps", "12"]
+
+Timeouts from hanglab: HANGLAB_COLLECTIVE_TIMEOUT_MS becomes init_process_group(timeout=...)
+(in torch 1.13 that one timeout bounds the store rendezvous and every Gloo collective).
+
+Optional faults, by environment ([workload.env] reaches every rank, so each names its
+rank): program-logic bugs a real script has, in the places a real script has them.
+    HANGLAB_PY_FAULT_RANK=1   the rank that misbehaves (default 1)
+    HANGLAB_PY_SKIP_STEP=N    at step N that rank treats its batch as bad (a
+                              data-dependent branch) and `continue`s before forward and
+                              backward: it never enters DDP's gradient allreduce for N
+    HANGLAB_PY_RAISE_STEP=N   at step N that rank raises RuntimeError in its loop
+    HANGLAB_PY_EXIT_STEP=N    at step N that rank leaves the loop and exits 0 (early exit)
+
+Exit: 0 after dist.destroy_process_group(); an exception (a Gloo timeout or a closed
+connection surfaces as RuntimeError) ends the process with a traceback and exit 1.
+"""
+
+import argparse
+import datetime
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def env_int(name, default):
+    value = os.environ.get(name, "")
+    if value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        sys.exit(f"{name}={value}: expected an integer")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description="PyTorch DDP (Gloo) example training script for hanglab")
+    p.add_argument("--steps", type=int, default=20, help="training steps across epochs")
+    p.add_argument("--batch-size", type=int, default=8, help="samples per batch per rank")
+    p.add_argument("--dataset-size", type=int, default=1024, help="samples in the synthetic dataset")
+    p.add_argument("--input-dim", type=int, default=16)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--step-ms", type=int, default=100, help="simulated compute per step (slept), ms")
+    p.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes")
+    p.add_argument("--drop-last", action="store_true", help="DistributedSampler drop_last")
+    p.add_argument("--seed", type=int, default=1)
+    return p.parse_args()
+
+
+def log(rank, msg):
+    # print(..., flush=True): stdout is a pipe under a launcher, and a block-buffered
+    # line is a line the incident never shows.
+    print(f"[rank {rank}] {msg}", flush=True)
+
+
+def main():
+    args = parse_args()
+    rank = env_int("RANK", None)
+    world_size = env_int("WORLD_SIZE", None)
+    if rank is None or world_size is None:
+        sys.exit("RANK and WORLD_SIZE must be set (torchrun-style environment)")
+    timeout_ms = env_int("HANGLAB_COLLECTIVE_TIMEOUT_MS", 1800 * 1000)
+    fault_rank = env_int("HANGLAB_PY_FAULT_RANK", 1)
+    skip_step = env_int("HANGLAB_PY_SKIP_STEP", 0) if rank == fault_rank else 0
+    raise_step = env_int("HANGLAB_PY_RAISE_STEP", 0) if rank == fault_rank else 0
+    exit_step = env_int("HANGLAB_PY_EXIT_STEP", 0) if rank == fault_rank else 0
+
+    torch.set_num_threads(1)  # torchrun's default OMP_NUM_THREADS=1: N ranks share the host
+    log(rank, f"python_ddp starting: world_size {world_size}, backend gloo, steps {args.steps}, "
+              f"master {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}, torch {torch.__version__}, "
+              f"pid {os.getpid()}")
+    t_start = time.time()
+    dist.init_process_group(backend="gloo", init_method="env://", rank=rank, world_size=world_size,
+                            timeout=datetime.timedelta(milliseconds=timeout_ms))
+    log(rank, f"process group ready in {(time.time() - t_start) * 1000:.0f} ms "
+              f"(gloo, world_size {world_size}, collective timeout {timeout_ms} ms)")
+
+    # The same data on every rank (fixed generator); DistributedSampler gives each rank
+    # its share, and the model's initial weights are made equal by DDP's broadcast.
+    g = torch.Generator().manual_seed(args.seed)
+    x = torch.randn(args.dataset_size, args.input_dim, generator=g)
+    teacher = torch.randn(args.input_dim, 1, generator=g)
+    y = x @ teacher + 0.1 * torch.randn(args.dataset_size, 1, generator=g)
+    dataset = TensorDataset(x, y)
+    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=args.seed,
+                                 drop_last=args.drop_last)
+    loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, num_workers=args.num_workers,
+                        drop_last=args.drop_last)
+
+    torch.manual_seed(args.seed + rank)  # different on purpose: DDP's constructor broadcasts rank 0's
+    model = nn.Sequential(nn.Linear(args.input_dim, args.hidden), nn.ReLU(),
+                          nn.Linear(args.hidden, args.hidden), nn.ReLU(),
+                          nn.Linear(args.hidden, 1))
+    ddp = DDP(model)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr)
+    loss_fn = nn.MSELoss()
+    log(rank, f"model: {sum(p.numel() for p in model.parameters())} parameters, DDP ready; "
+              f"{len(sampler)} samples/rank, {len(loader)} batches/epoch")
+
+    step = 0
+    epoch = 0
+    last_loss = float("nan")
+    while step < args.steps:
+        sampler.set_epoch(epoch)
+        for xb, yb in loader:
+            if step == args.steps:
+                break
+            step += 1
+            t0 = time.time()
+            if step == exit_step:
+                log(rank, f"step {step}: stopping early (HANGLAB_PY_EXIT_STEP)")
+                dist.destroy_process_group()
+                log(rank, f"done: {step - 1}/{args.steps} steps (left the loop early)")
+                return 0
+            if step == raise_step:
+                raise RuntimeError(f"injected failure at step {step} (HANGLAB_PY_RAISE_STEP)")
+            if step == skip_step:
+                # The classic DDP hang: a data-dependent branch taken on one rank only.
+                # This rank never runs backward for this step, so it never enters the
+                # gradient allreduce that its peers are waiting in.
+                log(rank, f"WARNING: skipping batch at step {step}: looks bad (HANGLAB_PY_SKIP_STEP)")
+                continue
+            optimizer.zero_grad()
+            loss = loss_fn(ddp(xb), yb)
+            time.sleep(args.step_ms / 1000.0 / 3)  # forward is about a third of the step
+            loss.backward()  # DDP's reducer allreduces the gradient buckets in here
+            time.sleep(args.step_ms / 1000.0 * 2 / 3)
+            optimizer.step()
+            last_loss = loss.item()
+            log(rank, f"step {step}/{args.steps} loss {last_loss:.4f} dur_ms {(time.time() - t0) * 1000:.0f}")
+        epoch += 1
+
+    checksum = sum(p.detach().abs().sum().item() for p in model.parameters())
+    log(rank, f"done: {step}/{args.steps} steps in {time.time() - t_start:.1f} s, last loss {last_loss:.4f}, "
+              f"parameter checksum {checksum:.6f}")
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
