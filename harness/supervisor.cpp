@@ -690,6 +690,8 @@ void Supervisor::kill_stray_children() {
       if (sscanf(stat.c_str() + rp + 1, " %c %d", &state, &ppid) != 2) continue;
       if (ppid != self) continue;
       pid_t pid = std::stoi(name);
+      // Injectors' helper processes (a FUSE daemon, a port holder): their revert() ends them.
+      if (is_helper_process(pid)) continue;
       bool is_rank = false;
       for (auto& r : ranks_) is_rank = is_rank || (r->pid == pid && r->alive);
       is_rank = is_rank || (launcher_ && launcher_->pid == pid && launcher_->alive);

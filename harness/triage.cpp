@@ -1797,7 +1797,14 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
       return n;
     }
     if (c == "rank_exit" || c == "resource_limit" || (c == "data_loading" && k == "data_error")) {
-      if (k == "killed" || k == "oom") {
+      const bool gpu_oom = k == "oom" && r_.first_failure &&
+                           r_.first_failure->what.find("CUDA out of memory") != std::string::npos;
+      if (gpu_oom) {
+        n.push_back(fmt::format("{} ran out of GPU memory (CUDA OOM): check its batch/sequence length at that step, "
+                                "activation memory, fragmentation (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) "
+                                "and anything else on that GPU (nvidia-smi).",
+                                who));
+      } else if (k == "killed" || k == "oom") {
         n.push_back(
             fmt::format("Find who killed {}: dmesg -T | grep -i -E 'oom|nvrm|xid', kubectl describe pod / "
                         "get events (OOMKilled, eviction, preemption, drain); exit status 137 = SIGKILL "
@@ -1975,7 +1982,9 @@ nlohmann::json to_json(const TriageResult& r) {
     j["stuck_collective"] = nullptr;
   }
   const auto failure = [](const Failure& f) {
-    return json{{"rank", f.rank}, {"t", f.t}, {"what", f.what}, {"evidence", f.evidence}};
+    json j{{"rank", f.rank}, {"t", f.t}, {"what", f.what}, {"evidence", f.evidence}};
+    if (!f.t_exact) j["t_exact"] = false;
+    return j;
   };
   j["first_failure"] = r.first_failure ? failure(*r.first_failure) : json(nullptr);
   j["echoes"] = json::array();

@@ -59,6 +59,7 @@ struct Failure {
   double t = 0;
   std::string what;      // e.g. "killed by SIGKILL", "Timed out waiting 5000ms for recv"
   std::string evidence;  // file:line
+  bool t_exact = true;   // false: plain logs, the line had no clock and `t` is its writer's previous one (a lower bound)
 };
 
 struct Evidence {

@@ -921,7 +921,7 @@ class LogAnalyzer {
   }
 
   void set_first(const Fail& f) {
-    r_.first_failure = Failure{f.rank, f.has_t ? f.t : 0, f.what, f.ref};
+    r_.first_failure = Failure{f.rank, f.has_t ? f.t : 0, f.what, f.ref, !f.has_t || f.exact};
     first_key_ = fmt::format("{}/{}", f.rank, f.ref);
   }
 
@@ -1502,7 +1502,7 @@ class LogAnalyzer {
     for (const Fail* f : all_fails()) {
       if (f->role == Role::kEcho && f->rank != root.rank) {
         add_evidence(f->ref, fmt::format("first echo: rank {} {} ({})", f->rank, short_text(f->what, 120),
-                                         f->has_t ? clock(f->t) : "no clock"));
+                                         !f->has_t ? "no clock" : (f->exact ? "" : "at or after ") + clock(f->t)));
         break;
       }
     }
@@ -2214,7 +2214,7 @@ class LogAnalyzer {
     }
     for (const Fail* f : echoes) {
       if (r_.echoes.size() >= kMaxEchoes) break;
-      r_.echoes.push_back({f->rank, f->has_t ? f->t : 0, short_text(f->what, 140), f->ref});
+      r_.echoes.push_back({f->rank, f->has_t ? f->t : 0, short_text(f->what, 140), f->ref, !f->has_t || f->exact});
     }
     if (echoes.size() > kMaxEchoes) {
       note(fmt::format("{} more ranks failed after the first failure; the first {} echoes are listed",
@@ -2282,9 +2282,14 @@ class LogAnalyzer {
                               r_.stuck_collective ? fmt::format("; {} report {}", ranks_phrase(waiting_), stuck_name())
                                                   : ""));
     } else {
+      std::vector<int> others;  // the waiting ranks that are not themselves the missing ones
+      for (int rank : waiting_) {
+        if (std::find(r_.missing_ranks.begin(), r_.missing_ranks.end(), rank) == r_.missing_ranks.end())
+          others.push_back(rank);
+      }
       a.push_back(fmt::format("All or subset: subset — {} missing ({}){}", ranks_phrase(r_.missing_ranks), r_.cause,
-                              r_.stuck_collective && !waiting_.empty()
-                                  ? fmt::format("; {} waited in {}", ranks_phrase(waiting_), stuck_name())
+                              r_.stuck_collective && !others.empty()
+                                  ? fmt::format("; {} waited in {}", ranks_phrase(others), stuck_name())
                                   : ""));
     }
     if (loggers.empty()) {

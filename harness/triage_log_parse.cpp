@@ -705,7 +705,10 @@ bool parse_step(sv m, LogLine& o) {
 }
 
 void set_world(sv m, LogLine& o) {
-  if (size_t k = ifind(m, "world_size"); k != npos) {
+  size_t k0 = ifind(m, "world_size");
+  // torchrun's "local_world_size=8" is the processes of one node, not the job
+  while (k0 != npos && k0 >= 6 && istarts(m.substr(k0 - 6), "local_")) k0 = ifind(m, "world_size", k0 + 10);
+  if (size_t k = k0; k != npos) {
     long long v = iint_after(m.substr(k), "world_size");
     if (v > 0) o.world = static_cast<int>(v);
   } else if (size_t k2 = ifind(m, "world size"); k2 != npos) {

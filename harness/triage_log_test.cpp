@@ -276,6 +276,12 @@ TEST_CASE("rank attribution", "[triage_logs]") {
     CHECK(parse("[default2]:[rank10]:step 10 loss 1.0").rank == 10);
     CHECK(parse("[rank 7] step 3/12 loss 0.5 dur_ms 105").rank == 7);  // hanglab workloads
   }
+  SECTION("world size statements") {
+    CHECK(parse("world_size=8 rank=3").world == 8);
+    CHECK(parse("INFO:train:launch RANK=0 WORLD_SIZE=16").world == 16);
+    CHECK(parse("[rank 0] torch_ddp starting: world_size 4, backend gloo").world == 4);
+    CHECK(parse("  local_world_size=8 role=default").world == -1);  // one node's processes, not the job
+  }
   SECTION("file names") {
     CHECK(rank_from_path("rank-3.log", false) == 3);
     CHECK(rank_from_path("logs/rank_12.txt", false) == 12);

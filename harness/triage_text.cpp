@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "triage.hpp"
 
@@ -83,8 +84,11 @@ std::string render_text(const TriageResult& r) {
   line(fmt::format("phase {} | scope {} | missing ranks {} | last good step {} | world size {}", r.phase, r.scope,
                    ranks_text(r.missing_ranks), r.last_good_step, r.world_size));
   if (r.divergence_seq || r.divergence_step) {
-    line(fmt::format("divergence: seq {} in step {}", r.divergence_seq ? std::to_string(*r.divergence_seq) : "?",
-                     r.divergence_step ? std::to_string(*r.divergence_step) : "?"));
+    // Plain logs often give one of the two only (a SeqNum without a step, or the reverse).
+    std::vector<std::string> parts;
+    if (r.divergence_seq) parts.push_back(fmt::format("seq {}", *r.divergence_seq));
+    if (r.divergence_step) parts.push_back(fmt::format("step {}", *r.divergence_step));
+    line(fmt::format("divergence: {}", fmt::join(parts, " in ")));
   }
 
   line("");
@@ -117,7 +121,8 @@ std::string render_text(const TriageResult& r) {
   line("");
   if (r.first_failure) {
     const auto& f = *r.first_failure;
-    line(fmt::format("First failure: rank {} at {}: {}  [{}]", f.rank, rel_time(r, f.t), f.what, f.evidence));
+    line(fmt::format("First failure: rank {} at {}{}: {}  [{}]", f.rank, f.t_exact ? "" : ">=", rel_time(r, f.t),
+                     f.what, f.evidence));
   } else {
     line("First failure: none");
   }
@@ -129,7 +134,9 @@ std::string render_text(const TriageResult& r) {
         line(fmt::format("  ... and {} more (see --format json)", r.echoes.size() - 24));
         break;
       }
-      line(fmt::format("  {:>10}  rank {}: {}  [{}]", rel_time(r, e.t), e.rank, e.what, e.evidence));
+      // ">=": the line had no clock of its own; its writer's previous clock bounds it from below.
+      line(fmt::format("  {:>12}  rank {}: {}  [{}]", (e.t_exact ? "" : ">=") + rel_time(r, e.t), e.rank, e.what,
+                       e.evidence));
     }
   }
 

@@ -98,6 +98,11 @@ struct InjectorInfo {
 const std::vector<InjectorInfo>& injector_registry();
 const InjectorInfo* find_injector(const std::string& kind);
 
+// Helper processes an injector forks (a FUSE daemon, a port holder) belong to it: the
+// supervisor's sweep of stray children leaves them to the injector's revert().
+void register_helper_process(pid_t pid);
+bool is_helper_process(pid_t pid);
+
 // Helper for configure(): rejects keys of the [[fault]] table that are neither common
 // (kind, ranks, at_step, at_s) nor listed in `keys`.
 void reject_unknown_keys(const FaultSpec& spec, const std::string& file, const std::vector<KeyDoc>& keys);

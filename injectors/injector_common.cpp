@@ -15,6 +15,16 @@ double unix_now() {
 }
 }  // namespace
 
+namespace {
+std::set<pid_t>& helper_pids() {
+  static std::set<pid_t> pids;
+  return pids;
+}
+}  // namespace
+
+void register_helper_process(pid_t pid) { helper_pids().insert(pid); }
+bool is_helper_process(pid_t pid) { return helper_pids().count(pid) > 0; }
+
 const InjectorInfo* find_injector(const std::string& kind) {
   for (const auto& info : injector_registry())
     if (info.kind == kind) return &info;

@@ -122,6 +122,7 @@ void PortHolder::start(int port) {
     ::close(ready[1]);
     throw std::runtime_error(std::string("port holder: fork failed: ") + std::strerror(err));
   }
+  if (pid > 0) register_helper_process(pid);
   if (pid == 0) {
     // Its own process group: Ctrl-C on the terminal reaches only hanglab, which then
     // reverts in order. Dies with hanglab even if revert never runs.

@@ -300,6 +300,7 @@ class SlowStorage : public Injector {
       _exit(127);
     }
     ::setpgid(pid, pid);
+    register_helper_process(pid);
     ::close(ready[1]);
     m.pid = pid;
     std::string answer;

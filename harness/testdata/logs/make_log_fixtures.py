@@ -121,7 +121,12 @@ def nccl_absent_rank():
     hang_t = step_t[last_step] + 0.8
     for r in range(world):
         out = []
-        k = lambda t, s: out.append("%s %s" % (iso_ns(t + rng.uniform(0, 0.004)), s))
+        last = [0.0]
+
+        def k(t, s):
+            # The collector's clock jitters across pods but never runs backwards in one stream.
+            last[0] = max(last[0] + 1e-6, t + rng.uniform(0, 0.004))
+            out.append("%s %s" % (iso_ns(last[0]), s))
         k(t_start, "%s - train - INFO - world_size=8 rank=%d local_rank=0 master=train-worker-0:29500 backend=nccl"
           % (pylog(t_start), r))
         k(t_start + 41, "[rank%d]:[%s ProcessGroupNCCL.cpp:867] [PG ID 0 PG GUID 0(default_pg) Rank %d] "
