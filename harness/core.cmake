@@ -92,7 +92,7 @@ hanglab_unit_test(html_report_test html_report_test.cpp hanglab_core)
 # scenarios/validate/*.toml are the healthy baselines of `hanglab validate` (settings/ below
 # them are settings files, not scenarios).
 file(GLOB HANGLAB_SCENARIOS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scenarios/*.toml
-     ${PROJECT_SOURCE_DIR}/scenarios/validate/*.toml)
+     ${PROJECT_SOURCE_DIR}/scenarios/validate/*.toml ${PROJECT_SOURCE_DIR}/scenarios/gpu/*.toml)
 foreach(sc ${HANGLAB_SCENARIOS})
   get_filename_component(name ${sc} NAME_WE)
   file(STRINGS ${sc} tag_line REGEX "^tags *=")

@@ -5,11 +5,14 @@
 // same category and missing ranks: what triage says about a real incident's plain logs
 // is only as good as this agreement on incidents whose ground truth is known.
 //
-// One exception, printed but not failed: a synchronous-training straggler. Every rank's
-// step time grows alike (the job runs at the slowest rank's pace), and the ranks' stdout
-// carries no per-rank compute or wait time, so the logs-only triage names the category
-// (straggler) and says in a note that the rank is undecidable from the logs; the full
-// triage names it from the trace. Any other difference fails.
+// Two exceptions, printed but not failed, where stdout/stderr provably hold no answer and
+// the logs-only triage says so (a note "undecidable from these logs", no missing rank):
+//  - straggler/slowdown: a synchronous job whose every rank slowed alike (it runs at the
+//    slowest rank's pace) and whose stdout carries no per-rank compute or wait time; the
+//    category must still match;
+//  - unknown/no_error_logged: no rank logged any error, timeout or exit (an MPI job hung
+//    in a collective, which has no timeout): only the trace's heartbeats or stacks tell.
+// Any other difference fails.
 //
 // usage: log_triage_agree HANGLAB RESULTS_DIR
 // Exit 0 when every run agrees, 1 on a disagreement or when no run directory exists
@@ -125,14 +128,16 @@ int main(int argc, char** argv) {
     for (const auto& n : logs.value("notes", nlohmann::json::array())) {
       says_undecidable |= n.is_string() && n.get<std::string>().find("undecidable from these logs") != std::string::npos;
     }
-    const bool undecidable = !same && full["category"] == logs["category"] && logs["missing_ranks"].empty() &&
-                             says_undecidable;
+    const std::string lcause = logs.value("cause", std::string());
+    const bool undecidable = !same && logs["missing_ranks"].empty() && says_undecidable &&
+                             ((lcause == "slowdown" && full["category"] == logs["category"]) ||
+                              (lcause == "no_error_logged" && logs["category"] == "unknown"));
     const std::string a = full["category"].get<std::string>() + "/" + full["cause"].get<std::string>() + " " +
                           ranks_text(full["missing_ranks"]);
     const std::string b = logs["category"].get<std::string>() + "/" + logs["cause"].get<std::string>() + " " +
                           ranks_text(logs["missing_ranks"]);
     std::printf("%-28s %-42s %-42s %s\n", name.c_str(), a.c_str(), b.c_str(),
-                same ? "agree" : undecidable ? "rank undecidable from logs (ok)" : "DISAGREE");
+                same ? "agree" : undecidable ? "not in the logs (ok)" : "DISAGREE");
     if (undecidable) ++undecided;
     if (!same && !undecidable) {
       ++bad;
@@ -140,7 +145,7 @@ int main(int argc, char** argv) {
                   logs.value("summary", std::string()).c_str());
     }
   }
-  std::printf("%zu run(s), %d disagreement(s), %d straggler(s) not nameable from stdout/stderr\n", runs.size(), bad,
+  std::printf("%zu run(s), %d disagreement(s), %d run(s) whose stdout/stderr provably cannot tell\n", runs.size(), bad,
               undecided);
   return bad ? 1 : 0;
 }

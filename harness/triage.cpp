@@ -1926,6 +1926,23 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
 
 TriageResult triage_run_dir(const std::filesystem::path& dir) {
   const RunObservations in = load_run_observations(dir);
+  const bool any_trace =
+      std::any_of(in.ranks.begin(), in.ranks.end(), [](const auto& kv) { return kv.second.has_trace; });
+  if (!any_trace && !in.ranks.empty()) {
+    // A bring-your-own program writes no hanglab trace: its stdout/stderr (and the
+    // launcher's console) are all there is, exactly as on a real incident.
+    TriageOptions o;
+    o.logs_only = true;
+    o.world_size = in.harness.world_size;
+    try {
+      TriageResult r = triage_logs({dir}, o);
+      r.notes.insert(r.notes.begin(), "no rank wrote a hanglab trace (a bring-your-own program): judged from the "
+                                      "ranks' stdout/stderr and the launcher's console, as plain logs");
+      return r;
+    } catch (const std::exception&) {
+      // No log file either: the supervisor's record is all there is.
+    }
+  }
   return Analyzer(in).run();
 }
 

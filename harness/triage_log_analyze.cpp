@@ -39,6 +39,9 @@ constexpr double kTogetherS = 1.0;
 // A step interval this many times the rank's usual one is a jump.
 constexpr double kJumpRatio = 3.0;
 constexpr size_t kMaxEchoes = 64;
+constexpr const char* kSnapshotNote =
+    "no rank logged an error: this assumes the logs are complete (collected after the job stopped); a snapshot of "
+    "a running job can show one rank a step ahead of the others";
 
 enum class Role { kInfo, kRoot, kEcho, kTeardown, kExit };
 
@@ -1333,7 +1336,19 @@ class LogAnalyzer {
       const Fail* f = s.first_fail();
       if (f && f->role == Role::kEcho && s.log && s.log->n_steps > 0) stuck.push_back(s.rank);
     }
-    if (stuck.empty()) return false;
+    // Without any error (MPI has no collective timeout): a rank that ended normally while
+    // the others' logs just stop is measured against where they stopped.
+    bool silent_stop = false;
+    if (stuck.empty()) {
+      const bool someone_ended =
+          std::any_of(rs_.begin(), rs_.end(), [](const RankState& s) { return s.clean_end || s.left_loop; });
+      if (!someone_ended) return false;
+      for (const auto& s : rs_) {
+        if (s.seen() && s.fails.empty() && !s.clean_end && !s.left_loop && s.log->n_steps > 0) stuck.push_back(s.rank);
+      }
+      if (stuck.empty()) return false;
+      silent_stop = true;
+    }
     std::map<int, int> fail_steps;
     for (int rank : stuck) ++fail_steps[failing_step(rs_[rank])];
     const int fail_step =
@@ -1356,7 +1371,8 @@ class LogAnalyzer {
       r_.cause = "skipped_collective";
       r_.missing_ranks = ahead;
       r_.divergence_step = fail_step;
-      r_.confidence = "high";
+      r_.confidence = silent_stop ? "medium" : "high";
+      if (silent_stop) note(kSnapshotNote);
       r_.phase = "training";
       r_.last_good_step = fail_step - 1;
       Fail f;
@@ -1401,7 +1417,8 @@ class LogAnalyzer {
       r_.cause = "uneven_batches";
       r_.missing_ranks = early;
       r_.divergence_step = early_step + 1;
-      r_.confidence = "high";
+      r_.confidence = silent_stop ? "medium" : "high";
+      if (silent_stop) note(kSnapshotNote);
       r_.phase = "training";
       Fail f;
       f.rank = a.rank;
@@ -1986,7 +2003,9 @@ class LogAnalyzer {
     r_.phase = training_started_ ? "training" : "init";
     r_.missing_ranks = silent;
     note("no rank logged an error, a timeout or an exit: the job may still be running, or hang with timeouts longer "
-         "than the logs cover (a blocked collective reports nothing until its timeout)");
+         "than the logs cover (a blocked collective reports nothing until its timeout, MPI's never); which rank is "
+         "missing is undecidable from these logs -- a stack dump of every rank (py-spy dump, gdb) or the run's "
+         "trace would tell");
     if (!silent.empty()) note(fmt::format("{} wrote no line at all", ranks_phrase(silent)));
     r_.summary = "unknown (no_error_logged): the logs stop without an error on any rank";
     return true;

@@ -514,6 +514,10 @@ std::vector<LogInput> list_log_inputs(const std::vector<fs::path>& paths, bool l
     if (!fs::is_directory(st)) throw std::runtime_error(fmt::format("{}: not a file or directory", p.string()));
     std::vector<LogInput> found;
     if (logs_only && is_run_dir(p)) {
+      // The ranks' stdout/stderr and the launcher's console (mpirun's notices go there).
+      for (const char* f : {"launcher.stdout.log", "launcher.stderr.log"}) {
+        if (fs::is_regular_file(p / f, ec)) found.push_back({p / f, f});
+      }
       for (fs::directory_iterator it(p / "ranks", ec), end; !ec && it != end; it.increment(ec)) {
         if (!it->is_directory()) continue;
         for (const char* f : {"stdout.log", "stderr.log"}) {
