@@ -610,7 +610,10 @@ void Supervisor::capture_stacks() {
     std::string tool;
     if (python && ::system("command -v py-spy >/dev/null 2>&1") == 0) {
       tool = "py-spy";
-      argv = {"py-spy", "dump", "--pid", std::to_string(r->pid)};
+      // py-spy cannot suspend a process that is already stopped (SIGSTOP); then read
+      // its memory without suspending it.
+      const std::string pid = std::to_string(r->pid);
+      argv = {"sh", "-c", "py-spy dump --pid " + pid + " || py-spy dump --nonblocking --pid " + pid};
     } else {
       tool = "gdb";
       argv = {"gdb", "-p", std::to_string(r->pid), "-batch", "-nx", "-ex", "set pagination off",

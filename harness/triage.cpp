@@ -10,6 +10,9 @@
 //   a rank computes much slower -> straggler/slow_rank;
 //   everybody waits in the same collective -> network/unknown (scope all);
 //   everybody exited 0 with the same steps -> none.
+// A slot whose trace starts as another rank comes first (a duplicate RANK breaks init in
+// race-dependent ways; the duplicate is the cause). A run in which no rank wrote a trace
+// (a bring-your-own program) is judged from its logs by the plain-log triage.
 // The harness' `fault` lines and the scenario are never read (see triage_input.cpp).
 #include "triage.hpp"
 
@@ -237,8 +240,11 @@ class Analyzer {
         f.exit_ref = h_ref(it->second.line);
         // The supervisor says so itself; older records only by time (small tolerance:
         // the kill may be logged a hair before the teardown line).
-        f.teardown_exit = it->second.by_teardown ? *it->second.by_teardown && killing_teardown
-                                                 : killing_teardown && it->second.t >= *h.teardown_t - 1e-3;
+        // An explicit by_teardown is trusted even without a teardown line (a launcher's abort,
+        // e.g. mpirun killing the survivors, is recorded that way by some supervisor versions).
+        f.teardown_exit = it->second.by_teardown
+                              ? *it->second.by_teardown && (killing_teardown || !h.teardown_t)
+                              : killing_teardown && it->second.t >= *h.teardown_t - 1e-3;
       } else if (o.trace_exit_code) {
         f.exited = true;
         f.code = o.trace_exit_code;
@@ -246,7 +252,7 @@ class Analyzer {
         f.exit_ref = ev_ref(rank, o.trace_exit_line);
       }
       f.obs_end = f.exited ? f.exit_t : end_t_;
-      if (f.teardown_exit) f.obs_end = std::min(f.exit_t, *h.teardown_t);
+      if (f.teardown_exit) f.obs_end = std::min(f.exit_t, h.teardown_t.value_or(f.exit_t));
       f.has_hb = !o.hb_t.empty();
       // Without heartbeats, silence is counted from the first sign of life: the start
       // event, else the first event, else the launch.
@@ -312,7 +318,7 @@ class Analyzer {
       f.obs.push_back(std::move(x));
       return;
     }
-    if (err && (!f.teardown_exit || err->t < *h.teardown_t)) {
+    if (err && (!f.teardown_exit || err->t < h.teardown_t.value_or(f.exit_t))) {
       Obs x;
       x.rank = f.rank;
       x.t = err->t;
@@ -351,6 +357,7 @@ class Analyzer {
       f.obs.push_back(std::move(x));
     }
     if (f.teardown_exit) {
+      const std::string teardown_why = h.teardown_reason.empty() ? "launcher abort" : h.teardown_reason;
       Obs x;
       x.rank = f.rank;
       x.t = f.exit_t;
@@ -361,8 +368,8 @@ class Analyzer {
       x.code = f.code;
       x.what =
           f.signal
-              ? fmt::format("killed by {} at harness teardown ({})", signal_name(*f.signal), h.teardown_reason)
-              : fmt::format("exited with code {} at harness teardown ({})", f.code.value_or(-1), h.teardown_reason);
+              ? fmt::format("killed by {} at harness teardown ({})", signal_name(*f.signal), teardown_why)
+              : fmt::format("exited with code {} at harness teardown ({})", f.code.value_or(-1), teardown_why);
       f.obs.push_back(std::move(x));
     }
   }
@@ -916,7 +923,18 @@ class Analyzer {
     return by_count;
   }
 
-  void set_divergence(const Divergence& d) {
+  void set_divergence(const Divergence& d0) {
+    Divergence d = d0;
+    // A rank that skipped the step's collectives because its loss was NaN/inf (no backward
+    // phase in that step): the usual `if not isfinite(loss): continue`.
+    const StepRecord* nan_sr = nullptr;
+    if (d.cause == "skipped_collective" && d.minority.size() == 1) {
+      const StepRecord* sr = step_record(d.minority.front(), d.step);
+      if (sr && sr->loss_nonfinite && !sr->had_backward) {
+        nan_sr = sr;
+        d.cause = "nan_skip";
+      }
+    }
     // A minority collective issued from the shutdown phase (a final barrier) pairs with
     // the peers' next step: the rank ran out of batches, it did not branch.
     for (int rank : d.minority) {
@@ -949,7 +967,14 @@ class Analyzer {
     x.rank = m;
     x.t = d.t;
     const StepRecord* sr = step_record(m, d.step);
-    if (d.cause == "skipped_collective" && sr) {
+    if (nan_sr) {
+      x.what = fmt::format("had a non-finite loss at step {} and skipped backward and the step's collective(s)",
+                           d.step);
+      x.ref = ev_ref(m, nan_sr->line);
+      add_evidence(x.ref, fmt::format("rank {}'s step {} event: loss is not finite (NaN/inf), no backward phase", m,
+                                      d.step));
+      cite_log_hits(m, {"nan_loss"}, 1);
+    } else if (d.cause == "skipped_collective" && sr) {
       const int mine = count_at_step(m, d.step);
       const int theirs = count_at_step(d.majority.front(), d.step);
       x.what = fmt::format(
@@ -1100,6 +1125,36 @@ class Analyzer {
     return false;
   }
 
+  // A data-class exit caused by a too-small /dev/shm: PyTorch's "out of shared memory"
+  // (DataLoader worker killed by SIGBUS), or ENOSPC writing a /dev/shm segment.
+  bool has_shm_evidence(int rank, const std::string& what) const {
+    const auto low = [](std::string s) {
+      std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+      return s;
+    };
+    const auto shm_text = [](const std::string& l) {
+      return l.find("out of shared memory") != std::string::npos ||
+             l.find("insufficient shared memory") != std::string::npos ||
+             (l.find("bus error") != std::string::npos && l.find("shared memory") != std::string::npos);
+    };
+    // ENOSPC on a shm segment name ("unable to write to file </hanglab-dl-...>", "/dev/shm/...").
+    const auto shm_enospc = [](const std::string& l) {
+      return l.find("no space left on device") != std::string::npos &&
+             (l.find("/dev/shm") != std::string::npos || l.find("</") != std::string::npos);
+    };
+    const std::string w = low(what);
+    if (shm_text(w) || shm_enospc(w)) return true;
+    for (const auto& e : f_[rank].o->errors) {
+      const std::string l = low(e.msg);
+      if (shm_text(l) || shm_enospc(l)) return true;
+    }
+    for (const auto& h : f_[rank].o->log_hits) {
+      const std::string l = low(h.text);
+      if ((h.tag == "bus_error" && shm_text(l)) || (h.tag == "disk_full" && shm_enospc(l))) return true;
+    }
+    return false;
+  }
+
   void set_rank_exit(const Obs& d, bool ordered = true) {
     const auto& f = f_[d.rank];
     std::string cat = "rank_exit";
@@ -1113,7 +1168,9 @@ class Analyzer {
     } else if (d.cls == "data") {
       cat = "data_loading";
       cause = "data_error";
-      if (rank_has_tag(d.rank, "disk_full")) {
+      if (has_shm_evidence(d.rank, d.what)) {
+        cause = "shm_exhausted";
+      } else if (rank_has_tag(d.rank, "disk_full")) {
         cat = "resource_limit";
         cause = "disk_full";
       }
@@ -1126,10 +1183,15 @@ class Analyzer {
     }
     r_.category = cat;
     r_.cause = cause;
-    // Ranks that died together (a node going down) are all missing.
+    // Ranks that died together (a node going down) are all missing; a SIGTERM right after
+    // a kill or crash is someone's teardown of the survivors (mpirun's abort), not a death
+    // of its own.
+    const auto terminated = [](const std::optional<int>& sig) { return sig && (*sig == 15 || *sig == 2 || *sig == 1); };
     std::vector<int> missing;
     for (const Obs* x : all_obs(false)) {
-      if (x->kind == ObsKind::kRoot && x->t <= d.t + kExitReportSlackS) missing.push_back(x->rank);
+      if (x->kind == ObsKind::kRoot && x->t <= d.t + kExitReportSlackS &&
+          (x->rank == d.rank || !terminated(x->signal) || terminated(d.signal)))
+        missing.push_back(x->rank);
     }
     std::sort(missing.begin(), missing.end());
     missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
@@ -1158,6 +1220,7 @@ class Analyzer {
     if (const auto& oom = f.o->oom_evidence) {
       add_evidence(fmt::format("ranks/{}/{}:{}", d.rank, oom->file, oom->line), oom->text);
     }
+    if (r_.cause == "shm_exhausted") cite_log_hits(d.rank, {"shm", "bus_error"});
     cite_log_hits(d.rank, {"oom", "segfault", "bus_error", "abort", "traceback", "disk_full", "cuda_error"});
     cite_stuck("");
     if (const Obs* e = first_echo()) add_evidence(e->ref, fmt::format("rank {}: {}", e->rank, e->what));
@@ -1339,8 +1402,10 @@ class Analyzer {
       r_.category = "straggler";
       r_.cause = "slow_rank";
     } else if (rank_has_tag(f.rank, "disk_full")) {
-      r_.category = "resource_limit";
-      r_.cause = "disk_full";
+      // ENOSPC writing a /dev/shm segment is a too-small /dev/shm, not a full disk.
+      const bool shm = has_shm_evidence(f.rank, "");
+      r_.category = shm ? "data_loading" : "resource_limit";
+      r_.cause = shm ? "shm_exhausted" : "disk_full";
     } else {
       r_.category = "straggler";
       r_.cause = "stuck_in_" + (phase.empty() ? std::string("unknown") : phase);
@@ -1780,6 +1845,15 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
         n.push_back(
             "Make every rank run the same number of steps (pad or drop the remainder, or use a join "
             "context), so no rank leaves while its peers are inside a collective.");
+      } else if (k == "nan_skip") {
+        n.push_back(fmt::format(
+            "{} skipped backward after a non-finite loss at step {}: never skip a step on one rank only. Agree "
+            "across ranks first (all_reduce an is-finite flag and skip on every rank together), or let "
+            "torch.cuda.amp.GradScaler skip the optimizer step after backward.",
+            who, r_.divergence_step.value_or(r_.last_good_step + 1)));
+        n.push_back(
+            "Find why the loss went NaN/inf on that rank: that step's batch (bad sample, inf input), the "
+            "learning rate / loss scale, torch.autograd.set_detect_anomaly(True) on a re-run.");
       } else {
         n.push_back(
             fmt::format("Look for rank-dependent branches around step {} in {}: a NaN/inf check that skips "
@@ -1794,6 +1868,20 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
             "every rank), and drop_last/padding so every rank runs the same steps.");
       }
       n.push_back("Do not raise the timeout: a mismatch never completes; fix the call sequence.");
+      return n;
+    }
+    if (c == "data_loading" && k == "shm_exhausted" && r_.category == "data_loading") {
+      n.push_back(fmt::format(
+          "{}'s DataLoader workers ran out of shared memory (/dev/shm): check df -h /dev/shm on its node and "
+          "raise it (docker --shm-size=8g or --ipc=host; Kubernetes: mount an emptyDir with medium: Memory "
+          "and a sizeLimit at /dev/shm).",
+          who));
+      n.push_back(
+          "Or need less of it: fewer DataLoader workers (num_workers), a smaller prefetch_factor or batch; "
+          "num_workers=0 confirms it.");
+      n.push_back(
+          "Ignore the peers' errors (listed as echoes): they are 'Connection closed' echoes of the rank that "
+          "exited.");
       return n;
     }
     if (c == "rank_exit" || c == "resource_limit" || (c == "data_loading" && k == "data_error")) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -48,6 +49,7 @@ const std::vector<LogPattern>& log_patterns() {
       {"cuda_error", {"cuda error", " xid "}},
       {"traceback", {"traceback (most recent call last)", "unhandled exception"}},
       {"data_exhausted", {"exhausted", "stopiteration", "end of epoch"}},
+      {"nan_loss", {"non-finite loss"}},
   };
   return kPatterns;
 }
@@ -149,6 +151,7 @@ void read_trace(const fs::path& file, RankObservations& r) {
       r.last_phase_line = ln;
       r.last_phase_t = t;
       r.last_phase_step = get_or<int>(j, "step", r.last_phase_step);
+      if (name == "backward" && edge == "begin") r.backward_steps.insert(r.last_phase_step);
     } else if (ev == "coll") {
       const auto seq = get_opt<long long>(j, "seq");
       if (!seq) continue;
@@ -176,6 +179,18 @@ void read_trace(const fs::path& file, RankObservations& r) {
       s.t = t;
       s.dur_ms = get_or<double>(j, "dur_ms", 0);
       s.line = ln;
+      if (j.contains("loss")) {
+        const auto& l = j["loss"];
+        if (l.is_null()) {
+          s.loss_nonfinite = true;
+        } else if (l.is_number()) {
+          s.loss_nonfinite = !std::isfinite(l.get<double>());
+        } else if (l.is_string()) {
+          const std::string v = lower(l.get<std::string>());
+          s.loss_nonfinite = v.find("nan") != std::string::npos || v.find("inf") != std::string::npos;
+        }
+      }
+      s.had_backward = r.backward_steps.count(s.step) > 0;
       r.steps.push_back(s);
     } else if (ev == "hb") {
       r.hb_t.push_back(t);

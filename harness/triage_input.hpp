@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct StepRecord {
   double dur_ms = 0;
   double coll_ms = 0;  // time inside collectives of this step (waiting for peers included)
   int line = 0;
+  bool loss_nonfinite = false;  // "loss": null / "nan" / "inf" (NaN is not JSON)
+  bool had_backward = false;    // a backward phase began in this step
 };
 
 struct ErrorRecord {
@@ -86,6 +89,7 @@ struct RankObservations {
   double last_phase_t = 0;
   int last_phase_step = 0;
   std::vector<StepRecord> steps;  // in trace order
+  std::set<int> backward_steps;   // steps in which a backward phase began
   std::map<long long, CollRecord> colls;
   std::vector<double> hb_t;
   int last_hb_line = 0;

@@ -1,9 +1,11 @@
 // analyze_log_corpus(): the rank timeline and the verdict from plain logs alone. The
 // rules argue in the playbook's order, and each one needs positive evidence with a
 // file:line; where the logs cannot decide, the answer is "unknown" plus what is provable.
+//   one rank's start-up line in two files while another rank never logs -> duplicate RANK;
 //   init never finished (no step, no collective) and rendezvous/interface errors -> rendezvous/network;
 //   ranks report the same SeqNum with a different OpType or Numel -> collective_mismatch
 //     (definite: one rank is in another collective, e.g. validation while others train);
+//     so do the backend's own checks (DETAIL-mode fingerprints, Gloo's size check);
 //   a rank completed the step its peers are stuck in, or left the loop early -> mismatch;
 //   the earliest real failure (OOM, CUDA error, crash, kill, exception) precedes every
 //     peer's timeout/comm error -> rank_exit (or data_loading/resource_limit/network by
@@ -13,7 +15,10 @@
 //     alive (still logging, answering the dump signal, TCP peers timing out rather than
 //     seeing a closed socket) -> straggler; in a checkpoint/data phase -> that phase;
 //     otherwise dead-or-hung is unknown, and the report says so;
-//   every rank reports the same collective -> network (with link errors) or unknown.
+//   every rank reports the same collective -> a rank that got there only after its peers
+//     had timed out was late (straggler); else network (with link errors) or unknown;
+//   no error anywhere -> none when every rank finished; a job that slowed down as a whole
+//     is a straggler whose rank the logs cannot name; else unknown.
 // Timestamps are compared with their resolution (whole-second stamps from dmesg -T or
 // torchrun's summary are intervals), and across hosts with a skew allowance.
 #include <fmt/format.h>
@@ -180,6 +185,7 @@ class LogAnalyzer {
   std::vector<int> absent_;
   std::set<int> slow_;
   std::set<int> alive_;
+  std::set<int> dropped_;  // "[host:N]" numbers taken for pids
   std::string first_key_;
   bool training_started_ = false;
   double t0_ = 0;
@@ -231,15 +237,24 @@ class LogAnalyzer {
 
   // ---- world ----------------------------------------------------------------------------
 
+  // "[host:N]" names a rank for some launchers and a pid in Open MPI's crash handler: a
+  // number named by nothing else and far outside the world is a pid.
+  bool dropped(int rank) const { return dropped_.count(rank) > 0; }
+
   void setup_world() {
-    int max_rank = -1;
-    for (const auto& [rank, g] : c_.ranks) max_rank = std::max(max_rank, rank);
-    for (const auto& e : c_.events) max_rank = std::max(max_rank, e.other_rank >= 0 && e.kind != LogKind::kDumpSignal &&
-                                                                           e.kind != LogKind::kSummaryEntry &&
-                                                                           e.kind != LogKind::kPgInit &&
-                                                                           e.kind != LogKind::kInitDone
-                                                                       ? std::max(e.rank, e.other_rank)
-                                                                       : e.rank);
+    int strong_max = -1;
+    for (const auto& [rank, g] : c_.ranks) {
+      if (g.host_tag_lines < g.lines) strong_max = std::max(strong_max, rank);
+    }
+    int max_rank = strong_max;
+    for (const auto& e : c_.events) {
+      if (e.rank_src == RankSource::kHostTag) continue;
+      max_rank = std::max(max_rank, e.other_rank >= 0 && e.kind != LogKind::kDumpSignal &&
+                                            e.kind != LogKind::kSummaryEntry && e.kind != LogKind::kPgInit &&
+                                            e.kind != LogKind::kInitDone
+                                        ? std::max(e.rank, e.other_rank)
+                                        : e.rank);
+    }
     for (const auto& l : c_.launch_failures) max_rank = std::max(max_rank, l.rank);
     int stated = 0;
     const WorldHint* hint = nullptr;
@@ -268,7 +283,23 @@ class LogAnalyzer {
                          "usually sub-communicators or an earlier attempt)",
                          fmt::join(values, ", "), stated));
       }
-    } else {
+    }
+    // Ranks that only "[host:N]" names: kept when they fit the world, else taken for pids.
+    const int fit = world_stated_ ? world_ : 2 * (max_rank + 1) + 8;
+    for (const auto& [rank, g] : c_.ranks) {
+      if (g.host_tag_lines < g.lines) continue;
+      if (rank < fit) {
+        max_rank = std::max(max_rank, rank);
+      } else {
+        dropped_.insert(rank);
+      }
+    }
+    if (!dropped_.empty()) {
+      note(fmt::format("\"[host:N]\" tags with N = {} do not fit the world: taken as process ids (Open MPI's crash "
+                       "handler prints \"[host:pid]\"), not ranks",
+                       fmt::join(std::vector<int>(dropped_.begin(), dropped_.end()), ", ")));
+    }
+    if (!world_stated_) {
       world_ = max_rank + 1;
       if (world_ > 0) {
         note(fmt::format("world size not stated in the logs (world_size=, WORLD_SIZE, nranks): taken as the highest "
@@ -321,7 +352,7 @@ class LogAnalyzer {
       if ((e.kind == LogKind::kMpiExit) && e.pid > 0 && e.other_rank >= 0) pid_rank_.emplace(e.pid, e.other_rank);
     }
     for (const auto& e : c_.events) {
-      int rank = e.rank;
+      int rank = dropped(e.rank) ? -1 : e.rank;
       switch (e.kind) {
         case LogKind::kMpiExit:
         case LogKind::kSrunTask:
@@ -341,7 +372,7 @@ class LogAnalyzer {
         default:
           break;
       }
-      if (e.kind == LogKind::kDataLoaderKilled) rank = e.rank >= 0 ? e.rank : rank;
+      if (e.kind == LogKind::kDataLoaderKilled && e.rank >= 0 && !dropped(e.rank)) rank = e.rank;
       if (valid_rank(rank)) {
         rs_[rank].evs.push_back(&e);
         if (!e.host.empty() && rs_[rank].host.empty() && e.kind != LogKind::kOomKill) rs_[rank].host = e.host;
@@ -2249,8 +2280,9 @@ class LogAnalyzer {
   }
 
   void input_notes() {
-    std::vector<std::string> trunc, clockless, noyear;
+    std::vector<std::string> trunc, clockless, noyear, local;
     for (const auto& f : c_.files) {
+      if (f.local_rank_lines > 0) local.push_back(f.name);
       if (f.ends_mid_line) trunc.push_back(f.name);
       if (!f.any_clock && f.lines > 0) clockless.push_back(f.name);
       if (f.no_year_clock) noyear.push_back(f.name);
@@ -2272,6 +2304,11 @@ class LogAnalyzer {
     if (!noyear.empty()) {
       note(fmt::format("{} use{} stamps without a year (glog/syslog): dated {}{}", list(noyear),
                        noyear.size() == 1 ? "s" : "", c_.year, c_.year_known ? " from the other stamps" : " (assumed)"));
+    }
+    if (!local.empty()) {
+      note(fmt::format("in {}, ranks were read from torchrun's \"[defaultN]:\" prefixes, which are local ranks: "
+                       "right for a single-node job, not across nodes",
+                       list(local)));
     }
     note(fmt::format("read {} file(s), {} lines, {} bytes", c_.files.size(), c_.lines, c_.bytes));
   }

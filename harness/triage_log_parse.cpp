@@ -453,9 +453,11 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
           if (num && hostish && letter && !source_file && inner.find(':') == colon) {
             long long v = 0;
             read_int(inner, colon + 1, &v);
-            if (o.rank_src < RankSource::kLauncher) {
+            // Weak: Open MPI's own crash handler prints "[host:pid]"; the analyzer drops
+            // "ranks" that only this tag names and that do not fit the world.
+            if (o.rank_src < RankSource::kHostTag) {
               o.rank = static_cast<int>(v);
-              o.rank_src = RankSource::kLauncher;
+              o.rank_src = RankSource::kHostTag;
             }
             o.host = host;
             size_t e = q + 1;

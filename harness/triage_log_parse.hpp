@@ -99,9 +99,10 @@ const char* log_kind_name(LogKind k);
 enum class RankSource : uint8_t {
   kNone,
   kLocal,     // torchrun's "[default3]:" tee prefix: a local rank, global only on a single node
+  kHostTag,   // "[host:3]": a rank tag of some launchers, but also Open MPI's "[host:pid]" crash output
   kFile,      // the file's name (rank-3.log, train-worker-3)
   kMessage,   // "[Rank 3]" or a default-PG "[PG ID 0 ... Rank 3]" inside the message
-  kLauncher,  // "3: " (srun -l), "[1,3]<stderr>:" (Open MPI), "[host:3]"
+  kLauncher,  // "3: " (srun -l), "[1,3]<stderr>:" (Open MPI)
   kPrefix,    // "[rank3]:" (PyTorch), "[rank 3]" (hanglab workloads)
 };
 

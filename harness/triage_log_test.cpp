@@ -649,6 +649,53 @@ TEST_CASE("interleaving and missing clocks do not change the answer", "[triage_l
   CHECK(clockless);
 }
 
+TEST_CASE("\"[host:N]\" numbers that do not fit the world are pids, not ranks", "[triage_logs]") {
+  TempDir t("hostpid");
+  std::string log;
+  for (int r = 0; r < 4; ++r) log += "[rank " + std::to_string(r) + "] torch_ddp starting: world_size 4\n";
+  for (int r = 0; r < 4; ++r) log += "[rank " + std::to_string(r) + "] step 4/12 loss 0.5 dur_ms 100\n";
+  // mpirun's own crash while aborting, in Open MPI's "[host:pid]" format
+  log += "[vm:18471] *** Process received signal ***\n[vm:18471] Signal: Segmentation fault (11)\n";
+  write_file(t.dir / "launcher.log", log);
+  const auto r = triage_logs({t.dir});
+  CHECK(r.world_size == 4);
+  CHECK(r.missing_ranks.empty());
+  CHECK(r.category == "unknown");
+  bool noted = false;
+  for (const auto& n : r.notes) noted |= mentions(n, "18471") && mentions(n, "process ids");
+  CHECK(noted);
+}
+
+TEST_CASE("no error at all (MPI): a rank that finished while the others stopped a step short", "[triage_logs]") {
+  TempDir t("mpi_skip");
+  for (int r = 0; r < 4; ++r) {
+    std::string log = "[rank " + std::to_string(r) + "] mpi_ddp starting: world_size 4\n";
+    const int last = r == 1 ? 12 : 11;
+    for (int s = 1; s <= last; ++s) log += "[rank " + std::to_string(r) + "] step " + std::to_string(s) + "/12\n";
+    if (r == 1) log += "[rank 1] done: 12/12 steps in 1.5 s\n";
+    write_file(t.dir / ("ranks/" + std::to_string(r) + "/stdout.log"), log);
+  }
+  const auto r = triage_logs({t.dir});
+  CHECK(r.category == "collective_mismatch");
+  CHECK(r.cause == "skipped_collective");
+  CHECK(r.missing_ranks == std::vector<int>{1});
+  CHECK(r.confidence == "medium");
+  bool snapshot = false;
+  for (const auto& n : r.notes) snapshot |= mentions(n, "snapshot");
+  CHECK(snapshot);
+  // ... while every rank merely stopping, with nobody finished, is not decidable.
+  TempDir u("mpi_freeze");
+  for (int r = 0; r < 4; ++r) {
+    std::string log = "[rank " + std::to_string(r) + "] mpi_ddp starting: world_size 4\n";
+    for (int s = 1; s <= 4; ++s) log += "[rank " + std::to_string(r) + "] step " + std::to_string(s) + "/12\n";
+    write_file(u.dir / ("rank-" + std::to_string(r) + ".log"), log);
+  }
+  const auto f = triage_logs({u.dir});
+  CHECK(f.category == "unknown");
+  CHECK(f.cause == "no_error_logged");
+  CHECK(f.missing_ranks.empty());
+}
+
 TEST_CASE("a large world: absence found, report collapsed", "[triage_logs]") {
   TempDir t("large");
   const int world = 512;

@@ -278,6 +278,7 @@ class FileScanner {
         g.first_t = cur_t;
       }
       ++g.lines;
+      if (src == RankSource::kHostTag) ++g.host_tag_lines;
       g.last_file = index_;
       g.last_line = line_no_;
       g.has_last_t = have_t;
@@ -622,6 +623,7 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
         g.last_t = x.last_t;
       }
       g.lines += x.lines;
+      g.host_tag_lines += x.host_tag_lines;
       g.n_steps += x.n_steps;
       g.max_step = std::max(g.max_step, x.max_step);
       g.total_steps = std::max(g.total_steps, x.total_steps);

@@ -88,6 +88,7 @@ struct LaunchFailure {
 struct RankLog {
   int rank = -1;
   uint64_t lines = 0;
+  uint64_t host_tag_lines = 0;         // lines attributed by a "[host:N]" tag only (N may be a pid)
   uint32_t first_file = 0, first_line = 0, last_file = 0, last_line = 0;
   bool has_first_t = false, has_last_t = false;
   double first_t = 0, last_t = 0;      // clock of the first/last line (inherited when the line had none)
