@@ -542,7 +542,9 @@ void Supervisor::check_triggers(double now) {
       due = true;
     }
     if (!due) continue;
-    double t = unix_now();
+    // A fault with no trigger is in effect from launch (an env or wrapper fault): date it
+    // there, so a rank that fails in its first milliseconds is not "before the fault".
+    double t = (f.spec->at_s || f.spec->at_step) ? unix_now() : facts_.start_t;
     f.fired_mono = now;
     std::string detail = f.injector->fire(*this);
     record_fault(f, detail, t);

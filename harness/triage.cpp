@@ -605,6 +605,117 @@ class Analyzer {
 
   // ---- init ------------------------------------------------------------------------
 
+  static std::string lower_copy(std::string v) {
+    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+    return v;
+  }
+
+  // Ranks whose own text says the interface does not exist (not the peers' echoes).
+  std::vector<int> ifname_ranks() const {
+    static const char* kNeedles[] = {"no socket interface", "unable to find address for", "failed to find interface",
+                                     "no such device"};
+    const auto says = [](const std::string& text) {
+      const std::string l = lower_copy(text);
+      for (const char* n : kNeedles) {
+        if (l.find(n) != std::string::npos) return true;
+      }
+      return false;
+    };
+    std::vector<int> out;
+    for (const auto& f : f_) {
+      bool hit = false;
+      for (const auto& e : f.o->errors) hit = hit || says(e.msg);
+      for (const auto& h : f.o->log_hits) hit = hit || (h.tag == "wrong_ifname" && says(h.text));
+      if (hit) out.push_back(f.rank);
+    }
+    return out;
+  }
+
+  // "missing ranks: 2" / "missing ranks: 1,3" in any rank's error.
+  std::vector<int> verdict_missing() const {
+    std::set<int> out;
+    for (const auto& f : f_) {
+      for (const auto& e : f.o->errors) {
+        const std::string l = lower_copy(e.msg);
+        const auto p = l.find("missing ranks:");
+        if (p == std::string::npos) continue;
+        size_t i = p + 14;
+        while (i < l.size()) {
+          while (i < l.size() && (l[i] == ' ' || l[i] == ',')) ++i;
+          if (i >= l.size() || !std::isdigit(static_cast<unsigned char>(l[i]))) break;
+          int v = 0;
+          while (i < l.size() && std::isdigit(static_cast<unsigned char>(l[i]))) v = v * 10 + (l[i++] - '0');
+          if (v >= 0 && v < world_) out.insert(v);
+        }
+      }
+    }
+    return {out.begin(), out.end()};
+  }
+
+  std::vector<int> init_culprits(const std::string& cause) const {
+    std::vector<int> c;
+    if (cause == "wrong_ifname") {
+      c = ifname_ranks();
+    } else if (cause == "rendezvous_timeout" || cause == "rendezvous_error") {
+      c = verdict_missing();
+    }
+    if (c.empty() || static_cast<int>(c.size()) >= world_) return {};
+    return c;
+  }
+
+  // The rank's first event comes after a peer had already failed: it was late, not stuck.
+  bool joined_late(int rank) const {
+    const auto& o = *f_[rank].o;
+    if (!o.has_trace) return false;
+    double peer_fail = 0;
+    for (const auto& f : f_) {
+      if (f.rank == rank) continue;
+      for (const auto& e : f.o->errors) {
+        if (!peer_fail || e.t < peer_fail) peer_fail = e.t;
+      }
+    }
+    return peer_fail && o.first_t > peer_fail;
+  }
+
+  // Host of "(HOST, PORT)" or "master HOST:PORT" in a text; empty when absent.
+  static std::string addr_in(const std::string& text) {
+    auto p = text.find("connect to (");
+    if (p != std::string::npos) {
+      p += 12;
+      const auto q = text.find(',', p);
+      if (q != std::string::npos) return text.substr(p, q - p);
+    }
+    p = text.find("master ");
+    if (p != std::string::npos) {
+      p += 7;
+      const auto q = text.find(':', p);
+      if (q != std::string::npos && q - p < 64) return text.substr(p, q - p);
+    }
+    return "";
+  }
+
+  // The rank's error or start line names a master address that differs from its peers'.
+  bool other_master_addr(int rank) const {
+    std::string mine;
+    for (const auto& e : f_[rank].o->errors) {
+      if (mine.empty()) mine = addr_in(e.msg);
+    }
+    for (const auto& h : f_[rank].o->log_hits) {
+      if (mine.empty() && h.tag == "master_addr") mine = addr_in(h.text);
+    }
+    if (mine.empty()) return false;
+    bool other = false;
+    for (const auto& f : f_) {
+      if (f.rank == rank) continue;
+      for (const auto& h : f.o->log_hits) {
+        if (h.tag != "master_addr") continue;
+        const std::string a = addr_in(h.text);
+        if (!a.empty() && a != mine) other = true;
+      }
+    }
+    return other;
+  }
+
   bool try_init() {
     const auto not_init = ranks_where([](const RankFacts& f) { return !f.o->init_ended; });
     if (not_init.empty()) return false;
@@ -655,9 +766,22 @@ class Analyzer {
         cause = "stuck_in_rendezvous";
       }
     }
+    // Which rank the init failure is about, when only some ranks carry the cause: the one
+    // whose own error names a missing interface, or the ranks the store's verdict names
+    // ("missing ranks: N"); the peers' timeouts are echoes of it.
+    std::vector<int> culprits;
+    if (never_started.empty()) culprits = init_culprits(cause);
+    if (!culprits.empty() && (cause == "rendezvous_timeout" || cause == "rendezvous_error") && culprits.size() == 1) {
+      const int m = culprits.front();
+      if (joined_late(m)) {
+        cause = "late_joiner";
+      } else if (other_master_addr(m)) {
+        cause = "wrong_master_addr";
+      }
+    }
     r_.category = cause == "wrong_ifname" ? "network" : "rendezvous";
     r_.cause = cause;
-    r_.missing_ranks = never_started;
+    r_.missing_ranks = culprits.empty() ? never_started : culprits;
     r_.confidence = (!never_started.empty() && rdzv_errors) || !evidence_tag.empty() ? "high" : "medium";
 
     // Evidence: who never started, who waited in init, what they said.
@@ -704,17 +828,36 @@ class Analyzer {
       }
       set_first(x);
     } else if (auto v = all_obs(false); !v.empty()) {
-      set_first(*v.front());
+      const Obs* pick = v.front();
+      if (!culprits.empty()) {
+        for (const Obs* x : v) {
+          if (x->rank == culprits.front()) {
+            pick = x;
+            break;
+          }
+        }
+        add_evidence(pick->ref, fmt::format("rank {}: {}", pick->rank, pick->what));
+      }
+      set_first(*pick);
     }
     std::vector<int> waited;
     for (int rank : not_init) {
-      if (f_[rank].o->start_t) waited.push_back(rank);
+      if (f_[rank].o->start_t && std::find(culprits.begin(), culprits.end(), rank) == culprits.end())
+        waited.push_back(rank);
     }
     std::vector<std::string> parts;
     if (!never_started.empty()) parts.push_back(fmt::format("{} never started", ranks_phrase(never_started)));
+    if (!culprits.empty()) {
+      parts.push_back(fmt::format("{} {}", ranks_phrase(culprits),
+                                  cause == "late_joiner"         ? "started after its peers had already given up"
+                                  : cause == "wrong_master_addr" ? "tried another MASTER_ADDR than its peers"
+                                  : cause == "wrong_ifname"      ? "failed first: its socket interface does not exist"
+                                                                 : "never joined rendezvous"));
+    }
     if (!waited.empty()) {
       parts.push_back(fmt::format("{} {}", ranks_phrase(waited),
-                                  cause == "rendezvous_timeout" ? "timed out waiting in rendezvous"
+                                  !culprits.empty() ? "waited for it in rendezvous and failed"
+                                  : cause == "rendezvous_timeout" ? "timed out waiting in rendezvous"
                                   : rdzv_errors                 ? "failed in rendezvous"
                                                                 : "waited in rendezvous"));
     }
@@ -1198,6 +1341,8 @@ class Analyzer {
     r_.missing_ranks = missing;
     r_.confidence = !ordered ? "low" : d.cls == "vanished" ? "medium" : "high";
     r_.phase = f.o->init_ended ? answer_phase(f.o->last_phase) : "init";
+    // A rank that died while fetching a batch died in training; "data" is for data causes.
+    if (r_.phase == "data" && d.cls != "data") r_.phase = "training";
 
     Obs first = d;
     if (d.signal) {
@@ -1272,6 +1417,7 @@ class Analyzer {
     r_.missing_ranks = frozen;
     r_.confidence = "high";
     r_.phase = answer_phase(f.o->last_phase);
+    if (r_.phase == "data") r_.phase = "training";  // frozen while fetching a batch: still training
     const double silent = f.obs_end - f.last_hb;
     Obs x;
     x.rank = f.rank;
@@ -1819,7 +1965,21 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
             "Set GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME to the data-plane interface present on every node "
             "(check `ip -br addr` on each); NCCL_DEBUG=INFO shows which interface was picked.");
       }
-      if (!r_.missing_ranks.empty()) {
+      if (k == "wrong_master_addr") {
+        n.push_back(fmt::format(
+            "{} was launched with another MASTER_ADDR than its peers: fix that node's launch script / env "
+            "(echo $MASTER_ADDR on each node, the torchrun --master_addr / --rdzv_endpoint) so every rank "
+            "points at rank 0's host.",
+            who));
+      }
+      if (k == "late_joiner") {
+        n.push_back(fmt::format(
+            "{} started after its peers had already given up on rendezvous: find why it was late (image pull, "
+            "slow node boot, scheduler delay) or raise the rendezvous timeout (torchrun --rdzv_conf "
+            "join_timeout=..., init_process_group timeout).",
+            who));
+      }
+      if (!r_.missing_ranks.empty() && k != "wrong_master_addr" && k != "late_joiner") {
         n.push_back(
             fmt::format("Find out why {} never joined: its launcher/pod events, its stderr, whether the "
                         "process started at all (kubectl describe pod, scheduler logs).",

@@ -50,6 +50,7 @@ const std::vector<LogPattern>& log_patterns() {
       {"traceback", {"traceback (most recent call last)", "unhandled exception"}},
       {"data_exhausted", {"exhausted", "stopiteration", "end of epoch"}},
       {"nan_loss", {"non-finite loss"}},
+      {"master_addr", {" starting: world_size"}},
   };
   return kPatterns;
 }

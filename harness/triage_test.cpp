@@ -633,3 +633,43 @@ TEST_CASE("print the reports of HANGLAB_TRIAGE_DIRS", "[.dir]") {
     std::cout << "==================== " << dir << "\n" << render_text(triage_run_dir(dir)) << "\n";
   }
 }
+
+// The fixtures below are copies of real runs of the scenarios of the same name.
+TEST_CASE("tiny_shm: a DataLoader bus error from a full /dev/shm is shm_exhausted, not data_error", "[triage]") {
+  const auto r = triage("tiny_shm");
+  CHECK(r.category == "data_loading");
+  CHECK(r.cause == "shm_exhausted");
+  CHECK(r.missing_ranks == std::vector<int>{1});
+  const auto text = render_text(r);
+  CHECK(mentions(text, "/dev/shm"));
+  CHECK(mentions(text, "shm-size"));
+  check_evidence_refs("tiny_shm", r);
+}
+
+TEST_CASE("nan_skip: a non-finite loss with no backward phase names the NaN skip", "[triage]") {
+  const auto r = triage("nan_skip");
+  CHECK(r.category == "collective_mismatch");
+  CHECK(r.cause == "nan_skip");
+  CHECK(r.missing_ranks == std::vector<int>{2});
+  CHECK(r.divergence_step == 5);
+  check_evidence_refs("nan_skip", r);
+}
+
+TEST_CASE("wrong_master_addr: the store's missing rank tried another MASTER_ADDR", "[triage]") {
+  const auto r = triage("wrong_master_addr");
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "wrong_master_addr");
+  CHECK(r.phase == "init");
+  CHECK(r.scope == "subset");
+  CHECK(r.missing_ranks == std::vector<int>{2});
+  check_evidence_refs("wrong_master_addr", r);
+}
+
+TEST_CASE("late_joiner: the store's missing rank started after its peers had failed", "[triage]") {
+  const auto r = triage("late_joiner");
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "late_joiner");
+  CHECK(r.scope == "subset");
+  CHECK(r.missing_ranks == std::vector<int>{2});
+  check_evidence_refs("late_joiner", r);
+}
