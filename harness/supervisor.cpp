@@ -244,15 +244,16 @@ void Supervisor::on_launcher_line(const std::string& line, bool is_err, double t
     const char* on_sig = std::strstr(line.c_str(), "exited on signal ");
     if (on_sig && sscanf(on_sig, "exited on signal %d", &sig) == 1) ranks_[rank]->reported_signal = sig;
   }
-  static thread_local int named_rank = -1;
+  // "Process name: [[J,1],R]" and "Exit code: C" come on consecutive lines.
   int j = 0, r2 = -1;
   const char* pname = std::strstr(line.c_str(), "Process name: [[");
-  if (pname && sscanf(pname, "Process name: [[%d,%*d],%d]", &j, &r2) == 2) named_rank = r2;
+  if (pname && sscanf(pname, "Process name: [[%d,%*d],%d]", &j, &r2) == 2) launcher_named_rank_ = r2;
   int code = 0;
   const char* ec = std::strstr(line.c_str(), "Exit code:");
-  if (ec && named_rank >= 0 && named_rank < world_size() && sscanf(ec, "Exit code: %d", &code) == 1) {
-    ranks_[named_rank]->reported_code = code;
-    named_rank = -1;
+  if (ec && launcher_named_rank_ >= 0 && launcher_named_rank_ < world_size() &&
+      sscanf(ec, "Exit code: %d", &code) == 1) {
+    ranks_[launcher_named_rank_]->reported_code = code;
+    launcher_named_rank_ = -1;
   }
 }
 

@@ -95,6 +95,7 @@ class Supervisor : public Job {
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unique_ptr<Rank> launcher_;  // launcher mode only
   bool launcher_abort_logged_ = false;
+  int launcher_named_rank_ = -1;  // rank of the last "Process name:" line of the launcher
   JsonlWriter harness_log_;
   RunFacts facts_;
   double launch_mono_ = 0;
