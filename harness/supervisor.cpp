@@ -276,6 +276,9 @@ void Supervisor::finish_external(Rank& r, const std::string& how) {
     ex.code = r.traced_exit;
   else if (r.reported_code)
     ex.code = r.reported_code;
+  else if (in_teardown_)
+    // Reaped by the launcher rather than by us: it died of the signal our teardown sent.
+    ex.signal = teardown_signal_;
   // A rank with no exit of its own that vanished after another rank failed was killed by
   // the launcher's own teardown (mpirun aborts the job on the first failure): an echo.
   bool launcher_teardown = false;
@@ -723,11 +726,13 @@ void Supervisor::teardown(const std::string& reason) {
     if (r->external) ::kill(r->pid, SIGTERM), ::kill(r->pid, SIGCONT);
   }
   if (launcher_ && launcher_->alive) ::kill(-launcher_->pid, SIGTERM);
+  teardown_signal_ = SIGTERM;
   double grace_end = mono_now() + opts_.term_grace_s;
   while (!all_exited() && mono_now() < grace_end) {
     pump_output(0.02);
     reap();
   }
+  teardown_signal_ = SIGKILL;
   for (auto& r : ranks_)
     if (r->alive && r->pid > 0) ::kill(-r->pid, SIGKILL), ::kill(r->pid, SIGKILL);
   if (launcher_ && launcher_->alive) ::kill(-launcher_->pid, SIGKILL);

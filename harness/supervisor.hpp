@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -95,7 +96,8 @@ class Supervisor : public Job {
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unique_ptr<Rank> launcher_;  // launcher mode only
   bool launcher_abort_logged_ = false;
-  int launcher_named_rank_ = -1;  // rank of the last "Process name:" line of the launcher
+  int launcher_named_rank_ = -1;
+  int teardown_signal_ = SIGTERM;   // the signal our teardown sent last  // rank of the last "Process name:" line of the launcher
   JsonlWriter harness_log_;
   RunFacts facts_;
   double launch_mono_ = 0;
