@@ -45,8 +45,3 @@ if(HANGLAB_BUILD_TESTS)
            COMMAND log_triage_agree $<TARGET_FILE:hanglab> ${PROJECT_BINARY_DIR}/test-results)
   set_tests_properties(e2e.log_triage_agrees PROPERTIES LABELS "e2e" DEPENDS "${_triage_after}" TIMEOUT 300)
 endif()
-
-# Benchmark, not a test: plain-log triage of synthetic 1,024- and 16,384-rank incidents
-# (wall time and peak RSS of the triage, bytes read). `triage_bench --help`.
-add_executable(triage_bench ${CMAKE_CURRENT_SOURCE_DIR}/bench/triage_bench.cpp)
-target_link_libraries(triage_bench PRIVATE hanglab_triage)

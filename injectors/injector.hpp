@@ -29,7 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scenario.hpp"
+#include "scenario/scenario.hpp"
 
 namespace hanglab {
 

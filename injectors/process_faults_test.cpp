@@ -17,7 +17,7 @@
 
 #include "injector.hpp"
 #include "process_control.hpp"
-#include "supervisor.hpp"
+#include "run/supervisor.hpp"
 #include "util.hpp"
 
 using namespace hanglab;

@@ -1,0 +1,347 @@
+// hanglab: the command-line entry point. Subcommands: run, triage, validate, report,
+// history, list, describe.
+// Exit codes (design): 0 all expectations met, 1 an expectation failed, 2 scenario or
+// usage error (nothing ran), 3 internal error or unknown verdict, 4 skipped, 130 interrupted.
+#include <csignal>
+#include <cstdio>
+#include <fcntl.h>
+#include <iostream>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "scenario/config_error.hpp"
+#include "history/history.hpp"
+#include "report/html_report.hpp"
+#include "injector.hpp"
+#include "report/junit.hpp"
+#include "report/progress.hpp"
+#include "report/report.hpp"
+#include "run/run_record.hpp"
+#include "report/run_report.hpp"
+#include "run/runner.hpp"
+#include "triage.hpp"
+#include "util.hpp"
+#include "validate/validate_run.hpp"
+#include "run/workloads.hpp"
+
+using namespace hanglab;
+namespace fs = std::filesystem;
+
+namespace {
+
+int g_interrupt_pipe[2] = {-1, -1};
+volatile sig_atomic_t g_interrupted = 0;
+
+void on_interrupt(int) {
+  g_interrupted = 1;
+  char c = 1;
+  (void)!::write(g_interrupt_pipe[1], &c, 1);
+}
+
+void install_interrupt_handlers() {
+  if (::pipe2(g_interrupt_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGHUP, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+int cmd_run(const std::vector<std::string>& paths, const std::string& results, const std::string& junit, bool json_out,
+            bool no_stacks) {
+  std::vector<PreparedScenario> prepared;
+  try {
+    for (const auto& f : expand_scenario_paths(paths)) prepared.push_back(prepare_scenario(f));
+  } catch (const ConfigError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  }
+  install_interrupt_handlers();
+  HostInfo host = detect_host();
+  RunOptions opts;
+  opts.results_dir = results;
+  opts.capture_stacks = !no_stacks;
+  opts.interrupt_fd = g_interrupt_pipe[0];
+  std::vector<RunResult> out;
+  std::vector<Verdict> verdicts;
+  std::vector<JunitSuite> suites;
+  const size_t n = prepared.size();
+  Progress progress(n, json_out);
+  opts.on_state = progress.state_callback();
+  for (size_t i = 0; i < n && !g_interrupted; ++i) {
+    auto& ps = prepared[i];
+    progress.begin(ps.scenario.name);
+    RunResult r;
+    try {
+      r = run_and_report(ps, host, opts);
+    } catch (const std::exception& e) {
+      std::cerr << "hanglab: internal error in " << ps.scenario.name << ": " << e.what() << "\n";
+      r.scenario = ps.scenario.name;
+      r.verdict.status = "unknown";
+      r.verdict.checks.push_back({"harness", "unknown", "a finished run", "internal error", e.what()});
+    }
+    if (!json_out) progress.result(verdict_line(r));
+    verdicts.push_back(r.verdict);
+    suites.push_back(junit_suite(ps.scenario, r));
+    out.push_back(std::move(r));
+  }
+  progress.done();
+  if (!junit.empty()) write_junit_file(junit, suites);
+  // One page over the whole matrix, linking each run's report.html.
+  std::string matrix;
+  if (out.size() > 1) {
+    std::vector<MatrixEntry> entries;
+    for (const auto& r : out)
+      if (!r.run_dir.empty()) entries.push_back(matrix_entry(r.run_dir, results));
+    try {
+      write_file(fs::path(results) / "matrix.html", render_matrix_html(entries, fmt::format("hanglab matrix: {} scenarios", entries.size())));
+      matrix = (fs::path(results) / "matrix.html").string();
+    } catch (const std::exception& e) {
+      std::cerr << "hanglab: warning: matrix.html not written: " << e.what() << "\n";
+    }
+  }
+  if (json_out) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& r : out)
+      j.push_back({{"scenario", r.scenario},
+                   {"run_dir", r.run_dir.string()},
+                   {"outcome", r.facts.outcome},
+                   {"triage", {{"category", r.triage.category}, {"cause", r.triage.cause}, {"missing_ranks", r.triage.missing_ranks}}},
+                   {"duration_s", r.duration_s},
+                   {"verdict", to_json(r.verdict)}});
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    if (out.size() > 1) std::cout << "\n" << summary_table(out);
+    std::cout << "run records: " << fs::absolute(results).string()
+              << (out.size() == 1 && !out[0].run_dir.empty() ? " (this run: " + out[0].run_dir.string() + ")" : "")
+              << "\n";
+    if (!junit.empty()) std::cout << "junit: " << junit << "\n";
+    if (!matrix.empty()) std::cout << "html: " << matrix << "\n";
+  }
+  if (g_interrupted) {
+    std::cerr << "hanglab: interrupted; ranks torn down, injectors reverted\n";
+    return 130;
+  }
+  return exit_code_for(verdicts);
+}
+
+// A run directory (from its trace, or --logs-only from its stdout/stderr), or plain logs.
+int cmd_triage(const std::vector<std::string>& paths, const std::string& format, const TriageOptions& opts) {
+  TriageResult r;
+  try {
+    r = triage_paths(std::vector<fs::path>(paths.begin(), paths.end()), opts);
+  } catch (const std::exception& e) {
+    std::cerr << paths.front() << ":0:0: " << e.what() << "\n";
+    return 2;
+  }
+  if (format == "json")
+    std::cout << to_json(r).dump(2) << "\n";
+  else
+    std::cout << render_text(r);
+  return 0;
+}
+
+int cmd_validate(ValidateOptions o) {
+  install_interrupt_handlers();
+  o.interrupt_fd = g_interrupt_pipe[0];
+  o.interrupted = &g_interrupted;
+  return run_validate(o);
+}
+
+// Regenerates report.txt, report.html and junit.xml of finished run directories from
+// their files; a matrix page over them with --matrix.
+int cmd_report(const std::vector<std::string>& dirs, const std::string& format, const std::string& matrix) {
+  int rc = 0;
+  std::vector<MatrixEntry> entries;
+  for (const auto& d : dirs) {
+    try {
+      LoadedRun run = load_run_dir(d);
+      std::vector<std::string> wrote;
+      if (format == "all" || format == "text") {
+        write_file(fs::path(d) / "report.txt", render_run_report(run.scenario, run.result));
+        wrote.push_back("report.txt");
+      }
+      if (format == "all" || format == "html") {
+        write_file(fs::path(d) / "report.html", render_run_html(d));
+        wrote.push_back("report.html");
+      }
+      if (format == "all" || format == "junit") {
+        write_file(fs::path(d) / "junit.xml", junit_xml({junit_suite(run.scenario, run.result)}));
+        wrote.push_back("junit.xml");
+      }
+      std::cout << verdict_line(run.result) << "\n  " << d << ": " << fmt::format("{}", fmt::join(wrote, ", ")) << "\n";
+      if (!matrix.empty()) entries.push_back(matrix_entry(d, fs::absolute(matrix).parent_path()));
+    } catch (const std::exception& e) {
+      std::cerr << d << ":0:0: " << e.what() << "\n";
+      rc = 2;
+    }
+  }
+  if (!matrix.empty() && !entries.empty()) {
+    write_file(matrix, render_matrix_html(entries, fmt::format("hanglab runs: {} scenarios", entries.size())));
+    std::cout << "html: " << matrix << "\n";
+  }
+  return rc;
+}
+
+int cmd_history(const std::string& results, const std::string& scenario, size_t last, bool strict) {
+  const fs::path db_path = fs::path(results) / "history.sqlite";
+  if (!fs::exists(db_path)) {
+    std::cerr << db_path.string() << ":0:0: no run history here (it is written by `hanglab run`)\n";
+    return 2;
+  }
+  HistoryDb db(db_path);
+  const auto runs = db.runs(scenario.empty() ? std::nullopt : std::optional<std::string>(scenario));
+  const auto regressions = find_regressions(runs);
+  std::cout << render_history(runs, regressions, last);
+  if (!strict) return 0;
+  // --strict: fail when the newest run of a scenario regressed (a CI gate).
+  std::map<std::string, long long> newest;
+  for (const auto& r : runs) newest[r.scenario] = r.id;
+  for (const auto& g : regressions)
+    if (newest[g.scenario] == g.run_id) return 1;
+  return 0;
+}
+
+int cmd_list() {
+  std::cout << "workloads:\n";
+  for (const auto& w : workload_registry()) std::cout << fmt::format("  {:<22} {}\n", w.name, w.summary);
+  std::cout << "  (or any command: [workload] command = [...])\n\nfaults:\n";
+  for (const auto& i : injector_registry()) std::cout << fmt::format("  {:<22} {}\n", i.kind, i.summary);
+  std::cout << "\ndetectors:\n"
+               "  backend_timeout        a collective raised a timeout\n"
+               "  backend_error          peer closed, connection reset, NCCL error\n"
+               "  exit_monitor           a rank exited non-zero or by signal\n"
+               "  harness_watchdog       no progress on any live rank for progress_s\n"
+               "  heartbeat_loss         a rank is alive but its heartbeat stopped (3 periods)\n"
+               "  triage                 the analyzer found a fault\n";
+  return 0;
+}
+
+int cmd_describe(const std::string& kind) {
+  if (const InjectorInfo* i = find_injector(kind)) {
+    std::cout << fmt::format("fault {}: {}\nmechanism: {}\n\ncommon keys:\n", i->kind, i->summary, i->mechanism);
+    std::cout << "  ranks     [int]   required  ranks the fault targets (0-based, < world_size)\n"
+                 "  at_step   int     -         trigger when a targeted rank enters this step (1-based)\n"
+                 "  at_s      float   -         trigger this many seconds after launch\n"
+                 "                              (neither: from launch)\n";
+    std::cout << "\nkeys of " << i->kind << ":\n";
+    if (i->keys.empty()) std::cout << "  (none)\n";
+    for (const auto& k : i->keys)
+      std::cout << fmt::format("  {:<9} {:<7} {:<9} {}\n", k.key, k.type, k.default_value.empty() ? "-" : k.default_value, k.doc);
+    return 0;
+  }
+  if (const WorkloadInfo* w = find_workload(kind)) {
+    std::cout << fmt::format("workload {}: {}\nbackends: {}\n\n[workload.args]:\n", w->name, w->summary,
+                             fmt::join(w->backends, ", "));
+    if (w->args->empty()) std::cout << "  (none)\n";
+    for (const auto& a : *w->args)
+      std::cout << fmt::format("  {:<26} {:<7} {:<7} {}\n", a.name, a.type, a.default_value, a.doc);
+    return 0;
+  }
+  std::cerr << "hanglab: unknown fault kind or workload '" << kind << "' (see `hanglab list`)\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hanglab: fault injection and reproduction harness for distributed-training hangs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "hanglab 0.1.0");
+
+  std::vector<std::string> paths;
+  std::string results = "results", junit;
+  bool json_out = false, no_stacks = false;
+  auto* run = app.add_subcommand("run", "run scenarios (files or directories of *.toml) and check their expectations");
+  run->add_option("paths", paths, "scenario files or directories")->required();
+  run->add_option("--results", results, "where run directories go")->capture_default_str();
+  run->add_option("--junit", junit, "also write one combined JUnit XML file here");
+  run->add_flag("--json", json_out, "print the results as JSON instead of text");
+  run->add_flag("--no-stacks", no_stacks, "do not capture stacks of hung ranks");
+
+  std::string format = "text";
+  std::vector<std::string> triage_in;
+  TriageOptions topts;
+  int triage_world = 0;
+  auto* triage = app.add_subcommand(
+      "triage", "build the rank timeline and verdict from a run directory or from plain logs of any job");
+  triage->add_option("paths", triage_in, "a hanglab run directory, or log files / directories of logs")->required();
+  triage->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  triage->add_option("--world-size", triage_world, "the job's world size, when the logs do not state it")
+      ->check(CLI::Range(1, 1 << 22));
+  triage->add_flag("--logs-only", topts.logs_only, "judge a run directory from its ranks' stdout/stderr alone");
+
+  ValidateOptions vopts;
+  std::string vsettings, vout, vresults = "results/validate";
+  bool no_recheck = false;
+  auto* validate = app.add_subcommand(
+      "validate", "validate proposed timeout/watchdog settings on healthy slow phases and a fault catalog; recommend settings");
+  validate->add_option("settings", vsettings, "settings TOML ([timeouts], [validate])")->required();
+  validate->add_option("--scenarios", vopts.scenarios,
+                       "fault scenarios (files or directories); default: kill_rank, skip_collective_linger, freeze_rank "
+                       "from scenarios/");
+  validate->add_option("--baseline", vopts.baseline, "healthy scenarios to measure phases on; default: scenarios/validate");
+  validate->add_option("--results", vresults, "where the runs, validate.txt/json and recommended.toml go")
+      ->capture_default_str();
+  validate->add_option("--repeat", vopts.repeat, "baseline runs per pass")->capture_default_str()->check(CLI::Range(1, 100));
+  validate->add_option("--out", vout, "write the recommended settings here (default: <results>/recommended.toml)");
+  validate->add_flag("--no-recheck", no_recheck, "do not re-validate the recommended settings (one pass only)");
+
+  std::vector<std::string> report_dirs;
+  std::string report_format = "all", report_matrix;
+  auto* report = app.add_subcommand("report", "regenerate report.txt, report.html and junit.xml from run directories");
+  report->add_option("run_dirs", report_dirs, "hanglab run directories")->required();
+  report->add_option("--format", report_format, "which reports")
+      ->check(CLI::IsMember({"all", "text", "html", "junit"}))
+      ->capture_default_str();
+  report->add_option("--matrix", report_matrix, "also write one HTML page over all the given runs to this file");
+
+  std::string hist_scenario;
+  size_t hist_last = 20;
+  bool hist_strict = false;
+  auto* history = app.add_subcommand("history", "detection latency and verdicts across recorded runs; flags regressions");
+  history->add_option("--results", results, "the results directory holding history.sqlite")->capture_default_str();
+  history->add_option("--scenario", hist_scenario, "only this scenario");
+  history->add_option("--last", hist_last, "runs shown per scenario")->capture_default_str();
+  history->add_flag("--strict", hist_strict, "exit 1 when the newest run of a scenario is a regression");
+
+  auto* list = app.add_subcommand("list", "list workloads, faults and detectors");
+  std::string kind;
+  auto* describe = app.add_subcommand("describe", "print a fault's or workload's keys, defaults and units");
+  describe->add_option("kind", kind, "fault kind or workload name")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  try {
+    if (*run) return cmd_run(paths, results, junit, json_out, no_stacks);
+    if (*triage) {
+      if (triage_world > 0) topts.world_size = triage_world;
+      return cmd_triage(triage_in, format, topts);
+    }
+    if (*validate) {
+      vopts.settings_file = vsettings;
+      vopts.results = vresults;
+      vopts.out = vout;
+      vopts.recheck = !no_recheck;
+      return cmd_validate(vopts);
+    }
+    if (*report) return cmd_report(report_dirs, report_format, report_matrix);
+    if (*history) return cmd_history(results, hist_scenario, hist_last, hist_strict);
+    if (*list) return cmd_list();
+    if (*describe) return cmd_describe(kind);
+  } catch (const ConfigError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "hanglab: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return 2;
+}

@@ -1,0 +1,97 @@
+#include "report/report.hpp"
+
+#include <csignal>
+#include <cstring>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "history/history.hpp"
+#include "util.hpp"
+
+namespace hanglab {
+
+using nlohmann::json;
+
+namespace {
+
+std::string signal_text(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : std::to_string(sig);
+}
+
+}  // namespace
+
+std::string verdict_line(const RunResult& res) {
+  const Verdict& v = res.verdict;
+  std::string status = v.status;
+  for (auto& c : status) c = static_cast<char>(toupper(c));
+  if (v.status == "skipped") return fmt::format("{:<8} {:<28} {}", status, res.scenario, v.skip_reason);
+  std::string det;
+  for (const auto& [d, s] : v.first_detection_s) det += fmt::format("{}{}@{:+.1f}s", det.empty() ? "" : " ", d, s);
+  std::string failed;
+  for (const auto& c : v.checks)
+    if (c.status != "pass") failed += fmt::format("; {} {}: want {}, got {}", c.status, c.name, c.expected, c.actual);
+  return fmt::format("{:<8} {:<28} outcome={:<9} triage={}/{} {:5.1f}s  {}{}", status, res.scenario,
+                     res.facts.outcome.empty() ? "-" : res.facts.outcome, res.triage.category.empty() ? "-" : res.triage.category,
+                     res.triage.cause.empty() ? "-" : res.triage.cause, res.duration_s, det.empty() ? "no detections" : det,
+                     failed);
+}
+
+std::string summary_table(const std::vector<RunResult>& results) {
+  std::string out = fmt::format("{:<28} {:<8} {:<10} {:<36} {:>8}\n", "scenario", "verdict", "outcome", "triage", "time_s");
+  int pass = 0, fail = 0, unknown = 0, skipped = 0;
+  for (const auto& r : results) {
+    out += fmt::format("{:<28} {:<8} {:<10} {:<36} {:>8.1f}\n", r.scenario, r.verdict.status,
+                       r.facts.outcome.empty() ? "-" : r.facts.outcome,
+                       r.triage.category.empty() ? "-" : r.triage.category + "/" + r.triage.cause, r.duration_s);
+    if (r.verdict.status == "pass") ++pass;
+    else if (r.verdict.status == "fail") ++fail;
+    else if (r.verdict.status == "skipped") ++skipped;
+    else ++unknown;
+  }
+  out += fmt::format("{} passed, {} failed, {} unknown, {} skipped\n", pass, fail, unknown, skipped);
+  return out;
+}
+
+std::string render_run_report(const Scenario& sc, const RunResult& res) {
+  const RunFacts& f = res.facts;
+  std::string out = fmt::format("hanglab run report: {}\n", sc.name);
+  if (!sc.reproduces.empty()) out += "Reproduces: " + sc.reproduces + "\n";
+  if (!sc.expected_note.empty()) out += "Expected:   " + sc.expected_note + "\n";
+  out += fmt::format("Run dir:    {}\nVerdict:    {}\n", res.run_dir.string(), res.verdict.status);
+  if (res.verdict.status == "skipped") return out + "Skipped:    " + res.verdict.skip_reason + "\n";
+  out += fmt::format("Outcome:    {} (teardown: {}), {:.1f} s\n\n", f.outcome.empty() ? "-" : f.outcome,
+                     f.teardown_reason, res.duration_s);
+  out += "Expectations:\n";
+  for (const auto& c : res.verdict.checks)
+    out += fmt::format("  [{:<7}] {:<28} expected {:<24} got {}{}\n", c.status, c.name, c.expected, c.actual,
+                       c.reason.empty() ? "" : "  (" + c.reason + ")");
+  out += "\nTimeline (seconds after launch):\n";
+  struct Line {
+    double t;
+    std::string text;
+  };
+  std::vector<Line> lines;
+  for (const auto& x : f.faults) lines.push_back({x.t, fmt::format("fault     {} -> {}", x.kind, x.detail)});
+  for (const auto& d : f.detections)
+    lines.push_back({d.t, fmt::format("detect    {}{}: {}", d.detector, d.rank >= 0 ? fmt::format(" rank {}", d.rank) : "", d.detail)});
+  for (const auto& e : f.exits)
+    lines.push_back({e.t, fmt::format("exit      rank {} {}", e.rank,
+                                      e.signal ? "signal " + signal_text(*e.signal) : "code " + std::to_string(e.code.value_or(-1)))});
+  std::stable_sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.t < b.t; });
+  for (const auto& l : lines) out += fmt::format("  {:+8.3f}  {}\n", l.t - f.start_t, l.text);
+  out += "\n" + render_text(res.triage);
+  return out;
+}
+
+JunitSuite junit_suite(const Scenario& sc, const RunResult& res) {
+  JunitSuite s;
+  s.name = sc.name;
+  s.time_s = res.duration_s;
+  s.verdict = res.verdict;
+  s.run_dir = res.run_dir.string();
+  return s;
+}
+
+}  // namespace hanglab

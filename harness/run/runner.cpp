@@ -1,0 +1,238 @@
+#include "run/runner.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <optional>
+#include <cerrno>
+#include <cstring>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "run/run_record.hpp"
+#include "run/launchers/launchers.hpp"
+#include "run/supervisor.hpp"
+#include "util.hpp"
+#include "run/workloads.hpp"
+
+namespace hanglab {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+PreparedScenario prepare_scenario(const fs::path& file) {
+  PreparedScenario ps;
+  ps.scenario = load_scenario(file, make_load_options());
+  for (const auto& f : ps.scenario.faults) {
+    const InjectorInfo* info = find_injector(f.kind);
+    auto inj = info->make();
+    inj->configure(f, file.string());
+    ps.injectors.push_back(std::move(inj));
+  }
+  return ps;
+}
+
+std::vector<fs::path> expand_scenario_paths(const std::vector<std::string>& paths) {
+  std::vector<fs::path> out;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<fs::path> files;
+      for (const auto& e : fs::directory_iterator(p))
+        if (e.path().extension() == ".toml") files.push_back(e.path());
+      std::sort(files.begin(), files.end());
+      if (files.empty()) throw ConfigError(p, 0, 0, "", "directory holds no *.toml scenario");
+      out.insert(out.end(), files.begin(), files.end());
+    } else if (fs::exists(p, ec)) {
+      out.push_back(p);
+    } else {
+      throw ConfigError(p, 0, 0, "", "no such file or directory");
+    }
+  }
+  return out;
+}
+
+std::string unsupported_reason(const PreparedScenario& ps, const HostInfo& host) {
+  const Scenario& sc = ps.scenario;
+  if (std::find(sc.tags.begin(), sc.tags.end(), "gpu") != sc.tags.end() && !host.gpu)
+    return "tagged gpu and this host has no NVIDIA GPU (/dev/nvidia0 absent)";
+  if (auto why = workload_unsupported_reason(sc); !why.empty()) return why;
+  for (size_t i = 0; i < ps.injectors.size(); ++i)
+    if (auto why = ps.injectors[i]->unsupported_reason(host); !why.empty())
+      return "fault " + sc.faults[i].kind + ": " + why;
+  return {};
+}
+
+namespace {
+
+// A rendezvous port that no other hanglab run on this host holds. The kernel picks a
+// free port; an abstract unix socket named after it is our lock (released by the
+// kernel when this process exits, so it never leaks a file).
+class PortLease {
+ public:
+  PortLease() {
+    for (int attempt = 0; attempt < 64 && port_ == 0; ++attempt) {
+      int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      socklen_t len = sizeof a;
+      if (s < 0 || ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+          ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+        if (s >= 0) ::close(s);
+        throw_system_error("bind", "choosing a rendezvous port");
+      }
+      int port = ntohs(a.sin_port);
+      ::close(s);
+      int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_un u{};
+      u.sun_family = AF_UNIX;
+      std::string name = "hanglab-port-" + std::to_string(port);
+      std::memcpy(u.sun_path + 1, name.data(), name.size());
+      socklen_t ulen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+      if (::bind(l, reinterpret_cast<sockaddr*>(&u), ulen) == 0) {
+        port_ = port;
+        lock_fd_ = l;
+      } else {
+        ::close(l);
+      }
+    }
+    if (port_ == 0) throw std::runtime_error("no free rendezvous port found after 64 attempts");
+  }
+  ~PortLease() {
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  int port_ = 0;
+  int lock_fd_ = -1;
+};
+
+fs::path make_run_dir(const fs::path& results, const std::string& name, double t) {
+  fs::path base = results / name / utc_stamp(t);
+  fs::path dir = base;
+  for (int i = 2; fs::exists(dir); ++i) dir = base.string() + "-" + std::to_string(i);
+  fs::create_directories(dir / "ranks");
+  return dir;
+}
+
+}  // namespace
+
+void update_latest(const fs::path& results, const fs::path& run_dir) {
+  fs::path link = results / "latest";
+  fs::path tmp = results / ".latest.tmp";
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  fs::create_directory_symlink(fs::relative(run_dir, results), tmp, ec);
+  if (!ec) fs::rename(tmp, link, ec);
+}
+
+namespace {
+
+std::string ms(double s) { return std::to_string(static_cast<long long>(s * 1000)); }
+
+
+}  // namespace
+
+RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOptions& opts) {
+  const Scenario& sc = ps.scenario;
+  RunResult res;
+  res.scenario = sc.name;
+  double t0 = unix_now();
+  res.run_dir = make_run_dir(opts.results_dir, sc.name, t0);
+  write_file(res.run_dir / "scenario.toml", sc.source_text);
+
+  std::string skip = unsupported_reason(ps, host);
+  if (!skip.empty()) {
+    res.verdict = skipped_verdict(skip);
+  } else {
+    PortLease port;
+    const int ws = sc.workload.world_size;
+    std::vector<LaunchSpec> specs;
+    for (int r = 0; r < ws; ++r) {
+      LaunchSpec s;
+      s.rank = r;
+      s.argv = workload_argv(sc);
+      s.env = {{"RANK", std::to_string(r)},
+               {"WORLD_SIZE", std::to_string(ws)},
+               {"LOCAL_RANK", std::to_string(r)},
+               {"LOCAL_WORLD_SIZE", std::to_string(ws)},
+               {"GROUP_RANK", "0"},
+               {"MASTER_ADDR", "127.0.0.1"},
+               {"MASTER_PORT", std::to_string(port.port())},
+               {"HANGLAB_RUN_DIR", fs::absolute(res.run_dir).string()},
+               {"HANGLAB_DATA_DIR", fs::absolute(res.run_dir / "data").string()},
+               {"HANGLAB_CKPT_DIR", fs::absolute(res.run_dir / "ckpt").string()},
+               {"HANGLAB_HEARTBEAT_MS", ms(sc.timeouts.heartbeat_s)},
+               {"HANGLAB_INIT_TIMEOUT_MS", ms(sc.timeouts.init_s)},
+               {"HANGLAB_COLLECTIVE_TIMEOUT_MS", ms(sc.timeouts.collective_s)},
+               {"PYTHONUNBUFFERED", "1"},
+               // As torchrun does for multi-process jobs: one intra-op thread per rank.
+               {"OMP_NUM_THREADS", "1"}};
+      for (const auto& [k, v] : sc.workload.env) s.env[k] = v;
+      specs.push_back(std::move(s));
+    }
+    std::vector<ArmedFault> armed;
+    for (size_t i = 0; i < ps.injectors.size(); ++i) armed.push_back({&sc.faults[i], ps.injectors[i].get(), false});
+
+    SupervisorOptions sopts;
+    sopts.capture_stacks = opts.capture_stacks;
+    sopts.interrupt_fd = opts.interrupt_fd;
+    sopts.on_state = opts.on_state;
+    // Injectors prepare ranks; revert must run on every path from here on.
+    struct NoRanksYet : Job {
+      NoRanksYet(int w, std::string d) : ws(w), dir(std::move(d)) {}
+      int ws;
+      std::string dir;
+      int world_size() const override { return ws; }
+      pid_t pid_of(int) const override { return 0; }
+      bool alive(int) const override { return false; }
+      std::string run_dir() const override { return dir; }
+    } before_launch{ws, res.run_dir.string()};
+    // Declared before the guard, so the guard (destroyed first) reverts while the
+    // supervisor it may hand to revert() still exists.
+    std::optional<Supervisor> sup;
+    struct RevertGuard {
+      PreparedScenario& ps;
+      Job* job;
+      std::vector<std::string> errors;
+      bool done = false;
+      void revert_all() {
+        if (done) return;
+        done = true;
+        for (auto& inj : ps.injectors) {
+          try {
+            inj->revert(*job);
+          } catch (const std::exception& e) {
+            errors.push_back(e.what());
+          }
+        }
+      }
+      ~RevertGuard() { revert_all(); }
+    } guard{ps, &before_launch, {}};
+    for (auto& s : specs)
+      for (auto& inj : ps.injectors) inj->prepare_rank(s.rank, s);
+    sopts.launcher = launcher_spec(sc.workload.launcher, specs, res.run_dir);
+    sup.emplace(sc, res.run_dir, std::move(specs), std::move(armed), sopts);
+    guard.job = &*sup;
+    res.facts = sup->run();
+    guard.revert_all();
+    for (const auto& e : guard.errors)
+      std::cerr << "hanglab: warning: revert of a fault failed: " << e << "\n";
+
+    if (opts.on_state) opts.on_state("triage");
+    res.triage = triage_run_dir(res.run_dir);
+    write_file(res.run_dir / "triage.json", to_json(res.triage).dump(2) + "\n");
+    res.verdict = check_expectations(sc, res.facts, res.triage);
+  }
+  res.duration_s = unix_now() - t0;
+  res.record = run_json(sc, res, host);
+  write_file(res.run_dir / "run.json", res.record.dump(2) + "\n");
+  return res;
+}
+
+}  // namespace hanglab

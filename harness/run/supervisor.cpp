@@ -1,0 +1,844 @@
+#include "run/supervisor.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+extern char** environ;
+
+namespace hanglab {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Supervisor::Rank {
+  int rank = 0;
+  pid_t pid = 0;
+  bool launched = false;
+  bool alive = false;
+  int out_fd = -1, err_fd = -1;
+  std::string out_buf, err_buf;
+  int out_log = -1, err_log = -1;
+  fs::path trace_path;
+  off_t trace_off = 0;
+  std::string trace_partial;
+  bool has_trace = false;
+  double last_hb_mono = 0;
+  int last_step = 0;
+  bool init_done = false;
+  bool hb_lost = false;
+  bool exit_by_teardown = false;
+  // Launcher mode: the rank is the launcher's child, not ours.
+  bool external = false;
+  std::optional<int> traced_exit;       // from the trace's `exit` event
+  std::optional<int> reported_code;     // from the launcher's report
+  std::optional<int> reported_signal;
+  double gone_mono = 0;                 // when its pid vanished (exit pending the report)
+  // Inside a checkpoint / eval phase (begin traced, end not yet): the watchdog then
+  // applies that phase's limit, since a slow save or eval is silent but healthy.
+  bool in_checkpoint = false;
+  bool in_eval = false;
+};
+
+namespace {
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+void set_nonblock(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+void write_all(int fd, const std::string& s) {
+  const char* p = s.data();
+  size_t left = s.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // a log write failure must not take the supervisor down
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+// Text a rank prints that means a backend detector fired; used for ranks without a
+// hanglab trace (bring-your-own), whose only voice is their logs.
+const char* classify_backend_line(const std::string& line) {
+  static const char* kTimeout[] = {"Timed out waiting", "Watchdog caught collective operation timeout",
+                                   "timed out after", "Socket Timeout", "DistStoreError: Timed out"};
+  static const char* kError[] = {"Connection closed by peer", "Connection reset by peer", "Broken pipe",
+                                 "NCCL error", "ncclRemoteError", "ncclSystemError", "Read error",
+                                 "remote process exited or there was a network error"};
+  for (const char* p : kTimeout)
+    if (line.find(p) != std::string::npos) return "backend_timeout";
+  for (const char* p : kError)
+    if (line.find(p) != std::string::npos) return "backend_error";
+  return nullptr;
+}
+
+}  // namespace
+
+Supervisor::Supervisor(const Scenario& sc, fs::path run_dir, std::vector<LaunchSpec> specs,
+                       std::vector<ArmedFault> faults, SupervisorOptions opts)
+    : sc_(sc),
+      dir_(std::move(run_dir)),
+      specs_(std::move(specs)),
+      faults_(std::move(faults)),
+      opts_(opts),
+      harness_log_(dir_ / "harness.jsonl") {
+  run_id_ = fmt::format("{}-{}-{}", ::getpid(), static_cast<long long>(unix_now() * 1e6), sc.name);
+  for (const auto& s : specs_) {
+    auto r = std::make_unique<Rank>();
+    r->rank = s.rank;
+    ranks_.push_back(std::move(r));
+  }
+}
+
+Supervisor::~Supervisor() {
+  // Normal paths tear down inside run(); this is the last line of defence on exceptions.
+  if (!all_exited()) {
+    try {
+      teardown("error");
+    } catch (...) {
+    }
+  }
+  if (launcher_) ranks_.push_back(std::move(launcher_));  // closed with the ranks below
+  for (auto& r : ranks_) {
+    for (int* fd : {&r->out_fd, &r->err_fd, &r->out_log, &r->err_log})
+      if (*fd >= 0) ::close(*fd), *fd = -1;
+  }
+}
+
+int Supervisor::world_size() const { return static_cast<int>(ranks_.size()); }
+pid_t Supervisor::pid_of(int rank) const {
+  return rank >= 0 && rank < world_size() ? ranks_[rank]->pid : 0;
+}
+bool Supervisor::alive(int rank) const { return rank >= 0 && rank < world_size() && ranks_[rank]->alive; }
+std::string Supervisor::run_dir() const { return dir_.string(); }
+
+bool Supervisor::all_exited() const {
+  for (const auto& r : ranks_)
+    if (r->alive) return false;
+  return !launcher_ || !launcher_->alive;
+}
+
+void Supervisor::launch(Rank& r, const LaunchSpec& spec) {
+  const bool is_launcher = r.rank < 0;
+  fs::path rdir = is_launcher ? dir_ : dir_ / "ranks" / std::to_string(r.rank);
+  fs::create_directories(rdir);
+  if (!is_launcher) r.trace_path = rdir / "events.jsonl";
+  r.out_log = ::open((rdir / (is_launcher ? "launcher.stdout.log" : "stdout.log")).c_str(),
+                     O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  r.err_log = ::open((rdir / (is_launcher ? "launcher.stderr.log" : "stderr.log")).c_str(),
+                     O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (r.out_log < 0 || r.err_log < 0) throw_system_error("open", "rank " + std::to_string(r.rank) + " logs");
+
+  std::vector<std::string> argv = spec.wrapper;
+  argv.insert(argv.end(), spec.argv.begin(), spec.argv.end());
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  if (!is_launcher) env["HANGLAB_TRACE"] = r.trace_path.string();
+  env["HANGLAB_RUN_ID"] = run_id_;
+  if (!spec.hooks.empty()) env["HANGLAB_HOOKS"] = spec.hooks.dump();
+  std::vector<std::string> env_strs;
+  for (const auto& [k, v] : env) env_strs.push_back(k + "=" + v);
+  std::vector<char*> cargv, cenv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  for (auto& e : env_strs) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+
+  int outp[2], errp[2];
+  if (::pipe2(outp, O_CLOEXEC) != 0 || ::pipe2(errp, O_CLOEXEC) != 0) throw_system_error("pipe2", "launch");
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw_system_error("fork", "launch rank " + std::to_string(r.rank));
+  if (pid == 0) {
+    // Own process group: teardown signals the whole group, and Ctrl-C on the terminal
+    // reaches only hanglab, which then tears down in order.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) _exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int s : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD, SIGHUP, SIGQUIT}) ::signal(s, SIG_DFL);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::dup2(outp[1], 1);
+    ::dup2(errp[1], 2);
+    ::execvpe(cargv[0], cargv.data(), cenv.data());
+    std::string msg = fmt::format("hanglab: exec {} failed: {}\n", cargv[0], std::strerror(errno));
+    (void)!::write(2, msg.data(), msg.size());
+    _exit(127);
+  }
+  ::setpgid(pid, pid);  // also from the parent, so the group exists before we may signal it
+  ::close(outp[1]);
+  ::close(errp[1]);
+  r.out_fd = outp[0];
+  r.err_fd = errp[0];
+  set_nonblock(r.out_fd);
+  set_nonblock(r.err_fd);
+  r.pid = pid;
+  r.launched = r.alive = true;
+  r.last_hb_mono = mono_now();
+  json argv_json = argv;
+  harness_log_.write({{"t", unix_now()}, {"ev", "launch"}, {"rank", r.rank}, {"pid", pid}, {"argv", argv_json}});
+}
+
+void Supervisor::launch_all() {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  facts_.start_t = unix_now();
+  launch_mono_ = mono_now();
+  last_progress_mono_ = launch_mono_;
+  if (!opts_.launcher) {
+    for (auto& r : ranks_) launch(*r, specs_[r->rank]);
+    return;
+  }
+  for (auto& r : ranks_) {
+    fs::path rdir = dir_ / "ranks" / std::to_string(r->rank);
+    fs::create_directories(rdir);
+    r->trace_path = rdir / "events.jsonl";
+    r->out_log = ::open((rdir / "stdout.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    r->err_log = ::open((rdir / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    r->external = r->launched = r->alive = true;  // alive = expected; its pid comes with its trace
+    r->last_hb_mono = launch_mono_;
+  }
+  launcher_ = std::make_unique<Rank>();
+  launcher_->rank = -1;
+  launch(*launcher_, *opts_.launcher);
+}
+
+void Supervisor::on_launcher_line(const std::string& line, bool is_err, double t) {
+  // `[1,N]<stdout>:text` (Open MPI --tag-output) belongs to rank N.
+  if (line.size() > 3 && line[0] == '[') {
+    int job = 0, rank = -1, n = 0;
+    char stream[8] = {0};
+    if (sscanf(line.c_str(), "[%d,%d]<%7[a-z]>:%n", &job, &rank, stream, &n) == 3 && n > 0 && rank >= 0 &&
+        rank < world_size()) {
+      on_output_line(*ranks_[rank], line.substr(static_cast<size_t>(n)), std::string(stream) == "stderr", t);
+      return;
+    }
+  }
+  write_all(is_err ? launcher_->err_log : launcher_->out_log, iso_time(t) + " " + line + "\n");
+  // How mpirun names the rank that failed first; the others it kills are echoes.
+  int rank = -1, sig = 0;
+  const char* noticed = std::strstr(line.c_str(), "process rank ");
+  if (noticed && sscanf(noticed, "process rank %d", &rank) == 1 && rank >= 0 && rank < world_size()) {
+    const char* on_sig = std::strstr(line.c_str(), "exited on signal ");
+    if (on_sig && sscanf(on_sig, "exited on signal %d", &sig) == 1) ranks_[rank]->reported_signal = sig;
+  }
+  // "Process name: [[J,1],R]" and "Exit code: C" come on consecutive lines.
+  int j = 0, r2 = -1;
+  const char* pname = std::strstr(line.c_str(), "Process name: [[");
+  if (pname && sscanf(pname, "Process name: [[%d,%*d],%d]", &j, &r2) == 2) launcher_named_rank_ = r2;
+  int code = 0;
+  const char* ec = std::strstr(line.c_str(), "Exit code:");
+  if (ec && launcher_named_rank_ >= 0 && launcher_named_rank_ < world_size() &&
+      sscanf(ec, "Exit code: %d", &code) == 1) {
+    ranks_[launcher_named_rank_]->reported_code = code;
+    launcher_named_rank_ = -1;
+  }
+}
+
+void Supervisor::note_launcher_abort(double t) {
+  if (launcher_abort_logged_) return;
+  launcher_abort_logged_ = true;
+  // The launcher (mpirun) aborts the whole job after the first failure; record it like
+  // our own teardown so the kills it makes are read as echoes.
+  harness_log_.write({{"t", t - 1e-3}, {"ev", "teardown"}, {"reason", "launcher_abort"}});
+}
+
+void Supervisor::finish_external(Rank& r, const std::string& how) {
+  r.alive = false;
+  RankExit ex;
+  ex.rank = r.rank;
+  ex.t = unix_now();
+  if (r.reported_signal)
+    ex.signal = r.reported_signal;
+  else if (r.traced_exit)
+    ex.code = r.traced_exit;
+  else if (r.reported_code)
+    ex.code = r.reported_code;
+  else if (in_teardown_)
+    // Reaped by the launcher rather than by us: it died of the signal our teardown sent.
+    ex.signal = teardown_signal_;
+  // A rank with no exit of its own that vanished after another rank failed was killed by
+  // the launcher's own teardown (mpirun aborts the job on the first failure): an echo.
+  bool launcher_teardown = false;
+  if (!ex.code && !ex.signal)
+    for (const auto& e : facts_.exits) launcher_teardown = launcher_teardown || e.signal || e.code.value_or(0) != 0;
+  r.exit_by_teardown = in_teardown_ || launcher_teardown;
+  if (launcher_teardown && !in_teardown_) note_launcher_abort(ex.t);
+  facts_.exits.push_back(ex);
+  tail_trace(r);
+  harness_log_.write({{"t", ex.t},
+                      {"ev", "exit"},
+                      {"rank", r.rank},
+                      {"code", ex.code ? json(*ex.code) : json(nullptr)},
+                      {"signal", ex.signal ? json(*ex.signal) : json(nullptr)},
+                      {"status", ex.status()},
+                      {"by_teardown", r.exit_by_teardown},
+                      {"seen", launcher_teardown ? "killed by the launcher after an earlier failure" : how}});
+  bool bad = ex.signal || ex.code.value_or(0) != 0 || (!ex.code && !ex.signal);
+  if (!r.exit_by_teardown && bad) {
+    std::string what = ex.signal ? fmt::format("rank {} killed by {}", r.rank, signal_name(*ex.signal))
+                       : ex.code ? fmt::format("rank {} exited with code {}", r.rank, *ex.code)
+                                 : fmt::format("rank {} vanished ({})", r.rank, how);
+    detect("exit_monitor", r.rank, what, ex.t);
+  }
+}
+
+void Supervisor::poll_external_ranks(bool launcher_gone) {
+  const double now = mono_now();
+  for (auto& r : ranks_) {
+    if (!r->external || !r->alive) continue;
+    if (r->pid <= 0) {
+      if (launcher_gone) finish_external(*r, "never started");
+      continue;
+    }
+    bool gone = true;
+    std::ifstream in("/proc/" + std::to_string(r->pid) + "/stat");
+    std::string stat;
+    if (std::getline(in, stat)) {
+      auto rp = stat.rfind(')');
+      gone = rp != std::string::npos && rp + 2 < stat.size() && (stat[rp + 2] == 'Z' || stat[rp + 2] == 'X');
+    }
+    if (!gone) continue;
+    if (r->gone_mono == 0) r->gone_mono = now;
+    // The launcher reports a rank's signal or code a moment after it died; wait for it
+    // briefly so the record says how the rank ended rather than "vanished".
+    bool known = r->reported_signal || r->reported_code || r->traced_exit;
+    if (known || launcher_gone || in_teardown_ || now - r->gone_mono > 2.0)
+      finish_external(*r, known ? "exited" : "vanished");
+  }
+}
+
+void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, double t) {
+  if (r.rank < 0) {
+    on_launcher_line(line, is_err, t);
+    return;
+  }
+  write_all(is_err ? r.err_log : r.out_log, iso_time(t) + " " + line + "\n");
+  if (!r.has_trace) {
+    // Without a trace, a rank's output is its only sign of progress and of errors.
+    last_progress_mono_ = mono_now();
+    if (const char* det = classify_backend_line(line)) detect(det, r.rank, line.substr(0, 300), t);
+  }
+}
+
+void Supervisor::drain_fd(Rank& r, int& fd, std::string& buf, int /*log_fd*/, bool is_err, bool flush_all) {
+  if (fd < 0) return;
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n > 0) {
+      buf.append(chunk, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) {  // EOF: the rank (and everything holding the pipe) is gone
+      ::close(fd);
+      fd = -1;
+      flush_all = true;
+    }
+    break;
+  }
+  double t = unix_now();
+  size_t pos;
+  while ((pos = buf.find('\n')) != std::string::npos) {
+    std::string line = buf.substr(0, pos);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    buf.erase(0, pos + 1);
+    on_output_line(r, line, is_err, t);
+  }
+  if (flush_all && !buf.empty()) {
+    on_output_line(r, buf, is_err, t);
+    buf.clear();
+  }
+}
+
+void Supervisor::pump_output(double timeout_s) {
+  std::vector<pollfd> pfds;
+  std::vector<std::pair<Rank*, bool>> owners;
+  for (auto& r : ranks_) {
+    if (r->out_fd >= 0) pfds.push_back({r->out_fd, POLLIN, 0}), owners.push_back({r.get(), false});
+    if (r->err_fd >= 0) pfds.push_back({r->err_fd, POLLIN, 0}), owners.push_back({r.get(), true});
+  }
+  if (launcher_) {
+    if (launcher_->out_fd >= 0) pfds.push_back({launcher_->out_fd, POLLIN, 0}), owners.push_back({launcher_.get(), false});
+    if (launcher_->err_fd >= 0) pfds.push_back({launcher_->err_fd, POLLIN, 0}), owners.push_back({launcher_.get(), true});
+  }
+  if (opts_.interrupt_fd >= 0) pfds.push_back({opts_.interrupt_fd, POLLIN, 0}), owners.push_back({nullptr, false});
+  int ms = static_cast<int>(timeout_s * 1000);
+  int n = ::poll(pfds.data(), pfds.size(), ms);
+  if (n <= 0) return;
+  for (size_t i = 0; i < pfds.size(); ++i) {
+    if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    Rank* r = owners[i].first;
+    if (!r) continue;  // the interrupt pipe is checked by the loop
+    if (owners[i].second)
+      drain_fd(*r, r->err_fd, r->err_buf, r->err_log, true, false);
+    else
+      drain_fd(*r, r->out_fd, r->out_buf, r->out_log, false, false);
+  }
+}
+
+void Supervisor::tail_trace(Rank& r) {
+  int fd = ::open(r.trace_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = ::pread(fd, chunk, sizeof chunk, r.trace_off);
+    if (n <= 0) break;
+    r.trace_off += n;
+    r.trace_partial.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  size_t pos;
+  while ((pos = r.trace_partial.find('\n')) != std::string::npos) {
+    std::string line = r.trace_partial.substr(0, pos);
+    r.trace_partial.erase(0, pos + 1);
+    json ev = json::parse(line, nullptr, false);
+    if (ev.is_discarded() || !ev.is_object()) continue;  // a torn line from a killed rank
+    on_trace_event(r, ev);
+  }
+}
+
+void Supervisor::on_trace_event(Rank& r, const json& ev) {
+  r.has_trace = true;
+  std::string kind = ev.value("ev", "");
+  double now = mono_now();
+  if (kind == "hb") {
+    r.last_hb_mono = now;
+    return;
+  }
+  // Every traced event proves the process runs (the heartbeat thread may lag behind it).
+  r.last_hb_mono = now;
+  last_progress_mono_ = now;
+  if (kind == "start" && r.external && r.pid <= 0) {
+    r.pid = ev.value("pid", 0);
+  } else if (kind == "exit" && r.external) {
+    r.traced_exit = ev.value("code", 0);
+  }
+  if (kind == "step") {
+    r.last_step = std::max(r.last_step, ev.value("step", 0));
+  } else if (kind == "phase") {
+    const std::string name = ev.value("name", ""), edge = ev.value("edge", "");
+    if (name == "init" && edge == "end") r.init_done = true;
+    if (name == "checkpoint") r.in_checkpoint = edge == "begin";
+    if (name == "eval") r.in_eval = edge == "begin";
+  } else if (kind == "error") {
+    std::string cls = ev.value("class", "");
+    double t = ev.value("t", unix_now());
+    std::string detail = ev.value("msg", "");
+    if (detail.size() > 300) detail.resize(300);
+    if (cls == "timeout")
+      detect("backend_timeout", r.rank, detail, t);
+    else if (cls == "comm")
+      detect("backend_error", r.rank, detail, t);
+  } else if (kind == "fault") {
+    for (auto& f : faults_) {
+      if (f.fired || !f.injector->in_process() || f.injector->hook_kind() != ev.value("kind", "")) continue;
+      bool targeted = false;
+      for (int x : f.spec->ranks) targeted = targeted || x == r.rank;
+      if (targeted) record_fault(f, fmt::format("rank {}: {}", r.rank, ev.value("detail", "")), ev.value("t", unix_now()));
+    }
+  }
+}
+
+void Supervisor::detect(const std::string& detector, int rank, const std::string& detail, double t) {
+  for (const auto& d : facts_.detections)
+    if (d.detector == detector && d.rank == rank) return;
+  facts_.detections.push_back({detector, rank, t, detail});
+  harness_log_.write({{"t", t}, {"ev", "detect"}, {"detector", detector}, {"rank", rank}, {"detail", detail}});
+}
+
+void Supervisor::record_fault(ArmedFault& f, const std::string& detail, double t) {
+  f.fired = true;
+  facts_.faults.push_back({f.spec->kind, f.spec->ranks, t, detail});
+  json ranks = f.spec->ranks;
+  harness_log_.write({{"t", t}, {"ev", "fault"}, {"kind", f.spec->kind}, {"ranks", ranks}, {"detail", detail}});
+}
+
+void Supervisor::reap() {
+  for (;;) {
+    int st = 0;
+    pid_t pid = ::waitpid(-1, &st, WNOHANG);
+    if (pid <= 0) break;
+    if (launcher_ && pid == launcher_->pid && launcher_->alive) {
+      launcher_->alive = false;
+      harness_log_.write({{"t", unix_now()}, {"ev", "launcher_exit"}, {"pid", pid},
+                          {"code", WIFEXITED(st) ? json(WEXITSTATUS(st)) : json(nullptr)},
+                          {"signal", WIFSIGNALED(st) ? json(WTERMSIG(st)) : json(nullptr)}});
+      continue;
+    }
+    Rank* r = nullptr;
+    for (auto& x : ranks_)
+      if (x->pid == pid && x->alive) r = x.get();
+    if (!r) continue;  // a reparented grandchild
+    r->alive = false;
+    RankExit ex;
+    ex.rank = r->rank;
+    ex.t = unix_now();
+    if (WIFSIGNALED(st))
+      ex.signal = WTERMSIG(st);
+    else
+      ex.code = WEXITSTATUS(st);
+    r->exit_by_teardown = in_teardown_;
+    // Under a launcher, a rank that dies by SIGTERM/SIGKILL after another rank failed was
+    // killed by the launcher aborting the job (mpirun does): an echo, not a fault.
+    if (r->external && ex.signal && (*ex.signal == SIGTERM || *ex.signal == SIGKILL))
+      for (const auto& e : facts_.exits) r->exit_by_teardown = r->exit_by_teardown || e.signal || e.code.value_or(0) != 0;
+    if (r->exit_by_teardown && !in_teardown_) note_launcher_abort(ex.t);
+    facts_.exits.push_back(ex);
+    // Read what the rank wrote last before judging its exit.
+    tail_trace(*r);
+    harness_log_.write({{"t", ex.t},
+                        {"ev", "exit"},
+                        {"rank", r->rank},
+                        {"code", ex.code ? json(*ex.code) : json(nullptr)},
+                        {"signal", ex.signal ? json(*ex.signal) : json(nullptr)},
+                        {"status", ex.status()},
+                        {"by_teardown", r->exit_by_teardown}});
+    if (!r->exit_by_teardown && (ex.signal || ex.code.value_or(0) != 0)) {
+      std::string what = ex.signal ? fmt::format("rank {} killed by {}", r->rank, signal_name(*ex.signal))
+                                   : fmt::format("rank {} exited with code {}", r->rank, *ex.code);
+      detect("exit_monitor", r->rank, what, ex.t);
+    }
+  }
+  if (launcher_) poll_external_ranks(!launcher_->alive);
+}
+
+void Supervisor::check_triggers(double now) {
+  for (auto& f : faults_) {
+    if (f.fired && !f.injector->in_process()) {
+      std::string detail = f.injector->tick(*this, now - f.fired_mono);
+      if (!detail.empty())
+        harness_log_.write({{"t", unix_now()}, {"ev", "fault_tick"}, {"kind", f.spec->kind}, {"detail", detail}});
+    }
+    if (f.fired || f.injector->in_process()) continue;
+    bool due = false;
+    if (f.spec->at_s) {
+      due = now - launch_mono_ >= *f.spec->at_s;
+    } else if (f.spec->at_step) {
+      for (int x : f.spec->ranks) {
+        const Rank& r = *ranks_[x];
+        if (*f.spec->at_step <= 1 ? r.init_done : r.last_step >= *f.spec->at_step - 1) due = true;
+      }
+    } else {
+      due = true;
+    }
+    if (!due) continue;
+    // A fault with no trigger is in effect from launch (an env or wrapper fault): date it
+    // there, so a rank that fails in its first milliseconds is not "before the fault".
+    double t = (f.spec->at_s || f.spec->at_step) ? unix_now() : facts_.start_t;
+    f.fired_mono = now;
+    std::string detail = f.injector->fire(*this);
+    record_fault(f, detail, t);
+  }
+}
+
+void Supervisor::check_detectors(double now) {
+  const double hb_limit = 3 * sc_.timeouts.heartbeat_s;
+  for (auto& r : ranks_) {
+    if (!r->alive || !r->has_trace || r->hb_lost) continue;
+    if (now - r->last_hb_mono > hb_limit) {
+      r->hb_lost = true;
+      detect("heartbeat_loss", r->rank,
+             fmt::format("rank {} alive (pid {}) but no heartbeat for {:.1f} s (limit 3 x {} s)", r->rank, r->pid,
+                         now - r->last_hb_mono, sc_.timeouts.heartbeat_s),
+             unix_now());
+    }
+  }
+  // The watchdog's limit: progress_s, or while a live rank is inside a checkpoint or eval
+  // phase that has its own limit, that limit (the larger one when both are open).
+  double limit = sc_.timeouts.progress_s;
+  std::string limit_name = "progress_s", where;
+  bool phase_limit = false;
+  for (const auto& r : ranks_) {
+    if (!r->alive) continue;
+    struct Open {
+      bool inside;
+      const std::optional<double>& limit;
+      const char* phase;
+    };
+    for (const Open& p : {Open{r->in_checkpoint, sc_.timeouts.checkpoint_s, "checkpoint"},
+                          Open{r->in_eval, sc_.timeouts.eval_s, "eval"}}) {
+      if (!p.inside || !p.limit) continue;
+      if (!phase_limit || *p.limit > limit) {
+        limit = *p.limit;
+        limit_name = fmt::format("{}_s", p.phase);
+        where = fmt::format("; rank {} in {}", r->rank, p.phase);
+      }
+      phase_limit = true;
+    }
+  }
+  if (!hang_declared_ && !all_exited() && now - last_progress_mono_ > limit) {
+    hang_declared_ = true;
+    detect("harness_watchdog", -1,
+           fmt::format("no progress on any live rank for {:.1f} s ({} = {}{})", now - last_progress_mono_, limit_name,
+                       limit, where),
+           unix_now());
+  }
+}
+
+void Supervisor::capture_stacks() {
+  struct Capture {
+    int rank;
+    pid_t pid;
+    std::string tool;
+  };
+  std::vector<Capture> caps;
+  if (opts_.on_state) opts_.on_state("hang declared: capturing stacks");
+  for (auto& r : ranks_) {
+    if (!r->alive) continue;
+    std::error_code ec;
+    std::string exe = fs::read_symlink("/proc/" + std::to_string(r->pid) + "/exe", ec).filename().string();
+    bool python = exe.rfind("python", 0) == 0;
+    std::vector<std::string> argv;
+    std::string tool;
+    if (python && ::system("command -v py-spy >/dev/null 2>&1") == 0) {
+      tool = "py-spy";
+      // py-spy cannot suspend a process that is already stopped (SIGSTOP); then read
+      // its memory without suspending it.
+      const std::string pid = std::to_string(r->pid);
+      argv = {"sh", "-c", "py-spy dump --pid " + pid + " || py-spy dump --nonblocking --pid " + pid};
+    } else {
+      tool = "gdb";
+      argv = {"gdb", "-p", std::to_string(r->pid), "-batch", "-nx", "-ex", "set pagination off",
+              "-ex", "thread apply all bt"};
+    }
+    fs::path out = dir_ / "ranks" / std::to_string(r->rank) / "stack.txt";
+    int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) continue;
+    std::string head = fmt::format("# {} of rank {} (pid {}) at {}\n", tool, r->rank, r->pid, iso_time(unix_now()));
+    write_all(fd, head);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      std::vector<char*> cargv;
+      for (auto& a : argv) cargv.push_back(a.data());
+      cargv.push_back(nullptr);
+      ::execvp(cargv[0], cargv.data());
+      _exit(127);
+    }
+    ::close(fd);
+    if (pid > 0) {
+      ::setpgid(pid, pid);
+      caps.push_back({r->rank, pid, tool});
+    }
+  }
+  // All captures run in parallel; the whole batch is bounded by stack_timeout_s.
+  double deadline = mono_now() + opts_.stack_timeout_s;
+  std::vector<bool> done(caps.size(), false);
+  size_t left = caps.size();
+  while (left > 0) {
+    for (size_t i = 0; i < caps.size(); ++i) {
+      if (done[i]) continue;
+      int st = 0;
+      if (::waitpid(caps[i].pid, &st, WNOHANG) == caps[i].pid) {
+        done[i] = true;
+        --left;
+        bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        harness_log_.write({{"t", unix_now()}, {"ev", "stack"}, {"rank", caps[i].rank},
+                            {"file", fmt::format("ranks/{}/stack.txt", caps[i].rank)}, {"tool", caps[i].tool}, {"ok", ok}});
+      }
+    }
+    if (left == 0) break;
+    if (mono_now() > deadline) {
+      for (size_t i = 0; i < caps.size(); ++i) {
+        if (done[i]) continue;
+        ::kill(-caps[i].pid, SIGKILL);
+        ::waitpid(caps[i].pid, nullptr, 0);
+        harness_log_.write({{"t", unix_now()}, {"ev", "stack"}, {"rank", caps[i].rank},
+                            {"file", fmt::format("ranks/{}/stack.txt", caps[i].rank)}, {"tool", caps[i].tool},
+                            {"ok", false}, {"detail", "timed out"}});
+      }
+      break;
+    }
+    pump_output(0.05);
+  }
+}
+
+void Supervisor::kill_stray_children() {
+  // As a subreaper we inherit orphans of the ranks (e.g. a launcher's children that
+  // left the rank's process group); they must not outlive the run.
+  pid_t self = ::getpid();
+  for (int round = 0; round < 3; ++round) {
+    bool found = false;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || !isdigit(static_cast<unsigned char>(name[0]))) continue;
+      std::ifstream in(e.path() / "stat");
+      std::string stat;
+      std::getline(in, stat);
+      auto rp = stat.rfind(')');
+      if (rp == std::string::npos) continue;
+      char state = 0;
+      int ppid = 0;
+      if (sscanf(stat.c_str() + rp + 1, " %c %d", &state, &ppid) != 2) continue;
+      if (ppid != self) continue;
+      pid_t pid = std::stoi(name);
+      // Injectors' helper processes (a FUSE daemon, a port holder): their revert() ends them.
+      if (is_helper_process(pid)) continue;
+      bool is_rank = false;
+      for (auto& r : ranks_) is_rank = is_rank || (r->pid == pid && r->alive);
+      is_rank = is_rank || (launcher_ && launcher_->pid == pid && launcher_->alive);
+      if (is_rank) continue;
+      found = true;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (!found) break;
+  }
+}
+
+void Supervisor::teardown(const std::string& reason) {
+  if (in_teardown_ && reason != "error") return;
+  in_teardown_ = true;
+  facts_.teardown_reason = reason;
+  harness_log_.write({{"t", unix_now()}, {"ev", "teardown"}, {"reason", reason}});
+  if (opts_.on_state) opts_.on_state("tearing down (" + reason + ")");
+  for (auto& r : ranks_) {
+    if (!r->alive || r->pid <= 0) continue;
+    ::kill(-r->pid, SIGTERM);
+    ::kill(-r->pid, SIGCONT);  // a stopped rank cannot act on SIGTERM
+    if (r->external) ::kill(r->pid, SIGTERM), ::kill(r->pid, SIGCONT);
+  }
+  if (launcher_ && launcher_->alive) ::kill(-launcher_->pid, SIGTERM);
+  teardown_signal_ = SIGTERM;
+  double grace_end = mono_now() + opts_.term_grace_s;
+  while (!all_exited() && mono_now() < grace_end) {
+    pump_output(0.02);
+    reap();
+  }
+  teardown_signal_ = SIGKILL;
+  for (auto& r : ranks_)
+    if (r->alive && r->pid > 0) ::kill(-r->pid, SIGKILL), ::kill(r->pid, SIGKILL);
+  if (launcher_ && launcher_->alive) ::kill(-launcher_->pid, SIGKILL);
+  double kill_end = mono_now() + 10;
+  while (!all_exited() && mono_now() < kill_end) {
+    pump_output(0.02);
+    reap();
+  }
+  // Process groups may hold more than the rank itself.
+  for (auto& r : ranks_)
+    if (r->launched && r->pid > 0) ::kill(-r->pid, SIGKILL);
+  if (launcher_) ::kill(-launcher_->pid, SIGKILL);
+  kill_stray_children();
+}
+
+std::string Supervisor::compute_outcome() const {
+  if (facts_.teardown_reason == "interrupted" || facts_.teardown_reason == "error") return "";
+  if (facts_.teardown_reason == "hang" || facts_.teardown_reason == "deadline") return "hang";
+  bool timeout = false, bad_exit = false;
+  for (const auto& d : facts_.detections)
+    timeout = timeout || d.detector == "backend_timeout" || d.detector == "harness_watchdog";
+  for (const auto& e : facts_.exits) bad_exit = bad_exit || e.signal || e.code.value_or(0) != 0;
+  if (timeout) return "hang";
+  if (bad_exit) return "crash";
+  return "completed";
+}
+
+RunFacts Supervisor::run() {
+  harness_log_.write({{"t", unix_now()},
+                      {"ev", "run_start"},
+                      {"scenario", sc_.name},
+                      {"world_size", world_size()},
+                      {"deadline_s", sc_.deadline_s},
+                      {"timeouts",
+                       {{"init_s", sc_.timeouts.init_s},
+                        {"collective_s", sc_.timeouts.collective_s},
+                        {"progress_s", sc_.timeouts.progress_s},
+                        {"heartbeat_s", sc_.timeouts.heartbeat_s},
+                        {"checkpoint_s", sc_.timeouts.checkpoint_s ? json(*sc_.timeouts.checkpoint_s) : json(nullptr)},
+                        {"eval_s", sc_.timeouts.eval_s ? json(*sc_.timeouts.eval_s) : json(nullptr)}}},
+                      {"port", specs_.empty() ? "" : specs_[0].env.count("MASTER_PORT") ? specs_[0].env.at("MASTER_PORT") : ""}});
+  launch_all();
+  std::string reason;
+  while (true) {
+    pump_output(opts_.tick_s);
+    if (opts_.interrupt_fd >= 0) {
+      pollfd p{opts_.interrupt_fd, POLLIN, 0};
+      if (::poll(&p, 1, 0) > 0) {
+        reason = "interrupted";
+        break;
+      }
+    }
+    for (auto& r : ranks_) tail_trace(*r);
+    reap();
+    double now = mono_now();
+    check_triggers(now);
+    if (all_exited()) {
+      reason = "all_exited";
+      break;
+    }
+    check_detectors(now);
+    if (opts_.on_state) {
+      int step = 0;
+      bool rendezvous = true;
+      for (const auto& r : ranks_) step = std::max(step, r->last_step), rendezvous = rendezvous && !r->init_done;
+      opts_.on_state((rendezvous ? std::string("rendezvous") : fmt::format("step {}/{}", step, sc_.workload.steps)) +
+                     (facts_.detections.empty() ? "" : fmt::format(", {} detection(s)", facts_.detections.size())));
+    }
+    if (hang_declared_) {
+      reason = "hang";
+      break;
+    }
+    if (now - launch_mono_ > sc_.deadline_s) {
+      harness_log_.write({{"t", unix_now()}, {"ev", "deadline"}, {"deadline_s", sc_.deadline_s}});
+      reason = "deadline";
+      break;
+    }
+  }
+  if ((reason == "hang" || reason == "deadline") && opts_.capture_stacks) capture_stacks();
+  if (reason != "all_exited")
+    teardown(reason);
+  else {
+    facts_.teardown_reason = reason;
+    kill_stray_children();
+  }
+  // Everything is gone: flush the last partial lines and trace events.
+  if (launcher_) {
+    drain_fd(*launcher_, launcher_->out_fd, launcher_->out_buf, launcher_->out_log, false, true);
+    drain_fd(*launcher_, launcher_->err_fd, launcher_->err_buf, launcher_->err_log, true, true);
+  }
+  for (auto& r : ranks_) {
+    drain_fd(*r, r->out_fd, r->out_buf, r->out_log, false, true);
+    drain_fd(*r, r->err_fd, r->err_buf, r->err_log, true, true);
+    tail_trace(*r);
+  }
+  for (auto& f : faults_)
+    if (!f.fired) harness_log_.write({{"t", unix_now()}, {"ev", "fault_not_fired"}, {"kind", f.spec->kind}});
+  facts_.end_t = unix_now();
+  facts_.outcome = compute_outcome();
+  harness_log_.write({{"t", facts_.end_t},
+                      {"ev", "run_end"},
+                      {"outcome", facts_.outcome},
+                      {"duration_s", facts_.end_t - facts_.start_t}});
+  std::sort(facts_.detections.begin(), facts_.detections.end(),
+            [](const Detection& a, const Detection& b) { return a.t < b.t; });
+  return facts_;
+}
+
+}  // namespace hanglab

@@ -1,0 +1,110 @@
+// Supervisor: launches the ranks of one run, watches them, fires runtime faults,
+// runs the detectors, captures stacks on a declared hang, and tears everything down.
+//
+// It is single-threaded: one poll(2) loop over the ranks' stdout/stderr pipes and an
+// interrupt pipe, with a short tick in which it tails the rank traces, reaps children,
+// checks triggers and detectors. Every wait is bounded: deadline_s bounds the run, the
+// stack capture has its own bound, teardown is SIGTERM, a grace period, then SIGKILL.
+// The harness process is a child subreaper, so grandchildren (launchers, wrappers) are
+// reaped and killed too. Nothing it started outlives run().
+#pragma once
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "injector.hpp"
+#include "scenario/run_facts.hpp"
+#include "scenario/scenario.hpp"
+#include "util.hpp"
+
+namespace hanglab {
+
+struct ArmedFault {
+  const FaultSpec* spec = nullptr;
+  Injector* injector = nullptr;
+  bool fired = false;
+  double fired_mono = 0;
+};
+
+struct SupervisorOptions {
+  double tick_s = 0.02;
+  double term_grace_s = 2.0;     // SIGTERM -> SIGKILL
+  double stack_timeout_s = 20;   // per capture, all ranks in parallel
+  bool capture_stacks = true;
+  int interrupt_fd = -1;         // readable = Ctrl-C / SIGTERM reached hanglab
+  // Called on the supervisor's thread on every tick with a short state ("step 7/12"),
+  // and when stacks are captured or teardown starts; for progress displays. Must not throw.
+  std::function<void(const std::string&)> on_state;
+  // Launcher mode (e.g. mpirun): this one process is exec'd and starts every rank itself;
+  // the per-rank specs then only describe the ranks. Rank pids are learned from the
+  // ranks' trace `start` events, their output arrives tagged `[1,N]<stdout>:` on the
+  // launcher's pipes, and their exits are seen by polling /proc plus the launcher's report.
+  std::optional<LaunchSpec> launcher;
+};
+
+class Supervisor : public Job {
+ public:
+  Supervisor(const Scenario& sc, std::filesystem::path run_dir, std::vector<LaunchSpec> specs,
+             std::vector<ArmedFault> faults, SupervisorOptions opts);
+  ~Supervisor() override;
+
+  // Runs to the end (all exited, hang declared, deadline or interrupt). Returns the facts;
+  // harness.jsonl is written as it goes. Throws only on harness errors, after tearing down.
+  RunFacts run();
+
+  // Job
+  int world_size() const override;
+  pid_t pid_of(int rank) const override;
+  bool alive(int rank) const override;
+  std::string run_dir() const override;
+
+ private:
+  struct Rank;
+  void launch_all();
+  void launch(Rank& r, const LaunchSpec& spec);
+  void on_launcher_line(const std::string& line, bool is_err, double t);
+  void poll_external_ranks(bool launcher_gone);
+  void finish_external(Rank& r, const std::string& how);
+  void note_launcher_abort(double t);
+  void pump_output(double timeout_s);
+  void drain_fd(Rank& r, int& fd, std::string& buf, int log_fd, bool is_err, bool flush_all);
+  void on_output_line(Rank& r, const std::string& line, bool is_err, double t);
+  void tail_trace(Rank& r);
+  void on_trace_event(Rank& r, const nlohmann::json& ev);
+  void reap();
+  void check_triggers(double now);
+  void check_detectors(double now);
+  void detect(const std::string& detector, int rank, const std::string& detail, double t);
+  void record_fault(ArmedFault& f, const std::string& detail, double t);
+  void capture_stacks();
+  void teardown(const std::string& reason);
+  void kill_stray_children();
+  bool all_exited() const;
+  std::string compute_outcome() const;
+
+  const Scenario& sc_;
+  std::filesystem::path dir_;
+  std::vector<LaunchSpec> specs_;
+  std::vector<ArmedFault> faults_;
+  SupervisorOptions opts_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::unique_ptr<Rank> launcher_;  // launcher mode only
+  bool launcher_abort_logged_ = false;
+  int launcher_named_rank_ = -1;
+  int teardown_signal_ = SIGTERM;   // the signal our teardown sent last  // rank of the last "Process name:" line of the launcher
+  JsonlWriter harness_log_;
+  RunFacts facts_;
+  double launch_mono_ = 0;
+  double last_progress_mono_ = 0;
+  bool in_teardown_ = false;
+  bool hang_declared_ = false;
+  std::string run_id_;
+};
+
+}  // namespace hanglab

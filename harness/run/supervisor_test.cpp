@@ -1,0 +1,247 @@
+// Supervisor tests with real processes: small shell programs as ranks (the
+// bring-your-own path), so they run without LibTorch and in well under a second each.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+#include "injector.hpp"
+#include "run/supervisor.hpp"
+#include "util.hpp"
+
+using namespace hanglab;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::path(HANGLAB_BINARY_DIR) / "test-tmp" / "supervisor" / name;
+  fs::remove_all(d);
+  fs::create_directories(d / "ranks");
+  return d;
+}
+
+Scenario shell_scenario(int ws, const std::string& script) {
+  Scenario sc;
+  sc.name = "sh";
+  sc.workload.command = {"sh", "-c", script};
+  sc.workload.world_size = ws;
+  sc.timeouts.progress_s = 30;
+  sc.timeouts.heartbeat_s = 1;
+  sc.deadline_s = 30;
+  return sc;
+}
+
+std::vector<LaunchSpec> specs_for(const Scenario& sc) {
+  std::vector<LaunchSpec> v;
+  for (int r = 0; r < sc.workload.world_size; ++r) {
+    LaunchSpec s;
+    s.rank = r;
+    s.argv = sc.workload.command;
+    s.env = {{"RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(sc.workload.world_size)}};
+    v.push_back(s);
+  }
+  return v;
+}
+
+bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
+
+const Detection* find_detection(const RunFacts& f, const std::string& d, int rank) {
+  for (const auto& x : f.detections)
+    if (x.detector == d && x.rank == rank) return &x;
+  return nullptr;
+}
+
+SupervisorOptions quick() {
+  SupervisorOptions o;
+  o.capture_stacks = false;
+  o.term_grace_s = 0.5;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("healthy ranks complete and their output is captured with time stamps") {
+  auto dir = fresh_dir("healthy");
+  auto sc = shell_scenario(3, "echo hello from $RANK; echo oops >&2; exit 0");
+  Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+  RunFacts f = sup.run();
+  CHECK(f.outcome == "completed");
+  CHECK(f.teardown_reason == "all_exited");
+  REQUIRE(f.exits.size() == 3);
+  for (const auto& e : f.exits) CHECK(e.code == 0);
+  CHECK(f.detections.empty());
+  std::string out = read_file(dir / "ranks/1/stdout.log");
+  CHECK(out.find("hello from 1") != std::string::npos);
+  CHECK(out.size() > 28);
+  CHECK(out[4] == '-');          // 2026-...
+  CHECK(out.find("Z hello from 1") != std::string::npos);
+  CHECK(read_file(dir / "ranks/2/stderr.log").find("Z oops") != std::string::npos);
+  std::string h = read_file(dir / "harness.jsonl");
+  CHECK(h.find("\"ev\":\"run_start\"") != std::string::npos);
+  CHECK(h.find("\"ev\":\"run_end\"") != std::string::npos);
+}
+
+TEST_CASE("a non-zero exit fires exit_monitor for that rank only") {
+  auto dir = fresh_dir("crash");
+  auto sc = shell_scenario(2, "if [ $RANK = 1 ]; then exit 3; fi; exit 0");
+  Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+  RunFacts f = sup.run();
+  CHECK(f.outcome == "crash");
+  CHECK(find_detection(f, "exit_monitor", 1) != nullptr);
+  CHECK(find_detection(f, "exit_monitor", 0) == nullptr);
+}
+
+TEST_CASE("the harness watchdog declares a hang no earlier than progress_s and nothing survives") {
+  auto dir = fresh_dir("watchdog");
+  auto sc = shell_scenario(2, "echo started; exec sleep 60");
+  sc.timeouts.progress_s = 1.0;
+  Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+  RunFacts f = sup.run();
+  CHECK(f.outcome == "hang");
+  CHECK(f.teardown_reason == "hang");
+  const Detection* w = find_detection(f, "harness_watchdog", -1);
+  REQUIRE(w != nullptr);
+  CHECK(w->t - f.start_t >= 1.0);
+  CHECK(w->t - f.start_t < 10.0);
+  for (const auto& e : f.exits) {
+    REQUIRE(e.signal.has_value());
+    CHECK(*e.signal == SIGTERM);
+  }
+  for (int r = 0; r < 2; ++r) CHECK_FALSE(process_exists(sup.pid_of(r)));
+  // Exits caused by our own teardown are not exit_monitor detections.
+  CHECK(find_detection(f, "exit_monitor", 0) == nullptr);
+}
+
+TEST_CASE("SIGTERM-ignoring ranks are killed after the grace period") {
+  auto dir = fresh_dir("stubborn");
+  auto sc = shell_scenario(1, "trap '' TERM; echo x; while true; do sleep 0.1; done");
+  sc.timeouts.progress_s = 0.5;
+  Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+  RunFacts f = sup.run();
+  REQUIRE(f.exits.size() == 1);
+  CHECK(f.exits[0].signal == SIGKILL);
+}
+
+TEST_CASE("grandchildren that escape the rank's process group do not outlive the run") {
+  auto dir = fresh_dir("escape");
+  fs::path pidfile = dir / "grandchild.pid";
+  auto sc = shell_scenario(1, "setsid sleep 60 & echo $! > " + pidfile.string() + "; sleep 0.2; exit 0");
+  Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+  RunFacts f = sup.run();
+  CHECK(f.outcome == "completed");
+  pid_t gc = std::stoi(read_file(pidfile));
+  // The grandchild was reparented to us (subreaper) and must be gone.
+  for (int i = 0; i < 50 && process_exists(gc); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK_FALSE(process_exists(gc));
+}
+
+TEST_CASE("deadline_s bounds the whole run") {
+  auto dir = fresh_dir("deadline");
+  auto sc = shell_scenario(2, "while true; do echo tick; sleep 0.1; done");
+  sc.deadline_s = 1.0;
+  double t0 = mono_now();
+  Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+  RunFacts f = sup.run();
+  double took = mono_now() - t0;
+  CHECK(f.teardown_reason == "deadline");
+  CHECK(f.outcome == "hang");
+  CHECK(took >= 1.0);
+  CHECK(took < 8.0);
+}
+
+TEST_CASE("backend errors printed by a bring-your-own rank are detected from its logs") {
+  auto dir = fresh_dir("byo-error");
+  auto sc = shell_scenario(2,
+                           "if [ $RANK = 0 ]; then echo 'RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] "
+                           "Connection closed by peer [127.0.0.1]:1234' >&2; exit 1; fi; exit 0");
+  Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+  RunFacts f = sup.run();
+  CHECK(find_detection(f, "backend_error", 0) != nullptr);
+  CHECK(find_detection(f, "backend_error", 1) == nullptr);
+}
+
+TEST_CASE("an interrupt tears the ranks down and leaves no outcome") {
+  auto dir = fresh_dir("interrupt");
+  auto sc = shell_scenario(2, "echo up; exec sleep 60");
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  auto opts = quick();
+  opts.interrupt_fd = p[0];
+  Supervisor sup(sc, dir, specs_for(sc), {}, opts);
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    char c = 1;
+    (void)!::write(p[1], &c, 1);
+  });
+  RunFacts f = sup.run();
+  t.join();
+  CHECK(f.teardown_reason == "interrupted");
+  CHECK(f.outcome.empty());
+  for (int r = 0; r < 2; ++r) CHECK_FALSE(process_exists(sup.pid_of(r)));
+  ::close(p[0]);
+  ::close(p[1]);
+}
+
+TEST_CASE("a runtime injector fires on its at_s trigger and the kill is seen by exit_monitor") {
+  auto dir = fresh_dir("kill");
+  auto sc = shell_scenario(2, "echo up; exec sleep 30");
+  toml::table t = toml::parse("kind = \"kill_rank\"\nranks = [1]\nat_s = 0.3\n");
+  FaultSpec fs_;
+  fs_.kind = "kill_rank";
+  fs_.ranks = {1};
+  fs_.at_s = 0.3;
+  fs_.table = t;
+  sc.faults.push_back(fs_);
+  auto inj = find_injector("kill_rank")->make();
+  inj->configure(sc.faults[0], "inline.toml");
+  sc.timeouts.progress_s = 2;
+  Supervisor sup(sc, dir, specs_for(sc), {{&sc.faults[0], inj.get(), false}}, quick());
+  RunFacts f = sup.run();
+  REQUIRE(f.faults.size() == 1);
+  CHECK(f.faults[0].t - f.start_t >= 0.3);
+  const Detection* d = find_detection(f, "exit_monitor", 1);
+  REQUIRE(d != nullptr);
+  CHECK(d->t >= f.faults[0].t);
+  bool saw_kill = false;
+  for (const auto& e : f.exits)
+    if (e.rank == 1) saw_kill = e.signal == SIGKILL;
+  CHECK(saw_kill);
+}
+
+TEST_CASE("inside a checkpoint phase the watchdog waits checkpoint_s instead of progress_s") {
+  // One rank traces a checkpoint begin, stays silent for 1.5 s (a slow save), then ends it.
+  const std::string emit = "printf '{\"t\":%s,\"rank\":0,\"ev\":\"phase\",\"name\":\"checkpoint\",\"edge\":\"%s\",\"step\":1}\\n' "
+                           "$(date +%s.%N) ";
+  auto sc = shell_scenario(1, emit + "begin >> $HANGLAB_TRACE; sleep 1.5; " + emit + "end >> $HANGLAB_TRACE; exit 0");
+  sc.timeouts.progress_s = 0.5;
+  SECTION("checkpoint_s covers the save: no alarm") {
+    auto dir = fresh_dir("ckpt-ok");
+    sc.timeouts.checkpoint_s = 4;
+    Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+    RunFacts f = sup.run();
+    CHECK(f.outcome == "completed");
+    CHECK(find_detection(f, "harness_watchdog", -1) == nullptr);
+  }
+  SECTION("no checkpoint_s: progress_s applies and the slow save is declared a hang") {
+    auto dir = fresh_dir("ckpt-none");
+    Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+    RunFacts f = sup.run();
+    const Detection* w = find_detection(f, "harness_watchdog", -1);
+    REQUIRE(w != nullptr);
+    CHECK(w->detail.find("(progress_s = 0.5)") != std::string::npos);
+  }
+  SECTION("a checkpoint_s shorter than the save fires, naming the phase") {
+    auto dir = fresh_dir("ckpt-short");
+    sc.timeouts.checkpoint_s = 0.8;
+    Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+    RunFacts f = sup.run();
+    const Detection* w = find_detection(f, "harness_watchdog", -1);
+    REQUIRE(w != nullptr);
+    CHECK(w->detail.find("checkpoint_s = 0.8; rank 0 in checkpoint") != std::string::npos);
+    CHECK(w->t - f.start_t >= 0.8);
+  }
+}

@@ -1,0 +1,38 @@
+// The built-in workloads the harness knows by name, where their binaries are, and how
+// a scenario's [workload] becomes one rank's argv. Bring-your-own commands bypass this.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "scenario/scenario.hpp"
+#include "workload_args.hpp"
+
+namespace hanglab {
+
+struct WorkloadInfo {
+  std::string name;
+  std::string binary;                  // file name inside workload_dir()
+  std::vector<std::string> backends;
+  const std::vector<ArgSpec>* args;
+  std::string summary;
+};
+
+const std::vector<WorkloadInfo>& workload_registry();
+const WorkloadInfo* find_workload(const std::string& name);
+
+// Where built-in workload binaries live: $HANGLAB_WORKLOAD_DIR, else the build tree's
+// workloads/ folder next to the hanglab executable.
+std::filesystem::path workload_dir();
+
+// Empty when the scenario's workload can run here, else why not (reported as skipped).
+std::string workload_unsupported_reason(const Scenario& sc);
+
+// argv of one rank (same for every rank; rank identity travels in the environment).
+std::vector<std::string> workload_argv(const Scenario& sc);
+
+// LoadOptions filled from the workload and injector registries.
+LoadOptions make_load_options();
+
+}  // namespace hanglab

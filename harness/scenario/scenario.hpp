@@ -1,0 +1,118 @@
+// Scenario: the in-memory form of one scenario TOML file (design: "Scenario file").
+// load_scenario() parses and validates everything that can be checked without running
+// anything; every problem is a ConfigError naming file:line:col and the key. Fault
+// tables keep their raw toml::table so each injector's configure() can read and
+// reject its own keys (also before anything is spawned).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "scenario/config_error.hpp"
+
+namespace hanglab {
+
+struct SourcePos {
+  std::string file;
+  int line = 0;
+  int col = 0;
+};
+
+struct FaultSpec {
+  std::string kind;              // injector registry key
+  std::vector<int> ranks;        // validated: 0 <= r < world_size, no duplicates
+  std::optional<int> at_step;    // trigger: when the rank enters this step (1-based)
+  std::optional<double> at_s;    // trigger: seconds after launch
+  // The whole [[fault]] table, for the injector's configure(), with source positions.
+  // toml++ drops positions when a table is *copied*: move Scenarios, or configure the
+  // injectors from the Scenario load_scenario() returned.
+  toml::table table;
+  SourcePos pos;                 // where the [[fault]] table starts
+  int index = 0;                 // 0-based position among the [[fault]] tables
+  // Key path prefix for errors about this table, e.g. "fault[1]" (so "fault[1].signal").
+  std::string key_prefix() const { return "fault[" + std::to_string(index) + "]"; }
+};
+
+struct WorkloadSpec {
+  std::string name;                   // built-in workload name; empty when command is set
+  std::vector<std::string> command;   // bring-your-own rank program
+  std::string backend = "gloo";       // gloo | nccl | mpi
+  int world_size = 2;
+  int steps = 10;
+  std::string launcher = "local";     // local | mpirun
+  // [workload.args] in file order, values rendered as strings (bools as true/false).
+  std::vector<std::pair<std::string, std::string>> args;
+  std::map<std::string, std::string> env;  // [workload.env]
+};
+
+struct Timeouts {
+  double init_s = 30;
+  double collective_s = 5;
+  double progress_s = 10;
+  double heartbeat_s = 1;
+  // Per-phase limits of the harness watchdog: while any live rank is inside a checkpoint
+  // (or eval) phase, a slow save is not a hang, so the watchdog waits this long instead of
+  // progress_s. Unset: progress_s applies in that phase too.
+  std::optional<double> checkpoint_s;
+  std::optional<double> eval_s;
+};
+
+struct TriageExpect {
+  std::optional<std::string> category;
+  std::optional<std::string> cause;
+  std::optional<std::string> phase;
+  std::optional<std::string> scope;
+  std::optional<std::vector<int>> missing_ranks;
+  std::optional<int> last_good_step;
+  // liveness.<rank> = "frozen" etc.
+  std::map<int, std::string> liveness;
+};
+
+struct ExpectSpec {
+  std::optional<std::string> outcome;       // completed | hang | crash | slow
+  std::vector<std::string> detected_by;     // detector names that must fire
+  std::vector<std::string> not_detected_by; // detector names that must not fire
+  std::optional<double> detected_within_s;  // first detection <= this after the fault fired
+  std::optional<double> not_before_s;       // ...and not earlier than this
+  TriageExpect triage;
+};
+
+struct Scenario {
+  std::filesystem::path file;
+  std::string source_text;       // exact bytes of the file (copied into the run dir)
+  std::string name;              // default: file stem
+  std::string description;
+  std::string reproduces;        // text of the `# Reproduces:` header comment, if any
+  std::string expected_note;     // text of the `# Expected:` header comment, if any
+  std::vector<std::string> tags;
+  double deadline_s = 120;
+  WorkloadSpec workload;
+  Timeouts timeouts;
+  std::vector<FaultSpec> faults;
+  ExpectSpec expect;
+};
+
+struct LoadOptions {
+  std::vector<std::string> known_workloads;  // built-in workload names
+  std::vector<std::string> known_faults;     // injector registry keys
+  // Known [workload.args] keys per built-in workload with their type:
+  // "int" | "float" | "bool" | "string". Unknown args are a ConfigError.
+  std::map<std::string, std::map<std::string, std::string>> workload_args;
+};
+
+// Parses and validates one scenario file. Throws ConfigError (file:line:col, key).
+// A missing or unreadable file is a ConfigError at line 0, col 0.
+Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& opts);
+
+// ConfigError pointing at a toml node (its source region) inside `file`.
+ConfigError config_error_at(const std::string& file, const toml::node& node, const std::string& key,
+                            const std::string& msg);
+ConfigError config_error_at(const std::string& file, const toml::source_region& where,
+                            const std::string& key, const std::string& msg);
+
+}  // namespace hanglab
