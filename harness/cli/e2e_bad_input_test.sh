@@ -31,4 +31,67 @@ out=$("$hanglab" describe no_such_kind 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "describe unknown: exit $rc"
 out=$("$hanglab" frobnicate 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "unknown subcommand: exit $rc"
+echo "$out" | grep -q "unknown subcommand 'frobnicate'" || fail "unknown subcommand not named: $out"
+out=$("$hanglab" frobnicate --help 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "unknown subcommand with --help: exit $rc (printed: $out)"
+echo "$out" | grep -q "unknown subcommand 'frobnicate'" || fail "unknown subcommand with --help not named: $out"
 echo "ok: usage errors exit 2"
+
+# Usage errors the file alone cannot show: each one line naming file:line:col and key,
+# exit 2, nothing spawned, nothing written.
+expect_usage_error() {  # NAME WANT_REGEX  (scenario text on stdin)
+  local name=$1 want=$2 f="$work/$1.toml" marker="$work/spawned-$1"
+  cat > "$f"
+  out=$("$hanglab" run "$f" --results "$work/results" 2>&1); rc=$?
+  [ $rc -eq 2 ] || fail "$name: exit $rc, want 2: $out"
+  [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "$name: want exactly one line, got: $out"
+  echo "$out" | grep -Eq "$want" || fail "$name: line does not match /$want/: $out"
+  [ ! -e "$work/results" ] || fail "$name: results were written"
+  [ ! -e "$marker" ] || fail "$name: something was spawned"
+  echo "ok: $out"
+}
+expect_usage_error missing_exe "missing_exe.toml:2:12: workload.command: program 'no-such-trainer-xyz' not found on PATH" <<TOML
+[workload]
+command = ["no-such-trainer-xyz", "--touch", "$work/spawned-missing_exe"]
+world_size = 2
+TOML
+expect_usage_error missing_path "missing_path.toml:2:12: workload.command: no such file: /nonexistent/bin/train" <<TOML
+[workload]
+command = ["/nonexistent/bin/train"]
+world_size = 2
+TOML
+expect_usage_error not_exec "not_exec.toml:2:12: workload.command: not an executable file" <<TOML
+[workload]
+command = ["$work"]
+world_size = 2
+TOML
+expect_usage_error missing_script "missing_script.toml:2:[0-9]+: workload.command: bash script not found: $work/nope.sh" <<TOML
+[workload]
+command = ["bash", "$work/nope.sh", "touch", "$work/spawned-missing_script"]
+world_size = 2
+TOML
+# unreadable: only meaningful where permissions bind (not root)
+if [ "$(id -u)" -ne 0 ]; then
+  echo 'touch x' > "$work/secret.sh"; chmod 000 "$work/secret.sh"
+  expect_usage_error unreadable_script "workload.command: bash script not readable" <<TOML
+[workload]
+command = ["bash", "$work/secret.sh"]
+TOML
+fi
+expect_usage_error mpi_local "mpi_local.toml:[0-9]+:[0-9]+: workload.launcher: mpi_ddp runs several ranks only under launcher" <<TOML
+[workload]
+name = "mpi_ddp"
+backend = "mpi"
+launcher = "local"
+world_size = 3
+TOML
+# A script given with -m (a module) or -c is not a file: no false alarm; it runs.
+cat > "$work/module_ok.toml" <<TOML
+[workload]
+command = ["/bin/sh", "-c", "exit 0"]
+world_size = 1
+TOML
+out=$("$hanglab" run "$work/module_ok.toml" --results "$work/ok-results" --no-stacks 2>&1); rc=$?
+[ $rc -eq 0 ] || fail "sh -c with no [expect]: exit $rc, want 0 (observed): $out"
+echo "$out" | grep -q "^OBSERVED" || fail "no [expect] is not reported as observed: $out"
+echo "ok: sh -c runs, verdict observed"

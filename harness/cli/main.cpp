@@ -1,7 +1,8 @@
-// hanglab: the command-line entry point. Subcommands: run, triage, validate, report,
-// history, list, describe.
+// hanglab: the command-line entry point: subcommand dispatch. Subcommands: run (cli/run_cmd.cpp),
+// triage, validate, report, history, list, describe.
 // Exit codes (design): 0 all expectations met, 1 an expectation failed, 2 scenario or
 // usage error (nothing ran), 3 internal error or unknown verdict, 4 skipped, 130 interrupted.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include "report/progress.hpp"
 #include "report/report.hpp"
 #include "run/run_record.hpp"
+#include "cli/run_cmd.hpp"
 #include "report/run_report.hpp"
 #include "run/runner.hpp"
 #include "triage.hpp"
@@ -49,84 +51,6 @@ void install_interrupt_handlers() {
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGHUP, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
-}
-
-int cmd_run(const std::vector<std::string>& paths, const std::string& results, const std::string& junit, bool json_out,
-            bool no_stacks) {
-  std::vector<PreparedScenario> prepared;
-  try {
-    for (const auto& f : expand_scenario_paths(paths)) prepared.push_back(prepare_scenario(f));
-  } catch (const ConfigError& e) {
-    std::cerr << e.what() << "\n";
-    return 2;
-  }
-  install_interrupt_handlers();
-  HostInfo host = detect_host();
-  RunOptions opts;
-  opts.results_dir = results;
-  opts.capture_stacks = !no_stacks;
-  opts.interrupt_fd = g_interrupt_pipe[0];
-  std::vector<RunResult> out;
-  std::vector<Verdict> verdicts;
-  std::vector<JunitSuite> suites;
-  const size_t n = prepared.size();
-  Progress progress(n, json_out);
-  opts.on_state = progress.state_callback();
-  for (size_t i = 0; i < n && !g_interrupted; ++i) {
-    auto& ps = prepared[i];
-    progress.begin(ps.scenario.name);
-    RunResult r;
-    try {
-      r = run_and_report(ps, host, opts);
-    } catch (const std::exception& e) {
-      std::cerr << "hanglab: internal error in " << ps.scenario.name << ": " << e.what() << "\n";
-      r.scenario = ps.scenario.name;
-      r.verdict.status = "unknown";
-      r.verdict.checks.push_back({"harness", "unknown", "a finished run", "internal error", e.what()});
-    }
-    if (!json_out) progress.result(verdict_line(r));
-    verdicts.push_back(r.verdict);
-    suites.push_back(junit_suite(ps.scenario, r));
-    out.push_back(std::move(r));
-  }
-  progress.done();
-  if (!junit.empty()) write_junit_file(junit, suites);
-  // One page over the whole matrix, linking each run's report.html.
-  std::string matrix;
-  if (out.size() > 1) {
-    std::vector<MatrixEntry> entries;
-    for (const auto& r : out)
-      if (!r.run_dir.empty()) entries.push_back(matrix_entry(r.run_dir, results));
-    try {
-      write_file(fs::path(results) / "matrix.html", render_matrix_html(entries, fmt::format("hanglab matrix: {} scenarios", entries.size())));
-      matrix = (fs::path(results) / "matrix.html").string();
-    } catch (const std::exception& e) {
-      std::cerr << "hanglab: warning: matrix.html not written: " << e.what() << "\n";
-    }
-  }
-  if (json_out) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& r : out)
-      j.push_back({{"scenario", r.scenario},
-                   {"run_dir", r.run_dir.string()},
-                   {"outcome", r.facts.outcome},
-                   {"triage", {{"category", r.triage.category}, {"cause", r.triage.cause}, {"missing_ranks", r.triage.missing_ranks}}},
-                   {"duration_s", r.duration_s},
-                   {"verdict", to_json(r.verdict)}});
-    std::cout << j.dump(2) << std::endl;
-  } else {
-    if (out.size() > 1) std::cout << "\n" << summary_table(out);
-    std::cout << "run records: " << fs::absolute(results).string()
-              << (out.size() == 1 && !out[0].run_dir.empty() ? " (this run: " + out[0].run_dir.string() + ")" : "")
-              << "\n";
-    if (!junit.empty()) std::cout << "junit: " << junit << "\n";
-    if (!matrix.empty()) std::cout << "html: " << matrix << "\n";
-  }
-  if (g_interrupted) {
-    std::cerr << "hanglab: interrupted; ranks torn down, injectors reverted\n";
-    return 130;
-  }
-  return exit_code_for(verdicts);
 }
 
 // A run directory (from its trace, or --logs-only from its stdout/stderr), or plain logs.
@@ -253,15 +177,19 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "hanglab 0.1.0");
 
-  std::vector<std::string> paths;
-  std::string results = "results", junit;
-  bool json_out = false, no_stacks = false;
+  RunCommand rc;
+  std::string results = "results";
   auto* run = app.add_subcommand("run", "run scenarios (files or directories of *.toml) and check their expectations");
-  run->add_option("paths", paths, "scenario files or directories")->required();
-  run->add_option("--results", results, "where run directories go")->capture_default_str();
-  run->add_option("--junit", junit, "also write one combined JUnit XML file here");
-  run->add_flag("--json", json_out, "print the results as JSON instead of text");
-  run->add_flag("--no-stacks", no_stacks, "do not capture stacks of hung ranks");
+  run->add_option("paths", rc.paths, "scenario files or directories")->required();
+  run->add_option("--results", rc.results, "where run directories go")->capture_default_str();
+  run->add_option("--junit", rc.junit, "also write one combined JUnit XML file here");
+  run->add_flag("--json", rc.json_out, "print the results as JSON instead of text");
+  run->add_flag("--no-stacks", rc.no_stacks, "do not capture stacks of hung ranks");
+  run->add_option("-j,--jobs", rc.jobs, "runs at once (each in its own worker process); default: the number of CPUs")
+      ->check(CLI::Range(1, 256));
+  run->add_option("--repeat", rc.repeat, "run each scenario N times and report its pass rate")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
 
   std::string format = "text";
   std::vector<std::string> triage_in;
@@ -314,13 +242,29 @@ int main(int argc, char** argv) {
   auto* describe = app.add_subcommand("describe", "print a fault's or workload's keys, defaults and units");
   describe->add_option("kind", kind, "fault kind or workload name")->required();
 
+  // An unknown first word is named as such (CLI11 alone would say "A subcommand is
+  // required", or print the top-level help for `hanglab frob --help` and exit 0).
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      std::cerr << fmt::format("hanglab: unknown subcommand '{}' (expected one of: {}; see hanglab --help)\n", argv[1],
+                               fmt::join(names, ", "));
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    if (*run) return cmd_run(paths, results, junit, json_out, no_stacks);
+    if (*run) {
+      install_interrupt_handlers();
+      rc.interrupt_fd = g_interrupt_pipe[0];
+      rc.interrupted = &g_interrupted;
+      return run_command(rc);
+    }
     if (*triage) {
       if (triage_world > 0) topts.world_size = triage_world;
       return cmd_triage(triage_in, format, topts);

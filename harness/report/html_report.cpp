@@ -49,7 +49,7 @@ h1{font-size:19px;margin:0 0 4px}
 h2{font-size:14px;margin:18px 0 6px}
 .muted{color:var(--muted)}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;font-size:12px;color:#fff;vertical-align:1px}
-.b-pass{background:var(--pass)}.b-fail{background:var(--fail)}.b-unknown{background:var(--unknown)}.b-skipped{background:var(--skipped)}
+.b-pass{background:var(--pass)}.b-fail{background:var(--fail)}.b-unknown{background:var(--unknown)}.b-skipped{background:var(--skipped)}.b-observed{background:#3b6ea8}
 .chip{display:inline-block;padding:0 6px;border:1px solid var(--line);border-radius:8px;background:var(--panel);font-size:12px;margin:0 4px 2px 0}
 main{display:flex;gap:16px;padding:12px 20px;align-items:flex-start}
 #timeline-col{flex:1 1 auto;min-width:0}
@@ -903,7 +903,7 @@ std::string render_matrix_html(const std::vector<MatrixEntry>& entries, const st
                   html_escape(title) + "</title><style>" + kCss +
                   "td.spark{padding:2px 8px}</style></head><body><header><h1>" + html_escape(title) + "</h1>";
   h += fmt::format("<div>{} scenario{}: ", entries.size(), entries.size() == 1 ? "" : "s");
-  for (const char* s : {"pass", "fail", "unknown", "skipped"})
+  for (const char* s : {"pass", "observed", "fail", "unknown", "skipped"})
     if (counts[s]) h += fmt::format("{} {} &nbsp;", badge(s), counts[s]);
   h += "</div><div class=\"muted\">generated " + html_escape(iso_time(unix_now()).substr(0, 19)) +
        "Z &middot; each row links to the run's report.html</div></header><main><section id=\"timeline-col\">";

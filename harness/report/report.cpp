@@ -1,6 +1,7 @@
 #include "report/report.hpp"
 
 #include <csignal>
+#include <map>
 #include <cstring>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@ std::string verdict_line(const RunResult& res) {
   for (const auto& [d, s] : v.first_detection_s) det += fmt::format("{}{}@{:+.1f}s", det.empty() ? "" : " ", d, s);
   std::string failed;
   for (const auto& c : v.checks)
-    if (c.status != "pass") failed += fmt::format("; {} {}: want {}, got {}", c.status, c.name, c.expected, c.actual);
+    if (c.status != "pass" && c.status != "observed") failed += fmt::format("; {} {}: want {}, got {}", c.status, c.name, c.expected, c.actual);
   return fmt::format("{:<8} {:<28} outcome={:<9} triage={}/{} {:5.1f}s  {}{}", status, res.scenario,
                      res.facts.outcome.empty() ? "-" : res.facts.outcome, res.triage.category.empty() ? "-" : res.triage.category,
                      res.triage.cause.empty() ? "-" : res.triage.cause, res.duration_s, det.empty() ? "no detections" : det,
@@ -40,17 +41,58 @@ std::string verdict_line(const RunResult& res) {
 
 std::string summary_table(const std::vector<RunResult>& results) {
   std::string out = fmt::format("{:<28} {:<8} {:<10} {:<36} {:>8}\n", "scenario", "verdict", "outcome", "triage", "time_s");
-  int pass = 0, fail = 0, unknown = 0, skipped = 0;
+  int pass = 0, fail = 0, unknown = 0, skipped = 0, observed = 0;
   for (const auto& r : results) {
     out += fmt::format("{:<28} {:<8} {:<10} {:<36} {:>8.1f}\n", r.scenario, r.verdict.status,
                        r.facts.outcome.empty() ? "-" : r.facts.outcome,
                        r.triage.category.empty() ? "-" : r.triage.category + "/" + r.triage.cause, r.duration_s);
     if (r.verdict.status == "pass") ++pass;
+    else if (r.verdict.status == "observed") ++observed;
     else if (r.verdict.status == "fail") ++fail;
     else if (r.verdict.status == "skipped") ++skipped;
     else ++unknown;
   }
-  out += fmt::format("{} passed, {} failed, {} unknown, {} skipped\n", pass, fail, unknown, skipped);
+  out += fmt::format("{} passed, {} failed, {} unknown, {} skipped{}\n", pass, fail, unknown, skipped,
+                     observed ? fmt::format(", {} observed (no [expect])", observed) : "");
+  return out;
+}
+
+std::string pass_rate_table(const std::vector<RunResult>& results) {
+  struct Rate {
+    int runs = 0, passed = 0, skipped = 0;
+    std::map<std::string, int> other;  // fail / unknown -> count
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Rate> rates;
+  for (const auto& r : results) {
+    if (!rates.count(r.scenario)) order.push_back(r.scenario);
+    Rate& x = rates[r.scenario];
+    const std::string& st = r.verdict.status;
+    if (st == "skipped") {
+      ++x.skipped;
+      continue;
+    }
+    ++x.runs;
+    if (st == "pass" || st == "observed") ++x.passed;
+    else ++x.other[st.empty() ? "unknown" : st];
+  }
+  std::string out = fmt::format("{:<28} {:>9} {:>7}  {}\n", "scenario", "pass rate", "", "not passed");
+  int runs = 0, passed = 0;
+  for (const auto& name : order) {
+    const Rate& x = rates[name];
+    runs += x.runs;
+    passed += x.passed;
+    std::string others;
+    for (const auto& [st, n] : x.other) others += fmt::format("{}{} {}", others.empty() ? "" : ", ", n, st);
+    if (x.runs == 0) {
+      out += fmt::format("{:<28} {:>9} {:>7}  skipped {}x\n", name, "-", "", x.skipped);
+      continue;
+    }
+    out += fmt::format("{:<28} {:>9} {:>6.0f}%  {}{}\n", name, fmt::format("{}/{}", x.passed, x.runs),
+                       100.0 * x.passed / x.runs, others.empty() ? "-" : others,
+                       x.skipped ? fmt::format(" (+{} skipped)", x.skipped) : "");
+  }
+  out += fmt::format("pass rate: {}/{} runs = {:.1f}%\n", passed, runs, runs ? 100.0 * passed / runs : 0.0);
   return out;
 }
 

@@ -16,6 +16,10 @@ namespace hanglab {
 std::string render_run_report(const Scenario& sc, const RunResult& res);
 std::string verdict_line(const RunResult& res);
 std::string summary_table(const std::vector<RunResult>& results);
+// `run --repeat N`: per scenario (first-appearance order), how many of its runs passed
+// (pass or observed) out of those that ran (skipped runs are counted apart), the verdicts
+// that were not a pass, and the total pass rate in the last line.
+std::string pass_rate_table(const std::vector<RunResult>& results);
 JunitSuite junit_suite(const Scenario& sc, const RunResult& res);
 
 }  // namespace hanglab

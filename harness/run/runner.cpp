@@ -26,6 +26,7 @@ using nlohmann::json;
 PreparedScenario prepare_scenario(const fs::path& file) {
   PreparedScenario ps;
   ps.scenario = load_scenario(file, make_load_options());
+  check_workload_runnable(ps.scenario);
   for (const auto& f : ps.scenario.faults) {
     const InjectorInfo* info = find_injector(f.kind);
     auto inj = info->make();
@@ -113,9 +114,15 @@ class PortLease {
 };
 
 fs::path make_run_dir(const fs::path& results, const std::string& name, double t) {
+  // mkdir is the claim: runs of the same scenario in parallel (run -j, --repeat) in the
+  // same second get -2, -3, ... and never share a directory.
   fs::path base = results / name / utc_stamp(t);
+  fs::create_directories(base.parent_path());
   fs::path dir = base;
-  for (int i = 2; fs::exists(dir); ++i) dir = base.string() + "-" + std::to_string(i);
+  for (int i = 2; !fs::create_directory(dir); ++i) {
+    if (i > 10000) throw std::runtime_error("cannot create a run directory under " + base.parent_path().string());
+    dir = base.string() + "-" + std::to_string(i);
+  }
   fs::create_directories(dir / "ranks");
   return dir;
 }

@@ -1,9 +1,13 @@
 #include "run/workloads.hpp"
 
 #include <cstdlib>
+#include <sstream>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "injector.hpp"
+#include "scenario/config_error.hpp"
 
 namespace hanglab {
 
@@ -98,6 +102,102 @@ LoadOptions make_load_options() {
   }
   for (const auto& i : injector_registry()) o.known_faults.push_back(i.kind);
   return o;
+}
+
+namespace {
+
+ConfigError error_at(const SourcePos& p, const Scenario& sc, const std::string& key, const std::string& msg) {
+  return ConfigError(p.file.empty() ? sc.file.string() : p.file, p.line, p.col, key, msg);
+}
+
+// Where execvp would find `prog` with this PATH; empty when nowhere.
+std::string find_on_path(const std::string& prog, const std::string& path) {
+  std::stringstream ss(path);
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    fs::path cand = fs::path(dir.empty() ? "." : dir) / prog;
+    struct stat st{};
+    if (::stat(cand.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(cand.c_str(), X_OK) == 0) return cand.string();
+  }
+  return {};
+}
+
+// Interpreters whose first non-option argument is a script file they open.
+bool is_script_interpreter(const std::string& base) {
+  for (const char* p : {"python", "bash", "sh", "dash", "perl", "ruby", "node", "Rscript"})
+    if (base == p) return true;
+  // python3, python3.11, ...
+  return base.rfind("python", 0) == 0 && base.find_first_not_of("0123456789.", 6) == std::string::npos;
+}
+
+// Options of these interpreters that take a value as the next argument.
+bool option_takes_value(const std::string& interp, const std::string& opt) {
+  if (interp.rfind("python", 0) == 0) return opt == "-W" || opt == "-X" || opt == "-Q";
+  if (interp == "bash" || interp == "sh" || interp == "dash") return opt == "-o" || opt == "-O" || opt == "--rcfile";
+  return false;
+}
+
+}  // namespace
+
+void check_workload_runnable(const Scenario& sc) {
+  const auto& w = sc.workload;
+  if (!w.command.empty()) {
+    const std::vector<std::string> argv = workload_argv(sc);
+    auto pos = [&](size_t i) { return i < w.command_pos.size() ? w.command_pos[i] : w.table_pos; };
+    const std::string& prog = argv[0];
+    std::string path_env;
+    if (auto it = w.env.find("PATH"); it != w.env.end()) path_env = it->second;
+    else if (const char* p = std::getenv("PATH")) path_env = p;
+    std::string resolved;
+    if (prog.find('/') != std::string::npos) {
+      struct stat st{};
+      if (::stat(prog.c_str(), &st) != 0)
+        throw error_at(pos(0), sc, "workload.command", "no such file: " + prog);
+      if (!S_ISREG(st.st_mode) || ::access(prog.c_str(), X_OK) != 0)
+        throw error_at(pos(0), sc, "workload.command", "not an executable file: " + prog);
+      resolved = prog;
+    } else {
+      resolved = find_on_path(prog, path_env);
+      if (resolved.empty())
+        throw error_at(pos(0), sc, "workload.command", "program '" + prog + "' not found on PATH (" + path_env + ")");
+    }
+    const std::string base = fs::path(resolved).filename().string();
+    if (is_script_interpreter(base)) {
+      for (size_t i = 1; i < argv.size(); ++i) {
+        const std::string& a = argv[i];
+        if (a == "-m" || a == "-c" || a == "-" || a == "-e" || a == "--eval") break;  // no script file
+        if (a.size() > 1 && a[0] == '-') {
+          if (option_takes_value(base, a)) ++i;
+          continue;
+        }
+        struct stat st{};
+        if (::stat(a.c_str(), &st) != 0)
+          throw error_at(pos(i), sc, "workload.command", base + " script not found: " + a);
+        if (S_ISDIR(st.st_mode) && base.rfind("python", 0) != 0)
+          throw error_at(pos(i), sc, "workload.command", base + " script is a directory: " + a);
+        if (::access(a.c_str(), R_OK) != 0)
+          throw error_at(pos(i), sc, "workload.command", base + " script not readable: " + a);
+        break;
+      }
+    }
+  } else if (w.name == "mpi_ddp" && w.launcher == "local" && w.world_size > 1) {
+    throw error_at(w.launcher_pos, sc, "workload.launcher",
+                   "mpi_ddp runs several ranks only under launcher = \"mpirun\" (world_size is " +
+                       std::to_string(w.world_size) + "; under local each rank would be an MPI singleton)");
+  }
+  // The supervisor holds ~4 descriptors per rank (stdout/stderr pipes and logs) plus a
+  // few of its own; raise the soft limit to the hard one if that is what it takes.
+  const rlim_t need = static_cast<rlim_t>(w.world_size) * 4 + 64;
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need) {
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+      throw error_at(w.world_size_pos, sc, "workload.world_size",
+                     "world_size " + std::to_string(w.world_size) + " needs ~" + std::to_string(need) +
+                         " open files; this process may open at most " + std::to_string(rl.rlim_max) +
+                         " (ulimit -n)");
+    rl.rlim_cur = need;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
 }
 
 }  // namespace hanglab

@@ -35,4 +35,11 @@ std::vector<std::string> workload_argv(const Scenario& sc);
 // LoadOptions filled from the workload and injector registries.
 LoadOptions make_load_options();
 
+// Usage errors the file alone cannot show, checked after loading and before anything runs
+// (ConfigError, exit 2, at the key's file:line:col): a command whose program is not there
+// or not executable, a script the interpreter would not find or could not read, a topology
+// the workload cannot run (e.g. mpi_ddp with several ranks under the local launcher), a
+// world size this process cannot supervise (file descriptors).
+void check_workload_runnable(const Scenario& sc);
+
 }  // namespace hanglab

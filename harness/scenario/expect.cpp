@@ -16,6 +16,7 @@ namespace {
 constexpr const char* kPass = "pass";
 constexpr const char* kFail = "fail";
 constexpr const char* kUnknown = "unknown";
+constexpr const char* kObserved = "observed";
 
 std::string seconds(double s) { return fmt::format("{:.2f} s", s); }
 
@@ -70,8 +71,17 @@ class Checker {
                                         *tr.last_good_step == triage_.last_good_step));
     for (const auto& [rank, state] : tr.liveness) v.checks.push_back(check_liveness(rank, state));
 
-    if (v.checks.empty())
-      v.checks.push_back({"expect", kUnknown, "", "", "no expectations: the scenario has no [expect] checks"});
+    // No [expect] at all: "run it and show me what happens". The verdict is `observed`
+    // (exit 0) once the run finished with an outcome; the report says what happened.
+    if (v.checks.empty()) {
+      if (!complete()) {
+        v.checks.push_back({"expect", kUnknown, "a finished run", "", incomplete_reason()});
+      } else {
+        v.checks.push_back({"expect", kObserved, "(no [expect])", facts_.outcome, "no expectations: observed only"});
+        v.status = kObserved;
+        return v;
+      }
+    }
     v.status = kPass;
     for (const Check& c : v.checks) {
       if (c.status == kFail) v.status = kFail;
@@ -268,7 +278,7 @@ int exit_code_for(const std::vector<Verdict>& verdicts) {
   for (const Verdict& v : verdicts) {
     if (v.status == kFail) return 1;
     // Anything not recognised (including an empty status) is treated as unknown.
-    if (v.status != kPass && v.status != "skipped") any_unknown = true;
+    if (v.status != kPass && v.status != kObserved && v.status != "skipped") any_unknown = true;
     if (v.status != "skipped") all_skipped = false;
   }
   if (any_unknown) return 3;

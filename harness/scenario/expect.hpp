@@ -25,14 +25,14 @@ namespace hanglab {
 struct Check {
   std::string name;      // outcome | detected_by.<d> | not_detected_by.<d> | detected_within_s |
                          // not_before_s | triage.<field> | triage.liveness.<rank> | expect
-  std::string status;    // pass | fail | unknown
+  std::string status;    // pass | fail | unknown | observed
   std::string expected;  // human-readable, e.g. "hang", "fired", "<= 15 s after the fault"
   std::string actual;    // what the run showed, e.g. "completed", "fired at +5.21 s (rank 0)"
   std::string reason;    // why it failed or is unknown; empty on pass
 };
 
 struct Verdict {
-  std::string status;  // pass | fail | unknown | skipped
+  std::string status;  // pass | fail | unknown | skipped | observed
   std::vector<Check> checks;
   // detector -> seconds of its first firing after the first fault firing (or after launch
   // when no fault fired); negative when it fired before the fault. Every detector that
@@ -41,16 +41,17 @@ struct Verdict {
   std::string skip_reason;  // only for skipped
 };
 
-// One Check per expectation present in scenario.expect; a scenario with no expectations
-// gets a single unknown Check named "expect". Overall status: fail if any check fails,
-// else unknown if any is unknown, else pass.
+// One Check per expectation present in scenario.expect. A scenario with no expectations
+// gets status `observed` (a single Check "expect" with status observed) once the run has
+// an outcome, else unknown. Overall status: fail if any check fails, else unknown if any is
+// unknown, else pass.
 Verdict check_expectations(const Scenario& scenario, const RunFacts& facts, const TriageResult& triage);
 
 // The verdict of a scenario that was not run here (an injector's unsupported_reason).
 Verdict skipped_verdict(const std::string& reason);
 
 // Exit code for a batch of scenario verdicts: 1 if any failed; else 3 if any is unknown;
-// else 4 if all were skipped; else 0 (pass, or pass mixed with skipped). An empty batch
+// else 4 if all were skipped; else 0 (pass or observed, possibly mixed with skipped). An empty batch
 // verified nothing and gives 3.
 int exit_code_for(const std::vector<Verdict>& verdicts);
 

@@ -311,13 +311,22 @@ TEST_CASE("triage fields are compared exactly, missing_ranks as sets", "[expect]
   }
 }
 
-TEST_CASE("a scenario without expectations is unknown", "[expect]") {
+TEST_CASE("a scenario without expectations is observed once the run has an outcome", "[expect]") {
   Verdict v = check_expectations(scenario_with_fault(), hang_facts(), mismatch_triage());
-  CHECK(v.status == "unknown");
+  CHECK(v.status == "observed");
   REQUIRE(v.checks.size() == 1);
   CHECK(v.checks[0].name == "expect");
-  CHECK(v.checks[0].status == "unknown");
+  CHECK(v.checks[0].status == "observed");
+  CHECK(v.checks[0].actual == "hang");
   CHECK_THAT(v.checks[0].reason, Catch::Contains("no expectations"));
+  CHECK(exit_code_for({v}) == 0);
+
+  RunFacts torn = hang_facts();
+  torn.outcome.clear();
+  torn.teardown_reason = "error";
+  Verdict u = check_expectations(scenario_with_fault(), torn, mismatch_triage());
+  CHECK(u.status == "unknown");
+  CHECK(exit_code_for({u}) == 3);
 }
 
 TEST_CASE("overall status: fail beats unknown beats pass", "[expect]") {
@@ -350,6 +359,9 @@ TEST_CASE("exit codes for a batch of verdicts", "[expect]") {
   CHECK(exit_code_for({skipped, unknown}) == 3);
   CHECK(exit_code_for({verdict("")}) == 3);
   CHECK(exit_code_for({skipped}) == 4);
+  CHECK(exit_code_for({verdict("observed")}) == 0);
+  CHECK(exit_code_for({verdict("observed"), skipped}) == 0);
+  CHECK(exit_code_for({verdict("observed"), fail}) == 1);
   CHECK(exit_code_for({skipped, skipped}) == 4);
   CHECK(exit_code_for({}) == 3);
 }

@@ -185,6 +185,9 @@ class Loader {
   void error(const toml::node& node, const std::string& key, const std::string& msg) {
     error(node.source(), key, msg);
   }
+  SourcePos pos_of(const toml::node& node) const {
+    return SourcePos{file_, static_cast<int>(node.source().begin.line), static_cast<int>(node.source().begin.column)};
+  }
   void type_error(const toml::node& node, const std::string& key, std::string_view expected) {
     error(node, key, fmt::format("expected {}, got {}", expected, type_name(node.type())));
   }
@@ -442,13 +445,18 @@ void Loader::load_workload(const toml::table& root, WorkloadSpec& w) {
     if (auto argv = strings_at(*t, "command", "workload")) {
       if (argv->empty() || argv->front().empty())
         error(*command, "workload.command", "must name a program: a non-empty array of strings");
-      else if (!name)
+      else if (!name) {
         w.command = *argv;
+        for (const auto& el : *command) w.command_pos.push_back(pos_of(el));
+      }
     }
   }
 
   if (auto b = enum_at(*t, "backend", "workload", kBackends)) w.backend = *b;
   if (auto l = enum_at(*t, "launcher", "workload", kLaunchers)) w.launcher = *l;
+  w.table_pos = pos_of(*t);
+  w.launcher_pos = t->get("launcher") ? pos_of(*t->get("launcher")) : w.table_pos;
+  w.world_size_pos = t->get("world_size") ? pos_of(*t->get("world_size")) : w.table_pos;
   if (t->get("world_size")) {
     world_size_ = int_at(*t, "world_size", "workload", 1, kMaxWorldSize);
     if (world_size_) w.world_size = *world_size_;

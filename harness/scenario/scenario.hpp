@@ -48,6 +48,10 @@ struct WorkloadSpec {
   // [workload.args] in file order, values rendered as strings (bools as true/false).
   std::vector<std::pair<std::string, std::string>> args;
   std::map<std::string, std::string> env;  // [workload.env]
+  // Where the keys were written, for the checks made after loading (an executable that is
+  // not there, a topology the workload cannot run): command_pos[i] is command's element i.
+  std::vector<SourcePos> command_pos;
+  SourcePos table_pos, world_size_pos, launcher_pos;
 };
 
 struct Timeouts {
