@@ -45,3 +45,16 @@ if(HANGLAB_BUILD_TESTS)
            COMMAND log_triage_agree $<TARGET_FILE:hanglab> ${PROJECT_BINARY_DIR}/test-results)
   set_tests_properties(e2e.log_triage_agrees PROPERTIES LABELS "e2e" DEPENDS "${_triage_after}" TIMEOUT 300)
 endif()
+
+# triage_corpus: the score on the real incident corpus (harness/testdata/reallogs/<case>/:
+# verbatim logs from public threads, source.md, expected.json from the thread's conclusion).
+# The CTest test fails when the score drops below reallogs/BASELINE.json or any case crashes.
+if(HANGLAB_BUILD_TESTS)
+  add_executable(triage_corpus ${CMAKE_CURRENT_SOURCE_DIR}/triage_corpus.cpp)
+  target_link_libraries(triage_corpus PRIVATE hanglab_triage)
+  set(_reallogs ${CMAKE_CURRENT_SOURCE_DIR}/testdata/reallogs)
+  if(EXISTS ${_reallogs}/BASELINE.json)
+    add_test(NAME triage_corpus COMMAND triage_corpus ${_reallogs} --baseline ${_reallogs}/BASELINE.json)
+    set_tests_properties(triage_corpus PROPERTIES LABELS "triage" TIMEOUT 300)
+  endif()
+endif()
