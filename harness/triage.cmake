@@ -58,3 +58,23 @@ if(HANGLAB_BUILD_TESTS)
     set_tests_properties(triage_corpus PROPERTIES LABELS "triage" TIMEOUT 300)
   endif()
 endif()
+
+# triage_fuzz: libFuzzer over the log reader and analyzer (-DHANGLAB_FUZZ=ON with clang;
+# ci/fuzz.sh builds it into build-fuzz/ and runs it for a bounded time).
+option(HANGLAB_FUZZ "Build the libFuzzer target triage_fuzz (clang only)" OFF)
+if(HANGLAB_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "HANGLAB_FUZZ needs clang (CMAKE_CXX_COMPILER=clang++)")
+  endif()
+  set(_fuzz_flags -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  add_library(hanglab_triage_fuzz STATIC
+    ${CMAKE_CURRENT_SOURCE_DIR}/triage_input.cpp ${CMAKE_CURRENT_SOURCE_DIR}/triage.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/triage_text.cpp ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_parse.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/triage_logs.cpp ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_analyze.cpp)
+  target_compile_options(hanglab_triage_fuzz PRIVATE ${_fuzz_flags})
+  target_link_libraries(hanglab_triage_fuzz PUBLIC hanglab_headers Threads::Threads)
+  add_executable(triage_fuzz ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/triage_fuzz.cpp)
+  target_compile_options(triage_fuzz PRIVATE ${_fuzz_flags})
+  target_link_options(triage_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(triage_fuzz PRIVATE hanglab_triage_fuzz)
+endif()

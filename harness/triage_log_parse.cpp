@@ -72,12 +72,13 @@ size_t read_int(sv s, size_t p, long long* v) {
     ++p;
   }
   if (p >= s.size() || !dig(s[p])) return npos;
+  // Saturates at 10^18 - 1 (no overflow on a 40-digit "number" in a corrupted line) and
+  // consumes every digit, so the rest of the line is parsed from where the number ends.
   long long x = 0;
-  int n = 0;
-  while (p < s.size() && dig(s[p]) && n < 19) {
-    x = x * 10 + (s[p] - '0');
+  constexpr long long kMax = 999999999999999999LL;
+  while (p < s.size() && dig(s[p])) {
+    x = x > kMax / 10 ? kMax : std::min(kMax, x * 10 + (s[p] - '0'));
     ++p;
-    ++n;
   }
   *v = neg ? -x : x;
   return p;
@@ -1612,7 +1613,7 @@ int rank_from_path(std::string_view rel_path, bool kubeflow_master) {
       }
     }
     // hanglab run directories: ranks/<r>/stdout.log
-    if (all_digits(name) && i > 0 && parts[i - 1] == "ranks") return std::stoi(std::string(name));
+    if (all_digits(name) && name.size() <= 7 && i > 0 && parts[i - 1] == "ranks") return std::stoi(std::string(name));
     struct Tok {
       const char* word;
       int kind;  // 0 rank, 1 worker, 2 master

@@ -1,0 +1,70 @@
+// libFuzzer target over plain-log triage: the log reader (triage_logs.cpp, line parser
+// triage_log_parse.cpp) and the analyzer (triage_log_analyze.cpp), end to end.
+//
+// The input is split into up to four log files at each line "=====" (so the fuzzer can
+// build multi-rank incidents): rank-0.log, rank-1.log, ... or, for the odd-numbered
+// inputs' first byte, one combined train.log. Any answer or a std::exception is fine; a
+// signal (ASan/UBSan report, abort, segfault) or a hang is a bug.
+//
+// Built by ci/fuzz.sh with clang (-fsanitize=fuzzer,address,undefined) into build-fuzz/;
+// seeded from harness/testdata/logs and harness/testdata/reallogs.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <unistd.h>
+#include <vector>
+
+#include "triage.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path& work_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("hanglab-fuzz-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view in(reinterpret_cast<const char*>(data), size);
+  std::vector<std::string_view> parts;
+  const bool combined = size > 0 && (data[0] & 1);
+  if (combined) {
+    parts.push_back(in);
+  } else {
+    size_t start = 0;
+    while (parts.size() < 3) {
+      size_t at = in.find("\n=====\n", start);
+      if (at == std::string_view::npos) break;
+      parts.push_back(in.substr(start, at - start));
+      start = at + 7;
+    }
+    parts.push_back(in.substr(start));
+  }
+  const fs::path& dir = work_dir();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) fs::remove(e.path(), ec);
+  std::vector<fs::path> files;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    fs::path f = dir / (combined ? std::string("train.log") : "rank-" + std::to_string(i) + ".log");
+    std::ofstream(f, std::ios::binary).write(parts[i].data(), static_cast<std::streamsize>(parts[i].size()));
+    files.push_back(f);
+  }
+  try {
+    hanglab::TriageResult r = hanglab::triage_logs(files);
+    (void)hanglab::to_json(r).dump();
+    (void)hanglab::render_text(r);
+  } catch (const std::exception&) {
+    // a clear error is an acceptable answer
+  }
+  return 0;
+}
