@@ -1259,7 +1259,10 @@ class LogAnalyzer {
       if (e.kind != LogKind::kCollMismatch) continue;
       if (!first) first = &e;
       if (e.word == "fingerprint") {
-        for (int r : e.ranks) ++named[r];
+        // A fingerprint line may name ranks beyond the world this corpus shows (a subgroup,
+        // a truncated or garbled paste): only ranks of the timeline can be culprits here.
+        for (int r : e.ranks)
+          if (valid_rank(r)) ++named[r];
       } else if (valid_rank(e.rank)) {
         sized.push_back(&e);
       }
@@ -1290,6 +1293,7 @@ class LogAnalyzer {
       if (!reporters.empty() && reporters.size() * 2 < static_cast<size_t>(std::max(world_, 1)))
         odd.assign(reporters.begin(), reporters.end());
     }
+    odd.erase(std::remove_if(odd.begin(), odd.end(), [&](int r) { return !valid_rank(r); }), odd.end());
     if (odd.empty()) return false;
     r_.category = "collective_mismatch";
     r_.cause = "mismatched_collective";
