@@ -21,6 +21,7 @@
 #include "run/run_record.hpp"
 #include "report/run_report.hpp"
 #include "run/runner.hpp"
+#include "run/state.hpp"
 #include "triage.hpp"
 #include "util.hpp"
 #include "validate/validate_run.hpp"
@@ -60,6 +61,7 @@ int cmd_run(const std::vector<std::string>& paths, const std::string& results, c
     std::cerr << e.what() << "\n";
     return 2;
   }
+  sweep_dead_runs(&std::cerr);  // what a killed hanglab left, before we add our own
   install_interrupt_handlers();
   HostInfo host = detect_host();
   RunOptions opts;
@@ -146,6 +148,7 @@ int cmd_triage(const std::vector<std::string>& paths, const std::string& format,
 }
 
 int cmd_validate(ValidateOptions o) {
+  sweep_dead_runs(&std::cerr);
   install_interrupt_handlers();
   o.interrupt_fd = g_interrupt_pipe[0];
   o.interrupted = &g_interrupted;
@@ -314,6 +317,9 @@ int main(int argc, char** argv) {
   auto* describe = app.add_subcommand("describe", "print a fault's or workload's keys, defaults and units");
   describe->add_option("kind", kind, "fault kind or workload name")->required();
 
+  auto* clean = app.add_subcommand(
+      "clean", "revert what killed hanglab runs left (processes, mounts, cgroups); exit 1 if something could not be");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -336,6 +342,13 @@ int main(int argc, char** argv) {
     if (*history) return cmd_history(results, hist_scenario, hist_last, hist_strict);
     if (*list) return cmd_list();
     if (*describe) return cmd_describe(kind);
+    if (*clean) {
+      auto swept = sweep_dead_runs(&std::cerr);
+      if (swept.empty()) std::cerr << "hanglab: nothing to clean (no dead run in " << state_dir().string() << ")\n";
+      for (const auto& r : swept)
+        if (!r.problems.empty()) return 1;
+      return 0;
+    }
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\n";
     return 2;
