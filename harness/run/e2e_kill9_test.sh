@@ -22,7 +22,7 @@ ours() {
   local e p
   for e in /proc/[0-9]*/environ; do
     p=${e#/proc/}; p=${p%/environ}
-    tr '\0' '\n' < "$e" 2>/dev/null | grep -q "^HANGLAB_RUN_DIR=$work/" && echo "$p"
+    { tr '\0' '\n' < "$e"; } 2>/dev/null | grep -q "^HANGLAB_RUN_DIR=$work/" && echo "$p"
   done
   [ -n "${1:-}" ] && pgrep -P "$1"
 }
@@ -64,6 +64,26 @@ scenario port_in_use 'kind = "port_in_use"' 'ranks = [0]'
 scenario wrong_master_addr 'kind = "wrong_master_addr"' 'ranks = [1]'
 scenario late_joiner 'kind = "late_joiner"' 'ranks = [1]' 'delay_s = 50'
 
+# A bring-your-own rank whose children do not die with it (no parent-death signal, and
+# SIGHUP ignored, so the kernel's SIGHUP+SIGCONT to a stopped orphaned process group does
+# not end them either): they stay behind after the kill -9 (2 ranks x 2 sleeps).
+cat > "$work/freeze_rank_byo.toml" <<'TOML'
+# Reproduces: freeze_rank on a rank program whose children outlive it.
+# Expected: killed by the test.
+[scenario]
+name = "freeze_rank_byo"
+deadline_s = 120
+[workload]
+command = ["sh", "-c", "trap '' HUP; sleep 100 & sleep 100; wait"]
+world_size = 2
+[timeouts]
+progress_s = 60
+[[fault]]
+kind = "freeze_rank"
+ranks = [0, 1]
+at_s = 1
+TOML
+
 # The "next start" by `hanglab run`: a one-rank command that exits at once.
 cat > "$work/next.toml" <<'TOML'
 # Reproduces: nothing; the next hanglab start after a kill -9.
@@ -73,10 +93,13 @@ deadline_s = 30
 [workload]
 command = ["true"]
 world_size = 1
+[expect]
+outcome = "completed"
 TOML
 
 ran=0 i=0
-for name in throttle_cpu oom_rank freeze_rank slow_storage tiny_shm disk_full port_in_use wrong_master_addr late_joiner; do
+for name in throttle_cpu oom_rank freeze_rank slow_storage tiny_shm disk_full port_in_use wrong_master_addr late_joiner \
+  freeze_rank_byo; do
   i=$((i + 1))
   "$hanglab" run "$work/$name.toml" --results "$work/results" --no-stacks > "$work/$name.out" 2>&1 &
   hl=$!
@@ -98,7 +121,8 @@ for name in throttle_cpu oom_rank freeze_rank slow_storage tiny_shm disk_full po
   for p in $(ours $hl | sort -u); do
     id=$(ident "$p"); [ -n "$id" ] && procs+=" $p:$id"
     for n in $(ns_of "$p"); do
-      [ "$n" != "$(readlink /proc/1/ns/${n%%:*})" ] && nss+=" $n"
+      # Namespaces other than the test's own (where hanglab runs) are the run's.
+      [ "$n" != "$(readlink /proc/$$/ns/${n%%:*})" ] && nss+=" $n"
     done
   done
   nss=$(printf '%s\n' $nss | sort -u)
@@ -127,6 +151,11 @@ for name in throttle_cpu oom_rank freeze_rank slow_storage tiny_shm disk_full po
   line=$(grep "^hanglab: swept what dead run $hl " "$work/$name.next")
   [ "$(printf '%s\n' "$line" | grep -c .)" -eq 1 ] || fail "$name: want one sweep line for run $hl: $(cat "$work/$name.next")"
   grep -q "NOT reverted" <<< "$line" && fail "$name: $line"
+  # What is known to stay behind without the sweep must be what it reports.
+  case $name in
+    throttle_cpu|oom_rank) grep -q "left: 1 cgroup" <<< "$line" || fail "$name: want 1 cgroup swept: $line" ;;
+    freeze_rank_byo) grep -q "left: 4 processes$" <<< "$line" || fail "$name: want 4 processes swept: $line" ;;
+  esac
 
   # 0 processes: none of the run's processes (pid + start time) lives.
   for ps in $procs; do

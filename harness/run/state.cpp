@@ -36,6 +36,7 @@ namespace {
 
 constexpr long kCgroup2Magic = 0x63677270;  // CGROUP2_SUPER_MAGIC
 constexpr long kCgroupMagic = 0x27e0eb;     // CGROUP_SUPER_MAGIC (v1)
+constexpr unsigned long kPfExiting = 0x4;   // PF_EXITING in /proc/PID/stat `flags`
 
 [[noreturn]] void fail_errno(const std::string& call, const std::string& context) { throw_system_error(call, context); }
 
@@ -69,6 +70,7 @@ struct Proc {
   char state = 0;
   pid_t pgid = 0;
   unsigned long long start = 0;
+  bool exiting = false;  // already dying (e.g. of its parent-death signal)
 };
 
 Proc read_proc(pid_t pid) {
@@ -85,6 +87,7 @@ Proc read_proc(pid_t pid) {
   p.pid = pid;
   p.state = f[0].empty() ? 0 : f[0][0];
   p.pgid = static_cast<pid_t>(std::atol(f[2].c_str()));
+  p.exiting = (std::strtoul(f[6].c_str(), nullptr, 10) & kPfExiting) != 0;
   p.start = std::strtoull(f[19].c_str(), nullptr, 10);
   return p;
 }
@@ -226,9 +229,15 @@ namespace {
 
 // Kills what one dead run left; fills `r`. `entries` in the order they were written.
 void revert_entries(const std::vector<json>& entries, const std::set<int>& released, SweepResult& r) {
-  std::set<pid_t> killed;
+  // `killed`: what still ran and was killed here (what the run "left"); `dying`: what was
+  // exiting already (a parent-death signal at work), only waited for.
+  std::set<pid_t> killed, dying;
   auto kill_one = [&](const Proc& p) {
-    if (!running(p) || p.pid == ::getpid()) return;
+    if (!running(p) || p.pid == ::getpid() || killed.count(p.pid) || dying.count(p.pid)) return;
+    if (p.exiting) {
+      dying.insert(p.pid);
+      return;
+    }
     if (::kill(p.pid, SIGKILL) == 0) killed.insert(p.pid);
   };
   std::vector<Proc> procs = all_procs();
@@ -314,7 +323,9 @@ void revert_entries(const std::vector<json>& entries, const std::set<int>& relea
   // SIGKILL is final but not instant (a task in the kernel finishes its call first): wait,
   // bounded, so "0 processes left" holds when the sweep returns.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (pid_t pid : killed) {
+  std::set<pid_t> all = killed;
+  all.insert(dying.begin(), dying.end());
+  for (pid_t pid : all) {
     while (running(read_proc(pid)) && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (running(read_proc(pid))) r.problems.push_back(fmt::format("pid {} survived SIGKILL for 5 s", pid));
