@@ -89,6 +89,14 @@ Proc read_proc(pid_t pid) {
   p.pgid = static_cast<pid_t>(std::atol(f[2].c_str()));
   p.exiting = (std::strtoul(f[6].c_str(), nullptr, 10) & kPfExiting) != 0;
   p.start = std::strtoull(f[19].c_str(), nullptr, 10);
+  if (!p.exiting) {
+    // A SIGKILL already pending (a parent-death signal the task has not run to act on
+    // yet: it may be stopped, or throttled by its cgroup) is as good as exiting.
+    std::ifstream st("/proc/" + std::to_string(pid) + "/status");
+    for (std::string l; std::getline(st, l);)
+      if (l.rfind("SigPnd:", 0) == 0 || l.rfind("ShdPnd:", 0) == 0)
+        p.exiting = p.exiting || (std::strtoull(l.c_str() + 7, nullptr, 16) & (1ULL << (SIGKILL - 1))) != 0;
+  }
   return p;
 }
 
