@@ -137,7 +137,7 @@ for name in throttle_cpu oom_rank freeze_rank slow_storage tiny_shm disk_full po
   kill -9 $hl
   wait $hl 2>/dev/null
   ls "$HANGLAB_STATE_DIR"/$hl-*.jsonl > /dev/null 2>&1 || fail "$name: no state file left by the killed run"
-  left_cg=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "hanglab-$hl-*" 2>/dev/null | wc -l)
+  left_cg=$(find /sys/fs/cgroup -maxdepth 8 -type d -name "hanglab-$hl-*" 2>/dev/null | wc -l)
 
   # The next start sweeps: `hanglab clean` and `hanglab run` take turns.
   if [ $((i % 2)) -eq 1 ]; then
@@ -172,7 +172,7 @@ for name in throttle_cpu oom_rank freeze_rank slow_storage tiny_shm disk_full po
   # 0 mounts: nothing mounted under the test's directory.
   grep -q " $work/" /proc/self/mountinfo && fail "$name: still mounted: $(grep " $work/" /proc/self/mountinfo)"
   # 0 cgroups: no group named after the killed hanglab.
-  cg=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "hanglab-$hl-*" 2>/dev/null)
+  cg=$(find /sys/fs/cgroup -maxdepth 8 -type d -name "hanglab-$hl-*" 2>/dev/null)
   [ -z "$cg" ] || fail "$name: cgroups left: $cg"
   [ -z "$(ls "$HANGLAB_STATE_DIR"/*.jsonl 2>/dev/null)" ] || fail "$name: state files left: $(ls "$HANGLAB_STATE_DIR")"
   echo "ok: $name (kill -9 after the fault fired; $left_cg cgroup(s) left before the sweep; next start: $how): $line"

@@ -288,3 +288,29 @@ TEST_CASE("the sweep kills what is left in a recorded hanglab cgroup and removes
   CHECK(dies(inside));
   CHECK_FALSE(g.exists());
 }
+
+TEST_CASE("an OwnedCgroup made with a run state is recorded before mkdir and released by remove") {
+  std::string why;
+  auto m = find_cgroup_mount("cpu", why);
+  if (!m) {
+    WARN("skipping: no cpu cgroup: " << why);
+    return;
+  }
+  const std::string parent = cgroup_path_of(0, *m);
+  if (parent.empty() || !cgroup_parent_problem(*m, parent).empty()) {
+    WARN("skipping: the cpu cgroup is not writable here");
+    return;
+  }
+  StateDir d;
+  auto st = RunState::create("unit", d.dir / "run");
+  OwnedCgroup g(*m, parent, new_cgroup_name(0));
+  g.create("state_test", st.get());
+  std::ifstream in(st->path());
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str().find(R"("op":"cgroup")") != std::string::npos);
+  CHECK(text.str().find(g.dir().string()) != std::string::npos);
+  CHECK(g.remove().empty());
+  st->close();
+  CHECK_FALSE(fs::exists(st->path()));  // nothing left unreleased: the file goes
+}
