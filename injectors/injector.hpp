@@ -33,6 +33,8 @@
 
 namespace hanglab {
 
+class RunState;  // run/state.hpp
+
 // Facts about this host that decide whether a fault can be injected here.
 struct HostInfo {
   bool is_root = false;
@@ -84,6 +86,17 @@ class Injector {
   // Returns a non-empty detail when it acted (logged to harness.jsonl as `fault_tick`).
   virtual std::string tick(Job& /*job*/, double /*since_fire_s*/) { return {}; }
   virtual void revert(Job& /*job*/) {}
+
+  // The run's state file (run/state.hpp), set by the runner before prepare_rank; null
+  // where no run owns the injector (unit tests). Whatever an injector creates outside the
+  // ranks' own processes (a cgroup, a mount, a helper process) is written there *before*
+  // it is created and marked released by revert(), so that the next hanglab can undo it
+  // when this one is killed with SIGKILL.
+  void attach_state(RunState* state) { state_ = state; }
+  RunState* state() const { return state_; }
+
+ private:
+  RunState* state_ = nullptr;
 };
 
 struct InjectorInfo {

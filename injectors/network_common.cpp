@@ -18,6 +18,8 @@
 
 #include <algorithm>
 
+#include "run/state.hpp"
+
 namespace hanglab {
 
 bool is_targeted(const std::vector<int>& ranks, int rank) {
@@ -109,7 +111,7 @@ int hold_port(int port, const char** what) {
 
 }  // namespace
 
-void PortHolder::start(int port) {
+void PortHolder::start(int port, RunState* state) {
   stop();
   int ready[2];
   if (::pipe2(ready, O_CLOEXEC) != 0)
@@ -122,7 +124,12 @@ void PortHolder::start(int port) {
     ::close(ready[1]);
     throw std::runtime_error(std::string("port holder: fork failed: ") + std::strerror(err));
   }
-  if (pid > 0) register_helper_process(pid);
+  if (pid > 0) {
+    register_helper_process(pid);
+    ::setpgid(pid, pid);  // as the child does: the record below names its group
+    // Recorded before anything can fail or wait: the holder is ours from here on.
+    if (state) state_ = state, state_id_ = state->process(pid, "port holder for port " + std::to_string(port));
+  }
   if (pid == 0) {
     // Its own process group: Ctrl-C on the terminal reaches only hanglab, which then
     // reverts in order. Dies with hanglab even if revert never runs.
@@ -161,6 +168,7 @@ void PortHolder::start(int port) {
   if (n != static_cast<ssize_t>(sizeof buf) || err != 0) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
+    if (state_) state_->released(state_id_), state_ = nullptr;
     std::string what(buf + 2 * sizeof(int));
     throw std::runtime_error("port holder: " + (n == static_cast<ssize_t>(sizeof buf) ? what : std::string("child")) +
                              " on port " + std::to_string(port) + " failed: " +
@@ -181,6 +189,7 @@ void PortHolder::stop() {
     while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
     }
   }
+  if (state_) state_->released(state_id_), state_ = nullptr;
   pid_ = 0;
 }
 

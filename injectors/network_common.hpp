@@ -15,6 +15,8 @@
 
 namespace hanglab {
 
+class RunState;  // run/state.hpp
+
 bool is_targeted(const std::vector<int>& ranks, int rank);
 
 // Absolute path of `tool` found in $PATH, or "" when it is not there.
@@ -56,7 +58,8 @@ class PortHolder {
 
   // Forks the holder and returns once it listens. Throws std::runtime_error with the
   // failing call and errno when it cannot bind (the port is taken already) or listen.
-  void start(int port);
+  // With a run state the holder is recorded there at once, and released by stop().
+  void start(int port, RunState* state = nullptr);
   // SIGKILLs and reaps the holder if it is still ours; idempotent. Safe after someone
   // else (the supervisor's waitpid(-1)) reaped it: then it only forgets the pid.
   void stop();
@@ -67,6 +70,8 @@ class PortHolder {
  private:
   pid_t pid_ = 0;
   int port_ = 0;
+  RunState* state_ = nullptr;
+  int state_id_ = 0;
 };
 
 }  // namespace hanglab

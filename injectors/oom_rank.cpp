@@ -243,7 +243,7 @@ class OomRank : public HookInjector {
     if (std::string p = cgroup_parent_problem(*mount, parent); !p.empty())
       throw std::runtime_error(ctx + ": " + kNeeds + ": " + p);
     OwnedCgroup cg(*mount, parent, new_cgroup_name(rank));
-    cg.create(ctx);
+    cg.create(ctx, state());
     try {
       const std::string bytes = std::to_string(limit_mb_ * 1024 * 1024);
       if (mount->v2) {

@@ -28,7 +28,7 @@ class PortInUse : public Injector {
     // Without a MASTER_PORT (a launch spec not made by the runner) there is no port to
     // take; fire() says so in harness.jsonl rather than failing the run.
     if (!spec.env.count("MASTER_PORT")) return;
-    holder_.start(env_int_of(spec, "MASTER_PORT"));
+    holder_.start(env_int_of(spec, "MASTER_PORT"), state());
   }
 
   std::string fire(Job&) override {

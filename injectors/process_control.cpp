@@ -14,6 +14,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "run/state.hpp"
 #include "util.hpp"
 
 namespace hanglab {
@@ -177,7 +178,11 @@ OwnedCgroup::OwnedCgroup(CgroupMount mount, std::string parent_rel, std::string 
   dir_ = parent_dir_ / name_;
 }
 
-void OwnedCgroup::create(const std::string& context) {
+void OwnedCgroup::create(const std::string& context, RunState* state) {
+  if (state) {
+    state_ = state;
+    state_id_ = state->cgroup(dir_);
+  }
   if (::mkdir(dir_.c_str(), 0755) != 0) throw_system_error("mkdir(" + dir_.string() + ")", context);
 }
 
@@ -219,7 +224,10 @@ std::string OwnedCgroup::remove(double timeout_s) {
   const char* list_file = mount_.v2 ? "cgroup.procs" : "tasks";
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   for (;;) {
-    if (!exists()) return {};
+    if (!exists()) {
+      if (state_) state_->released(state_id_), state_ = nullptr;
+      return {};
+    }
     std::string move_problem;
     for (const auto& id : read_lines(dir_ / list_file)) {
       int e = write_value(parent_dir_ / list_file, id);
@@ -227,7 +235,10 @@ std::string OwnedCgroup::remove(double timeout_s) {
         move_problem = "moving task " + id + " back to " + parent_dir_.string() + ": " + std::strerror(e) + " (errno " +
                        std::to_string(e) + ")";
     }
-    if (::rmdir(dir_.c_str()) == 0 || errno == ENOENT) return {};
+    if (::rmdir(dir_.c_str()) == 0 || errno == ENOENT) {
+      if (state_) state_->released(state_id_), state_ = nullptr;
+      return {};
+    }
     int e = errno;
     // EBUSY while a task that just exited is still being detached: retry briefly.
     if (e != EBUSY || std::chrono::steady_clock::now() > deadline)

@@ -19,6 +19,8 @@
 
 namespace hanglab {
 
+class RunState;  // run/state.hpp
+
 // ---- processes ----
 
 // Field 22 of /proc/PID/stat (start time in clock ticks since boot); 0 when gone.
@@ -75,8 +77,9 @@ class OwnedCgroup {
   OwnedCgroup(OwnedCgroup&&) = default;
   OwnedCgroup& operator=(OwnedCgroup&&) = default;
 
-  // mkdir(2); throws "<context>: mkdir(<dir>) failed: <errno text> (errno N)".
-  void create(const std::string& context);
+  // mkdir(2); throws "<context>: mkdir(<dir>) failed: <errno text> (errno N)". With a
+  // run state the directory is recorded there first, and released by remove().
+  void create(const std::string& context, RunState* state = nullptr);
   bool exists() const;
   const std::filesystem::path& dir() const { return dir_; }
   const std::filesystem::path& parent_dir() const { return parent_dir_; }
@@ -105,6 +108,8 @@ class OwnedCgroup {
   std::string name_;
   std::filesystem::path parent_dir_;
   std::filesystem::path dir_;
+  RunState* state_ = nullptr;
+  int state_id_ = 0;
 };
 
 }  // namespace hanglab

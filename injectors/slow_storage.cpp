@@ -39,6 +39,7 @@
 #include <fmt/format.h>
 
 #include "hook_injector.hpp"
+#include "run/state.hpp"
 #include "storage_common.hpp"
 
 #ifndef HANGLAB_SLOWFS_BIN
@@ -218,6 +219,7 @@ class SlowStorage : public Injector {
     bool reaped = false;
     std::streamoff log_offset = 0;
     int errors_reported = 0;
+    int mount_id = 0, proc_id = 0;  // entries in the run state (0 = none)
     // Still running and still our child: the supervisor's waitpid(-1) runs on this same
     // thread, so nobody reaps it between this check and a kill.
     bool alive() {
@@ -267,12 +269,15 @@ class SlowStorage : public Injector {
     cargv.push_back(nullptr);
     char env_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     char* envp[] = {env_path, nullptr};
+    // The mount is written down before the daemon can make it; the daemon right after fork.
+    if (state()) m.mount_id = state()->mount(dir, kFsType);
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
       const int err = errno;
       ::close(ready[0]);
       ::close(ready[1]);
+      if (state()) state()->released(m.mount_id);
       throw std::runtime_error(std::string("slow_storage: fork: ") + std::strerror(err));
     }
     if (pid == 0) {
@@ -301,6 +306,7 @@ class SlowStorage : public Injector {
     }
     ::setpgid(pid, pid);
     register_helper_process(pid);
+    if (state()) m.proc_id = state()->process(pid, "hanglab_slowfs on " + dir);
     ::close(ready[1]);
     m.pid = pid;
     std::string answer;
@@ -362,6 +368,10 @@ class SlowStorage : public Injector {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
+    }
+    if (state()) {
+      if (m.proc_id) state()->released(m.proc_id), m.proc_id = 0;
+      if (m.mount_id && problem.empty()) state()->released(m.mount_id), m.mount_id = 0;
     }
     return problem;
   }

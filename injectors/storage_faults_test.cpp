@@ -445,7 +445,9 @@ TEST_CASE("after Ctrl-C or SIGKILL of hanglab no slowfs mount or process is left
   for (int sig : {SIGINT, SIGKILL}) {
     INFO("signal " << sig);
     const std::string results = work + "/results-" + std::to_string(sig);
-    const pid_t pid = spawn({hanglab, "run", scenario, "--results", results, "--no-stacks"}, {}, -1);
+    // Its own state directory: what the SIGKILLed run leaves there is swept below.
+    const std::map<std::string, std::string> env = {{"HANGLAB_STATE_DIR", work + "/state"}};
+    const pid_t pid = spawn({hanglab, "run", scenario, "--results", results, "--no-stacks"}, env, -1);
     // Wait until the stall holds rank 0 inside its save.
     bool stalled = false;
     for (int i = 0; i < 600 && !stalled; ++i) {
@@ -472,5 +474,11 @@ TEST_CASE("after Ctrl-C or SIGKILL of hanglab no slowfs mount or process is left
     }
     CHECK_FALSE(slowfs_mounted_under(results));
     CHECK(processes_mentioning(results).empty());
+    // The killed run's state file is left for the next start; `hanglab clean` sweeps it.
+    const pid_t sweeper = spawn({hanglab, "clean"}, env, -1);
+    ::waitpid(sweeper, &st, 0);
+    CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 0));
+    std::error_code ec;
+    CHECK(fs::is_empty(work + "/state", ec));
   }
 }

@@ -139,7 +139,7 @@ class ThrottleCpu : public Injector {
     }
     OwnedCgroup g(*mount, origin, new_cgroup_name(t.leader.rank));
     try {
-      g.create(ctx);
+      g.create(ctx, state());
     } catch (const std::exception& e) {
       why = e.what();
       return {};

@@ -23,6 +23,7 @@
 #include "cli/run_cmd.hpp"
 #include "report/run_report.hpp"
 #include "run/runner.hpp"
+#include "run/state.hpp"
 #include "triage.hpp"
 #include "util.hpp"
 #include "validate/validate_run.hpp"
@@ -70,6 +71,7 @@ int cmd_triage(const std::vector<std::string>& paths, const std::string& format,
 }
 
 int cmd_validate(ValidateOptions o) {
+  sweep_dead_runs(&std::cerr);
   install_interrupt_handlers();
   o.interrupt_fd = g_interrupt_pipe[0];
   o.interrupted = &g_interrupted;
@@ -242,6 +244,9 @@ int main(int argc, char** argv) {
   auto* describe = app.add_subcommand("describe", "print a fault's or workload's keys, defaults and units");
   describe->add_option("kind", kind, "fault kind or workload name")->required();
 
+  auto* clean = app.add_subcommand(
+      "clean", "revert what killed hanglab runs left (processes, mounts, cgroups); exit 1 if something could not be");
+
   // An unknown first word is named as such (CLI11 alone would say "A subcommand is
   // required", or print the top-level help for `hanglab frob --help` and exit 0).
   if (argc > 1 && argv[1][0] != '-') {
@@ -280,6 +285,13 @@ int main(int argc, char** argv) {
     if (*history) return cmd_history(results, hist_scenario, hist_last, hist_strict);
     if (*list) return cmd_list();
     if (*describe) return cmd_describe(kind);
+    if (*clean) {
+      auto swept = sweep_dead_runs(&std::cerr);
+      if (swept.empty()) std::cerr << "hanglab: nothing to clean (no dead run in " << state_dir().string() << ")\n";
+      for (const auto& r : swept)
+        if (!r.problems.empty()) return 1;
+      return 0;
+    }
   } catch (const ConfigError& e) {
     std::cerr << e.what() << "\n";
     return 2;

@@ -35,6 +35,7 @@
 #include "report/run_report.hpp"
 #include "run/run_record.hpp"
 #include "run/runner.hpp"
+#include "run/state.hpp"
 #include "scenario/config_error.hpp"
 #include "util.hpp"
 
@@ -122,6 +123,7 @@ int run_command(const RunCommand& cmd) {
     std::cerr << e.what() << "\n";
     return 2;
   }
+  sweep_dead_runs(&std::cerr);  // what a killed hanglab left, before we add our own
   const int repeat = std::max(1, cmd.repeat);
   int jobs_n = cmd.jobs > 0 ? cmd.jobs : static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
   std::vector<MatrixJob> jobs;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "run/run_record.hpp"
+#include "run/state.hpp"
 #include "run/launchers/launchers.hpp"
 #include "run/supervisor.hpp"
 #include "util.hpp"
@@ -200,6 +201,12 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
       bool alive(int) const override { return false; }
       std::string run_dir() const override { return dir; }
     } before_launch{ws, res.run_dir.string()};
+    // What the run creates outside its run directory is written here first (the kill -9
+    // sweep's input). Declared before the supervisor and the guard, so it outlives them:
+    // their teardown and reverts still record what they released.
+    std::unique_ptr<RunState> state = RunState::create(sc.name, res.run_dir);
+    sopts.state = state.get();
+    for (auto& inj : ps.injectors) inj->attach_state(state.get());
     // Declared before the guard, so the guard (destroyed first) reverts while the
     // supervisor it may hand to revert() still exists.
     std::optional<Supervisor> sup;
@@ -218,6 +225,7 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
             errors.push_back(e.what());
           }
         }
+        for (auto& inj : ps.injectors) inj->attach_state(nullptr);
       }
       ~RevertGuard() { revert_all(); }
     } guard{ps, &before_launch, {}};
@@ -228,6 +236,7 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
     guard.job = &*sup;
     res.facts = sup->run();
     guard.revert_all();
+    state->close();
     for (const auto& e : guard.errors)
       std::cerr << "hanglab: warning: revert of a fault failed: " << e << "\n";
 

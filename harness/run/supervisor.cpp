@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "run/state.hpp"
+
 extern char** environ;
 
 namespace hanglab {
@@ -189,6 +191,7 @@ void Supervisor::launch(Rank& r, const LaunchSpec& spec) {
     _exit(127);
   }
   ::setpgid(pid, pid);  // also from the parent, so the group exists before we may signal it
+  if (opts_.state) opts_.state->process(pid, is_launcher ? std::string("launcher") : fmt::format("rank {}", r.rank));
   ::close(outp[1]);
   ::close(errp[1]);
   r.out_fd = outp[0];
@@ -204,6 +207,8 @@ void Supervisor::launch(Rank& r, const LaunchSpec& spec) {
 
 void Supervisor::launch_all() {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  // Every rank and whatever it starts inherits HANGLAB_RUN_ID: the sweep finds them by it.
+  if (opts_.state) opts_.state->env_marker("HANGLAB_RUN_ID", run_id_);
   facts_.start_t = unix_now();
   launch_mono_ = mono_now();
   last_progress_mono_ = launch_mono_;
@@ -434,6 +439,7 @@ void Supervisor::on_trace_event(Rank& r, const json& ev) {
   last_progress_mono_ = now;
   if (kind == "start" && r.external && r.pid <= 0) {
     r.pid = ev.value("pid", 0);
+    if (opts_.state && r.pid > 0) opts_.state->process(r.pid, fmt::format("rank {} (via the launcher)", r.rank));
   } else if (kind == "exit" && r.external) {
     r.traced_exit = ev.value("code", 0);
   }
@@ -645,6 +651,7 @@ void Supervisor::capture_stacks() {
     ::close(fd);
     if (pid > 0) {
       ::setpgid(pid, pid);
+      if (opts_.state) opts_.state->process(pid, fmt::format("{} on rank {}", tool, r->rank));
       caps.push_back({r->rank, pid, tool});
     }
   }

@@ -25,6 +25,8 @@
 
 namespace hanglab {
 
+class RunState;  // run/state.hpp
+
 struct ArmedFault {
   const FaultSpec* spec = nullptr;
   Injector* injector = nullptr;
@@ -46,6 +48,9 @@ struct SupervisorOptions {
   // ranks' trace `start` events, their output arrives tagged `[1,N]<stdout>:` on the
   // launcher's pipes, and their exits are seen by polling /proc plus the launcher's report.
   std::optional<LaunchSpec> launcher;
+  // The run's state file (run/state.hpp): every process forked here is recorded in it, so
+  // a sweep can end them if hanglab itself is killed. Null = not recorded (unit tests).
+  RunState* state = nullptr;
 };
 
 class Supervisor : public Job {
