@@ -31,6 +31,7 @@ RunFacts hang_facts() {
   f.outcome = "hang";
   f.teardown_reason = "hang";
   f.faults.push_back({"skip_collective", {1}, kFault, "skipped allreduce seq 17"});
+  f.manifests.push_back({0, "skip_collective", true, true, "rank 1 traced `fault` skip_collective", {}});
   f.detections.push_back({"backend_timeout", 0, kFault + 5.0, "Timed out"});
   f.detections.push_back({"backend_timeout", 2, kFault + 5.5, "Timed out"});
   f.detections.push_back({"harness_watchdog", -1, kFault + 8.0, "no progress for 10 s"});
@@ -377,4 +378,57 @@ TEST_CASE("verdict JSON round-trips", "[expect]") {
   CHECK(s["skip_reason"] == "needs cgroup v2");
   CHECK(verdict_from_json(s).skip_reason == "needs cgroup v2");
   CHECK(verdict_from_json(nlohmann::json("garbage")).status.empty());
+}
+
+TEST_CASE("fault_manifested: every fault must be exercised unless the scenario expects otherwise", "[expect]") {
+  Scenario sc = scenario_with_fault();
+  sc.expect.outcome = "hang";
+  RunFacts facts = hang_facts();
+  Verdict v = check_expectations(sc, facts, mismatch_triage());
+  CHECK(v.status == "pass");
+  CHECK(find_check(v, "fault_manifested").status == "pass");
+  CHECK(find_check(v, "fault_manifested").expected == "exercised");
+
+  SECTION("a fault that fired without effect fails the run, naming the evidence") {
+    facts.manifests[0].exercised = false;
+    facts.manifests[0].evidence = "no rank traced a `fault` event";
+    v = check_expectations(sc, facts, mismatch_triage());
+    CHECK(v.status == "fail");
+    const Check& c = find_check(v, "fault_manifested");
+    CHECK(c.status == "fail");
+    CHECK(c.actual == "fired, no effect: no rank traced a `fault` event");
+    CHECK(c.reason == "fault 0 (skip_collective) did not manifest");
+    CHECK(exit_code_for({v}) == 1);
+  }
+  SECTION("fault_manifests = false expects no effect, and fails when there was one") {
+    sc.expect.fault_manifests = false;
+    v = check_expectations(sc, facts, mismatch_triage());
+    CHECK(find_check(v, "fault_manifested").status == "fail");
+    CHECK_THAT(find_check(v, "fault_manifested").reason, Catch::Contains("expects it not to"));
+    facts.manifests[0].exercised = false;
+    v = check_expectations(sc, facts, mismatch_triage());
+    CHECK(find_check(v, "fault_manifested").status == "pass");
+    CHECK(v.status == "pass");
+  }
+  SECTION("no judgment recorded (harness error, an old run) is unknown, not a pass") {
+    facts.manifests.clear();
+    v = check_expectations(sc, facts, mismatch_triage());
+    CHECK(find_check(v, "fault_manifested").status == "unknown");
+    CHECK(v.status == "unknown");
+  }
+  SECTION("a scenario without [expect] still reports a fault that did not manifest") {
+    sc.expect = ExpectSpec{};
+    facts.manifests[0].exercised = false;
+    v = check_expectations(sc, facts, mismatch_triage());
+    CHECK(find_check(v, "fault_manifested").status == "fail");
+    CHECK(v.status == "fail");
+  }
+  SECTION("several faults are checked one by one") {
+    sc.faults.push_back(sc.faults[0]);
+    facts.manifests.push_back({1, "skip_collective", false, false, "never fired", {}});
+    v = check_expectations(sc, facts, mismatch_triage());
+    CHECK(find_check(v, "fault_manifested.0").status == "pass");
+    CHECK(find_check(v, "fault_manifested.1").status == "fail");
+    CHECK(find_check(v, "fault_manifested.1").actual == "never fired: never fired");
+  }
 }
