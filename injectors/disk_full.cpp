@@ -65,7 +65,7 @@ class DiskFull : public Injector {
     return require_checkpoint(ctx, ranks_, at_step_, "kind", "disk_full fills the checkpoint directory");
   }
 
-  Manifest manifested(const RunView& run) const override {
+  Manifest manifested(const RunFactsView& run) const override {
     for (int r : ranks_)
       for (const char* needle : {"No space left on device", "ENOSPC"})
         if (std::string line = run.log_line(r, needle); !line.empty())

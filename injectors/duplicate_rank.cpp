@@ -47,7 +47,7 @@ class DuplicateRank : public Injector {
                 std::to_string(as);
   }
 
-  Manifest manifested(const RunView& run) const override {
+  Manifest manifested(const RunFactsView& run) const override {
     for (const auto& [slot, as] : started_as_) {
       for (const auto* e : run.events(slot, "start"))
         if (e->value("rank", -1) == as)

@@ -23,7 +23,7 @@ class ExceptionOnRank : public HookInjector {
   // Needs the built-in training loop (HookInjector::adapt). Manifested when the rank
   // traces the hook's `fault` event and the exception ended it: a trace `error` or a
   // non-zero exit (a rank that caught it and went on was not killed by it).
-  Manifest manifested(const RunView& run) const override {
+  Manifest manifested(const RunFactsView& run) const override {
     Manifest m = hook_acted(run);
     if (!m.exercised) return m;
     for (int r : ranks_) {

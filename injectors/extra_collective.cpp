@@ -18,7 +18,7 @@ class ExtraCollective : public HookInjector {
 
   // Needs the built-in training loop (HookInjector::adapt). Manifested when the rank
   // traces the hook's `fault` event naming the extra allreduce's seq.
-  Manifest manifested(const RunView& run) const override { return hook_acted(run); }
+  Manifest manifested(const RunFactsView& run) const override { return hook_acted(run); }
 
  protected:
   void validate(const nlohmann::json& hook, const FaultSpec& spec, const std::string& file) override {

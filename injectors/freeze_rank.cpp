@@ -68,7 +68,7 @@ class FreezeRank : public Injector {
     return fmt::format("{} after {:.1f} s", resume_all(), since_fire_s);
   }
 
-  Manifest manifested(const RunView& /*run*/) const override {
+  Manifest manifested(const RunFactsView& /*run*/) const override {
     if (seen_stopped_.empty()) return {false, "no targeted rank was seen stopped (never fired, or already gone)"};
     std::string who;
     for (const auto& s : seen_stopped_) who += (who.empty() ? "" : ", ") + s;

@@ -34,7 +34,7 @@ class HookInjector : public Injector {
   // The judgment most hooks share: a targeted rank traced a `fault` event of this hook
   // (the workload writes it when the hook acted: the skipped seq, the extra allreduce...).
   // `effect` is appended to the evidence.
-  Manifest hook_acted(const RunView& run, const std::string& effect = {}) const;
+  Manifest hook_acted(const RunFactsView& run, const std::string& effect = {}) const;
 
   std::string hook_kind_;
   std::vector<KeyDoc> keys_;

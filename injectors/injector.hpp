@@ -114,7 +114,7 @@ struct AdaptContext {
 };
 
 // What manifested() can see of a finished run.
-struct RunView {
+struct RunFactsView {
   const RunFacts& facts;
   std::filesystem::path run_dir;  // empty in unit tests without one
   int world_size = 0;
@@ -158,7 +158,7 @@ class Injector {
   virtual void revert(Job& /*job*/) {}
   // See the lifecycle above. Every injector judges its own effect (no default: a fault
   // that cannot say whether it did anything is the bug this exists to prevent).
-  virtual Manifest manifested(const RunView& run) const = 0;
+  virtual Manifest manifested(const RunFactsView& run) const = 0;
 };
 
 struct InjectorInfo {

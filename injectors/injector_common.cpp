@@ -121,13 +121,13 @@ void check_trigger_reachable(const AdaptContext& ctx) {
 
 // ---- manifestation ----
 
-const RankExit* RunView::exit_of(int rank) const {
+const RankExit* RunFactsView::exit_of(int rank) const {
   for (const auto& e : facts.exits)
     if (e.rank == rank) return &e;
   return nullptr;
 }
 
-std::vector<const nlohmann::json*> RunView::events(int rank, const std::string& ev) const {
+std::vector<const nlohmann::json*> RunFactsView::events(int rank, const std::string& ev) const {
   std::vector<const nlohmann::json*> out;
   if (rank < 0 || static_cast<size_t>(rank) >= traces.size()) return out;
   for (const auto& e : traces[static_cast<size_t>(rank)])
@@ -135,13 +135,13 @@ std::vector<const nlohmann::json*> RunView::events(int rank, const std::string& 
   return out;
 }
 
-bool RunView::has_phase(int rank, const std::string& name, const std::string& edge) const {
+bool RunFactsView::has_phase(int rank, const std::string& name, const std::string& edge) const {
   for (const auto* e : events(rank, "phase"))
     if (e->value("name", "") == name && e->value("edge", "") == edge) return true;
   return false;
 }
 
-std::string RunView::log_line(int rank, const std::string& needle) const {
+std::string RunFactsView::log_line(int rank, const std::string& needle) const {
   for (const auto* e : events(rank, "error")) {
     const std::string msg = e->value("msg", "");
     if (msg.find(needle) != std::string::npos) return msg;
@@ -155,13 +155,13 @@ std::string RunView::log_line(int rank, const std::string& needle) const {
   return {};
 }
 
-std::optional<double> RunView::first_event_after_launch_s(int rank) const {
+std::optional<double> RunFactsView::first_event_after_launch_s(int rank) const {
   if (rank < 0 || static_cast<size_t>(rank) >= traces.size() || traces[static_cast<size_t>(rank)].empty())
     return std::nullopt;
   return traces[static_cast<size_t>(rank)].front().value("t", 0.0) - facts.start_t;
 }
 
-std::vector<std::vector<nlohmann::json>> RunView::read_traces(const std::filesystem::path& run_dir, int world_size) {
+std::vector<std::vector<nlohmann::json>> RunFactsView::read_traces(const std::filesystem::path& run_dir, int world_size) {
   std::vector<std::vector<nlohmann::json>> out(static_cast<size_t>(std::max(world_size, 0)));
   for (int r = 0; r < world_size; ++r) {
     std::ifstream in(run_dir / "ranks" / std::to_string(r) / "events.jsonl");
@@ -187,7 +187,7 @@ std::vector<std::string> HookInjector::adapt(AdaptContext& ctx) {
   return {};
 }
 
-Manifest HookInjector::hook_acted(const RunView& run, const std::string& effect) const {
+Manifest HookInjector::hook_acted(const RunFactsView& run, const std::string& effect) const {
   for (int r : ranks_) {
     for (const auto* e : run.events(r, "fault")) {
       if (e->value("kind", "") != hook_kind_) continue;

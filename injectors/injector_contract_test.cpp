@@ -198,12 +198,12 @@ TEST_CASE("every injector's judge says `not exercised` on a run where nothing ha
       traces[r].push_back({{"t", 1029.0}, {"ev", "exit"}, {"code", 0}});
     }
     inj->revert(job);
-    const Manifest m = inj->manifested(RunView{facts, {}, 4, traces});
+    const Manifest m = inj->manifested(RunFactsView{facts, {}, 4, traces});
     CHECK_FALSE(m.exercised);
     CHECK_FALSE(m.evidence.empty());
     // ...and on a run with no facts at all (the harness failed before launch).
     RunFacts none;
-    const Manifest empty = inj->manifested(RunView{none, {}, 4, {}});
+    const Manifest empty = inj->manifested(RunFactsView{none, {}, 4, {}});
     CHECK_FALSE(empty.exercised);
   }
 }
@@ -217,9 +217,9 @@ TEST_CASE("in-process hooks are exercised when the targeted rank traces the hook
     inj->configure(spec_from(kind, ""), "x.toml");
     std::vector<std::vector<nlohmann::json>> traces(4);
     traces[0].push_back({{"t", 1003.0}, {"ev", "fault"}, {"kind", inj->hook_kind()}, {"detail", "on rank 0"}});
-    CHECK_FALSE(inj->manifested(RunView{facts, {}, 4, traces}).exercised);  // rank 0 is not targeted
+    CHECK_FALSE(inj->manifested(RunFactsView{facts, {}, 4, traces}).exercised);  // rank 0 is not targeted
     traces[1].push_back({{"t", 1003.0}, {"ev", "fault"}, {"kind", inj->hook_kind()}, {"detail", "skipped seq 9"}, {"step", 3}});
-    const Manifest m = inj->manifested(RunView{facts, {}, 4, traces});
+    const Manifest m = inj->manifested(RunFactsView{facts, {}, 4, traces});
     CHECK(m.exercised);
     CHECK_THAT(m.evidence, Catch::Contains("skipped seq 9"));
   }
@@ -231,7 +231,7 @@ TEST_CASE("kill_rank is exercised only when a rank it signalled died of the sign
   auto inj = find_injector("kill_rank")->make();
   inj->configure(spec_from("kill_rank", ""), "x.toml");
   // A SIGKILL death it did not cause (it never fired) is not its effect.
-  CHECK_FALSE(inj->manifested(RunView{facts, {}, 4, {}}).exercised);
+  CHECK_FALSE(inj->manifested(RunFactsView{facts, {}, 4, {}}).exercised);
 }
 
 TEST_CASE("adapt: tiny_shm on the default torch_ddp turns on loader workers and batches that do not fit") {

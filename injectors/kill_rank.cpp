@@ -55,7 +55,7 @@ class KillRank : public Injector {
     return detail;
   }
 
-  Manifest manifested(const RunView& run) const override {
+  Manifest manifested(const RunFactsView& run) const override {
     for (int r : sent_) {
       const RankExit* e = run.exit_of(r);
       if (!e) continue;

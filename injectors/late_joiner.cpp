@@ -34,7 +34,7 @@ class LateJoiner : public Injector {
     if (is_targeted(ranks_, rank)) prepend_wrapper(spec, delayed_start_wrapper(delay_s_));
   }
 
-  Manifest manifested(const RunView& run) const override {
+  Manifest manifested(const RunFactsView& run) const override {
     const double ran_s = run.facts.end_t > run.facts.start_t ? run.facts.end_t - run.facts.start_t : 0;
     for (int r : ranks_) {
       if (auto first = run.first_event_after_launch_s(r)) {

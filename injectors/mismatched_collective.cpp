@@ -12,7 +12,7 @@ std::vector<KeyDoc> mismatch_keys() {
   return {{"op", "string", "allreduce",
            "allreduce: same op with a different numel | broadcast: a broadcast from rank 0 instead of the allreduce"},
           {"numel", "int", "(first bucket + 1)",
-           "op allreduce only: elements of the mismatched allreduce (default: the first bucket's numel + 1)"}};
+           "op allreduce only: elements of the mismatched allreduce"}};
 }
 
 class MismatchedCollective : public HookInjector {
@@ -21,7 +21,7 @@ class MismatchedCollective : public HookInjector {
 
   // Needs the built-in training loop (HookInjector::adapt). Manifested when the rank
   // traces the hook's `fault` event naming the mismatched seq.
-  Manifest manifested(const RunView& run) const override { return hook_acted(run); }
+  Manifest manifested(const RunFactsView& run) const override { return hook_acted(run); }
 
  protected:
   void validate(const nlohmann::json& hook, const FaultSpec& spec, const std::string& file) override {

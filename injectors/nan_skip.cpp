@@ -13,7 +13,7 @@ class NanSkip : public HookInjector {
 
   // Needs the built-in training loop (HookInjector::adapt). Manifested when the rank
   // traces the hook's `fault` event naming the seqs it skipped.
-  Manifest manifested(const RunView& run) const override { return hook_acted(run); }
+  Manifest manifested(const RunFactsView& run) const override { return hook_acted(run); }
 };
 }  // namespace
 

@@ -20,7 +20,7 @@
 
 namespace hanglab {
 
-std::string rank_kept_out_of_init(const RunView& run, int rank, const std::string& clue) {
+std::string rank_kept_out_of_init(const RunFactsView& run, int rank, const std::string& clue) {
   if (run.has_phase(rank, "init", "end")) return {};
   const std::string line = clue.empty() ? std::string() : run.log_line(rank, clue);
   const bool ran = !run.events(rank, "start").empty() || !line.empty();

@@ -131,7 +131,7 @@ class OomRank : public HookInjector {
     hook_.erase("limit_mb");
   }
 
-  Manifest manifested(const RunView& run) const override {
+  Manifest manifested(const RunFactsView& run) const override {
     for (const auto& [rank, e] : evidence_) {
       if (e.oom_kills > 0)
         return {true, fmt::format("rank {}: the kernel OOM-killed in its memory cgroup (oom_kill {}, peak {} MiB of "

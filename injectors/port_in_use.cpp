@@ -34,7 +34,7 @@ class PortInUse : public Injector {
     holder_.start(env_int_of(spec, "MASTER_PORT"));
   }
 
-  Manifest manifested(const RunView& run) const override {
+  Manifest manifested(const RunFactsView& run) const override {
     if (!held_) return {false, "no holder was listening on MASTER_PORT"};
     for (int r = 0; r < run.world_size; ++r)
       if (std::string line = run.log_line(r, "Address already in use"); !line.empty())

@@ -45,7 +45,7 @@ class SkipCollective : public HookInjector {
     return notes;
   }
 
-  Manifest manifested(const RunView& run) const override { return hook_acted(run); }
+  Manifest manifested(const RunFactsView& run) const override { return hook_acted(run); }
 
  protected:
   void validate(const nlohmann::json& hook, const FaultSpec& spec, const std::string& file) override {

@@ -136,7 +136,7 @@ class SlowStorage : public Injector {
     return require_checkpoint(ctx, ranks_, at_step_, "dirs", "slow_storage slows the checkpoint directory");
   }
 
-  Manifest manifested(const RunView& /*run*/) const override {
+  Manifest manifested(const RunFactsView& /*run*/) const override {
     std::string evidence;
     for (const auto& [name, log] : logs_) {
       std::ifstream in(log);

@@ -75,7 +75,7 @@ class ThrottleCpu : public Injector {
     return {};
   }
 
-  Manifest manifested(const RunView& /*run*/) const override {
+  Manifest manifested(const RunFactsView& /*run*/) const override {
     if (throttled_.empty()) return {false, "the CPU limit never bit (no throttled period, no duty-cycle stop)"};
     return {true, throttled_};
   }

@@ -108,7 +108,7 @@ class TinyShm : public Injector {
     return notes;
   }
 
-  Manifest manifested(const RunView& run) const override {
+  Manifest manifested(const RunFactsView& run) const override {
     for (int r : ranks_)
       for (const char* needle : {"shared memory", "Bus error", "bus error", "No space left on device"})
         if (std::string line = run.log_line(r, needle); !line.empty())

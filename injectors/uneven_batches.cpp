@@ -68,7 +68,7 @@ class UnevenBatches : public HookInjector {
     return notes;
   }
 
-  Manifest manifested(const RunView& run) const override {
+  Manifest manifested(const RunFactsView& run) const override {
     Manifest m = hook_acted(run);
     if (!m.exercised || hook_.value("mode", "fewer") == "fewer") return m;
     // drop_last_mismatch: the hook reports the flip at start; the effect is fewer steps.

@@ -49,7 +49,7 @@ class WrongMasterAddr : public Injector {
     if (isolate_) prepend_wrapper(spec, private_netns_wrapper());
   }
 
-  Manifest manifested(const RunView& run) const override {
+  Manifest manifested(const RunFactsView& run) const override {
     for (int r : ranks_)
       if (std::string e = rank_kept_out_of_init(run, r, addr_); !e.empty()) return {true, e};
     return {false, "every targeted rank completed init (or never ran): MASTER_ADDR=" + addr_ + " stopped nobody"};

@@ -37,7 +37,7 @@ class WrongSocketIfname : public Injector {
     spec.env["NCCL_SOCKET_IFNAME"] = ifname_;
   }
 
-  Manifest manifested(const RunView& run) const override {
+  Manifest manifested(const RunFactsView& run) const override {
     for (int r : ranks_) {
       std::string e = rank_kept_out_of_init(run, r, ifname_);
       if (e.empty()) e = rank_kept_out_of_init(run, r, "socket interface");

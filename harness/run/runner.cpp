@@ -49,7 +49,7 @@ PreparedScenario prepare_scenario(const fs::path& file) {
 
 std::vector<FaultManifest> judge_faults(const PreparedScenario& ps, const RunFacts& facts, const fs::path& run_dir) {
   const Scenario& sc = ps.scenario;
-  RunView view{facts, run_dir, sc.workload.world_size, RunView::read_traces(run_dir, sc.workload.world_size)};
+  RunFactsView view{facts, run_dir, sc.workload.world_size, RunFactsView::read_traces(run_dir, sc.workload.world_size)};
   std::vector<FaultManifest> out;
   for (size_t i = 0; i < ps.injectors.size(); ++i) {
     FaultManifest m;

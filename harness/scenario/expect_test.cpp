@@ -71,7 +71,8 @@ TEST_CASE("outcome", "[expect]") {
 
   sc.expect.outcome = "hang";
   Verdict v = check_expectations(sc, hang_facts(), tr);
-  REQUIRE(v.checks.size() == 1);
+  REQUIRE(v.checks.size() == 2);  // + fault_manifested, which every fault gets
+  CHECK(v.checks[1].name == "fault_manifested");
   CHECK(v.checks[0].name == "outcome");
   CHECK(v.checks[0].status == "pass");
   CHECK(v.checks[0].expected == "hang");
@@ -124,7 +125,7 @@ TEST_CASE("detected_by and not_detected_by", "[expect]") {
   sc.expect.detected_by = {"backend_timeout", "exit_monitor"};
   sc.expect.not_detected_by = {"heartbeat_loss", "harness_watchdog"};
   Verdict v = check_expectations(sc, hang_facts(), mismatch_triage());
-  REQUIRE(v.checks.size() == 4);
+  REQUIRE(v.checks.size() == 5);  // + fault_manifested
 
   const Check& bt = find_check(v, "detected_by.backend_timeout");
   CHECK(bt.status == "pass");
@@ -270,7 +271,7 @@ TEST_CASE("triage fields are compared exactly, missing_ranks as sets", "[expect]
   te.liveness = {{0, "hung"}, {3, "hung"}};
   TriageResult tr = mismatch_triage();
   Verdict v = check_expectations(sc, hang_facts(), tr);
-  CHECK(v.checks.size() == 8);
+  CHECK(v.checks.size() == 9);  // + fault_manifested
   CHECK(v.status == "pass");
   CHECK(find_check(v, "triage.missing_ranks").expected == "[1]");
   CHECK(find_check(v, "triage.liveness.3").actual == "hung");
@@ -307,7 +308,8 @@ TEST_CASE("triage fields are compared exactly, missing_ranks as sets", "[expect]
   }
   SECTION("no triage answer makes every triage check unknown") {
     v = check_expectations(sc, hang_facts(), TriageResult{});
-    for (const Check& c : v.checks) CHECK(c.status == "unknown");
+    for (const Check& c : v.checks)
+      if (c.name != "fault_manifested") CHECK(c.status == "unknown");
     CHECK(v.status == "unknown");
   }
 }
@@ -315,7 +317,8 @@ TEST_CASE("triage fields are compared exactly, missing_ranks as sets", "[expect]
 TEST_CASE("a scenario without expectations is unknown", "[expect]") {
   Verdict v = check_expectations(scenario_with_fault(), hang_facts(), mismatch_triage());
   CHECK(v.status == "unknown");
-  REQUIRE(v.checks.size() == 1);
+  REQUIRE(v.checks.size() == 2);
+  CHECK(v.checks[1].name == "fault_manifested");
   CHECK(v.checks[0].name == "expect");
   CHECK(v.checks[0].status == "unknown");
   CHECK_THAT(v.checks[0].reason, Catch::Contains("no expectations"));
@@ -362,7 +365,7 @@ TEST_CASE("verdict JSON round-trips", "[expect]") {
   Verdict v = check_expectations(sc, hang_facts(), mismatch_triage());
   nlohmann::json j = to_json(v);
   CHECK(j["status"] == "fail");
-  CHECK(j["checks"].size() == 2);
+  CHECK(j["checks"].size() == 3);  // outcome, detected_by, fault_manifested
   CHECK(j["checks"][0]["name"] == "outcome");
   CHECK(j["checks"][0]["expected"] == "completed");
   CHECK(j["first_detection_s"]["backend_timeout"].get<double>() == Approx(5.0));
