@@ -232,11 +232,16 @@ int cmd_describe(const std::string& kind) {
     std::cout << "\nkeys of " << i->kind << ":\n";
     if (i->keys.empty()) std::cout << "  (none)\n";
     for (const auto& k : i->keys) {
+      // A derived default, "(the rank below ...)", or a long one is spelled out after the doc.
       const std::string def = !k.required_reason.empty() ? "required" : k.default_value;
-      std::cout << fmt::format("  {:<11} {:<7} {:<9} {}{}\n", k.key, k.type, def.size() > 9 ? "see doc" : def, k.doc,
-                               def.size() > 9 ? " (default: " + def + ")"
-                               : k.required_reason.empty() ? std::string()
-                                                           : " (required: " + k.required_reason + ")");
+      const bool derived = !def.empty() && def.front() == '(';
+      std::string note;
+      if (!k.required_reason.empty())
+        note = " (required: " + k.required_reason + ")";
+      else if ((derived || def.size() > 9) && k.doc.find("default") == std::string::npos)
+        note = " (default: " + (derived ? def.substr(1, def.size() - 2) : def) + ")";
+      std::cout << fmt::format("  {:<11} {:<7} {:<9} {}{}\n", k.key, k.type,
+                               derived ? "derived" : def.size() > 9 ? "see doc" : def, k.doc, note);
     }
     std::cout << "\nWhat it needs of the workload is arranged or refused when the scenario loads; every run\n"
                  "records whether it was exercised (run.json faults[].exercised, evidence).\n";
