@@ -180,8 +180,9 @@ const InjectorInfo* find_injector(const std::string& kind);
 void register_helper_process(pid_t pid);
 bool is_helper_process(pid_t pid);
 
-// The checks every fault gets before adapt(): a trigger that can come (at_step within
-// steps, at_s within deadline_s). Throws ConfigError.
+// The checks every fault gets before adapt(): a trigger that can come (at_s before
+// deadline_s; at_step within steps, which load_scenario checks too, kept here for
+// scenarios assembled in code). Throws ConfigError.
 void check_trigger_reachable(const AdaptContext& ctx);
 
 // Helper for configure(): rejects keys of the [[fault]] table that are neither common

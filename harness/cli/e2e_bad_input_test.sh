@@ -24,14 +24,15 @@ echo "ok: $out"
 
 # A fault that could not do what its name says is refused the same way, before anything runs.
 cat > "$work/never.toml" <<'TOML'
+[scenario]
+deadline_s = 30
 [workload]
 name = "torch_ddp"
 world_size = 2
-steps = 4
 [[fault]]
-kind = "uneven_batches"
+kind = "kill_rank"
 ranks = [1]
-at_step = 9
+at_s = 45
 TOML
 cat > "$work/noshm.toml" <<'TOML'
 [workload]
@@ -43,7 +44,7 @@ num_workers = 0
 kind = "tiny_shm"
 ranks = [1]
 TOML
-for case in "never.toml:9:[0-9]+: fault\[0\]\.at_step: step 9 never comes" \
+for case in "never.toml:9:[0-9]+: fault\[0\]\.at_s: 45 s after launch never comes" \
             "noshm.toml:7:[0-9]+: fault\[0\]\.kind: tiny_shm .*num_workers = 0"; do
   f=${case%%:*}
   out=$("$hanglab" run "$work/$f" --results "$work/results" 2>&1); rc=$?
