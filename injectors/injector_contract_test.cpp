@@ -296,6 +296,11 @@ TEST_CASE("adapt: uneven_batches without at_step drops the rank's last batch") {
     auto i2 = find_injector("uneven_batches")->make();
     CHECK_THROWS_AS(adapt_on(s2, *i2, spec_no_trigger("uneven_batches", "mode = \"drop_last_mismatch\"\n", {3})),
                     ConfigError);
+    // Every epoch has exactly 32 batches either way: 1024 samples split evenly, no partial batch.
+    s2.workload.steps = 32;
+    auto i1 = find_injector("uneven_batches")->make();
+    CHECK_THROWS_AS(adapt_on(s2, *i1, spec_no_trigger("uneven_batches", "mode = \"drop_last_mismatch\"\n", {3})),
+                    ConfigError);
     s2.workload.args = {{"dataset_size", "1030"}, {"batch_size", "1"}};
     s2.workload.steps = 258;  // the peers' 258 batches; drop_last gives the rank 257
     auto i3 = find_injector("uneven_batches")->make();

@@ -53,7 +53,8 @@ class UnevenBatches : public HookInjector {
     const long long ws = ctx.scenario.workload.world_size;
     const bool drop_last = ctx.arg("drop_last") == "true";
     auto per_epoch = [&](bool drop) {
-      const long long n = drop ? (ds - ws + ws - 1) / ws : (ds + ws - 1) / ws;
+      // As DistributedSampler: drop_last trims only a remainder of dataset_size / world_size.
+      const long long n = drop && ds % ws != 0 ? (ds - ws + ws - 1) / ws : (ds + ws - 1) / ws;
       return drop ? n / bs : (n + bs - 1) / bs;
     };
     const long long mine = per_epoch(!drop_last), peers = per_epoch(drop_last);
