@@ -12,6 +12,12 @@
 // larger than size_mb fail. Checkpoints written into the tmpfs vanish with the rank; the
 // host's directory stays as it was (created empty if missing). revert() has nothing to
 // undo once the rank is gone; a ballast in a still-running rank's namespace is removed.
+//
+// Needs a checkpoint save on a targeted rank at or after the trigger: on a built-in
+// workload it sets checkpoint_every (= at_step, else 1) and checkpoint_ranks = "all" where
+// the scenario leaves them out, and refuses settings that save nothing there. Manifested
+// when a targeted rank's write was refused: "No space left on device" in its trace error
+// or logs.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -45,6 +51,7 @@ class DiskFull : public Injector {
     const auto keys = disk_full_keys();
     reject_unknown_keys(spec, file, keys);
     ranks_ = spec.ranks;
+    at_step_ = spec.at_step.value_or(1);
     size_mb_ = read_fault_key(spec, file, keys[0]).get<double>();
     fill_ = read_fault_key(spec, file, keys[1]).get<bool>();
     if (!(size_mb_ > 0) || size_mb_ > 1024 * 1024) {
@@ -52,6 +59,23 @@ class DiskFull : public Injector {
       throw config_error_at(file, n ? n->source() : spec.table.source(), spec.key_prefix() + ".size_mb",
                             "must be > 0 and at most 1048576 (1 TiB)");
     }
+  }
+
+  std::vector<std::string> adapt(AdaptContext& ctx) override {
+    return require_checkpoint(ctx, ranks_, at_step_, "kind", "disk_full fills the checkpoint directory");
+  }
+
+  Manifest manifested(const RunFactsView& run) const override {
+    for (int r : ranks_)
+      for (const char* needle : {"No space left on device", "ENOSPC"})
+        if (std::string line = run.log_line(r, needle); !line.empty())
+          return {true, fmt::format("rank {}'s write was refused: {}", r, line)};
+    std::string filled;
+    for (const auto& t : targets_)
+      if (t.done) filled += (filled.empty() ? "" : ", ") + std::to_string(t.rank);
+    return {false, filled.empty() ? std::string("the tmpfs was never filled or verified on a targeted rank")
+                                  : "rank(s) " + filled + " had the full tmpfs, but no write was refused (no "
+                                                          "\"No space left on device\" in their trace or logs)"};
   }
 
   std::string unsupported_reason(const HostInfo& host) const override {
@@ -161,6 +185,7 @@ class DiskFull : public Injector {
   }
 
   std::vector<int> ranks_;
+  int at_step_ = 1;
   double size_mb_ = 1;
   bool fill_ = true;
   std::vector<Target> targets_;

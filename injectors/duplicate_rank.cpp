@@ -1,6 +1,10 @@
 // duplicate_rank: the chosen rank is launched with another rank's RANK (two nodes with
 // the same node_rank, a copy-pasted launch line), so one rank exists twice and another
 // not at all. Environment only: RANK and LOCAL_RANK are set before exec.
+//
+// Needs nothing of the workload. Manifested when the launch slot of a targeted rank ran
+// under the other identity: its trace `start` names the duplicated RANK (or, without a
+// trace, it never completed init).
 #include "hook_injector.hpp"
 #include "network_common.hpp"
 
@@ -9,7 +13,7 @@ namespace hanglab {
 namespace {
 
 std::vector<KeyDoc> dup_keys() {
-  return {{"as_rank", "int", "",
+  return {{"as_rank", "int", "(the rank below, 1 for rank 0)",
            "the RANK the chosen ranks take (default: the rank below each, or 1 for rank 0); must differ from the rank"}};
 }
 
@@ -38,8 +42,23 @@ class DuplicateRank : public Injector {
                                std::to_string(ws));
     spec.env["RANK"] = std::to_string(as);
     spec.env["LOCAL_RANK"] = std::to_string(as);
+    started_as_[rank] = as;
     applied_ += (applied_.empty() ? "" : "; ") + std::string("rank ") + std::to_string(rank) + " started as RANK=" +
                 std::to_string(as);
+  }
+
+  Manifest manifested(const RunFactsView& run) const override {
+    for (const auto& [slot, as] : started_as_) {
+      for (const auto* e : run.events(slot, "start"))
+        if (e->value("rank", -1) == as)
+          return {true, "launch slot " + std::to_string(slot) + " ran as RANK " + std::to_string(as) +
+                            " (its trace `start` says rank " + std::to_string(as) + "): RANK " +
+                            std::to_string(as) + " twice, RANK " + std::to_string(slot) + " missing"};
+      if (run.events(slot, "start").empty())
+        if (std::string e = rank_kept_out_of_init(run, slot, "RANK"); !e.empty()) return {true, e};
+    }
+    return {false, started_as_.empty() ? std::string("no rank was launched with another RANK")
+                                       : "no targeted launch slot was seen running under the duplicated RANK"};
   }
 
   std::string fire(Job&) override { return applied_ + " (nobody is RANK " + missing() + ")"; }
@@ -54,6 +73,7 @@ class DuplicateRank : public Injector {
   std::vector<int> ranks_;
   std::optional<int> as_rank_;
   std::string applied_;
+  std::map<int, int> started_as_;  // launch slot -> the RANK it was given
 };
 
 }  // namespace

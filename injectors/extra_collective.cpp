@@ -16,6 +16,10 @@ class ExtraCollective : public HookInjector {
  public:
   ExtraCollective() : HookInjector("extra_collective", extra_keys()) {}
 
+  // Needs the built-in training loop (HookInjector::adapt). Manifested when the rank
+  // traces the hook's `fault` event naming the extra allreduce's seq.
+  Manifest manifested(const RunFactsView& run) const override { return hook_acted(run); }
+
  protected:
   void validate(const nlohmann::json& hook, const FaultSpec& spec, const std::string& file) override {
     if (hook.value("numel", 1) < 1)
@@ -25,10 +29,12 @@ class ExtraCollective : public HookInjector {
 }  // namespace
 
 InjectorInfo extra_collective_info() {
-  return {"extra_collective", "the chosen ranks issue one extra allreduce at a step that their peers do not",
-          "in-process hook (HANGLAB_HOOKS) after the step's gradient allreduces; the rank traces a `fault` event "
-          "naming the extra seq",
-          extra_keys(), [] { return std::make_unique<ExtraCollective>(); }};
+  InjectorInfo i{"extra_collective", "the chosen ranks issue one extra allreduce at a step that their peers do not",
+                 "in-process hook (HANGLAB_HOOKS) after the step's gradient allreduces; the rank traces a `fault` "
+                 "event naming the extra seq",
+                 extra_keys(), [] { return std::make_unique<ExtraCollective>(); }};
+  i.default_trigger = "at_step = 1";
+  return i;
 }
 
 }  // namespace hanglab

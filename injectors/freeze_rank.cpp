@@ -4,6 +4,11 @@
 // the heartbeat thread included, stops, so the rank exists (no exit, no error) and is
 // silent; its peers block in the next collective. With duration_s > 0 it resumes
 // (SIGCONT) after that many seconds, which turns the fault into a straggler.
+//
+// Needs nothing of the workload. Manifested when a rank was seen stopped (state T in
+// /proc/<pid>/stat) after the SIGSTOP.
+#include <chrono>
+#include <thread>
 #include <csignal>
 #include <cstring>
 
@@ -46,7 +51,12 @@ class FreezeRank : public Injector {
         continue;
       }
       stopped_.push_back(ref);
-      add(fmt::format("SIGSTOP rank {} (pid {})", r, pid));
+      // The signal is delivered asynchronously: look (bounded) for the stopped state.
+      char state = 0;
+      for (int i = 0; i < 50 && (state = process_state(pid)) != 'T' && state != 't'; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (state == 'T' || state == 't') seen_stopped_.push_back(fmt::format("rank {} (pid {})", r, pid));
+      add(fmt::format("SIGSTOP rank {} (pid {}){}", r, pid, state == 'T' || state == 't' ? ", stopped" : ""));
     }
     if (!stopped_.empty())
       detail += duration_s_ > 0 ? fmt::format(", SIGCONT after {} s", duration_s_) : ", frozen until the run ends";
@@ -56,6 +66,14 @@ class FreezeRank : public Injector {
   std::string tick(Job& /*job*/, double since_fire_s) override {
     if (duration_s_ <= 0 || stopped_.empty() || since_fire_s < duration_s_) return {};
     return fmt::format("{} after {:.1f} s", resume_all(), since_fire_s);
+  }
+
+  Manifest manifested(const RunFactsView& /*run*/) const override {
+    if (seen_stopped_.empty()) return {false, "no targeted rank was seen stopped (never fired, or already gone)"};
+    std::string who;
+    for (const auto& s : seen_stopped_) who += (who.empty() ? "" : ", ") + s;
+    return {true, who + " in state T (stopped) after SIGSTOP" +
+                      (duration_s_ > 0 ? fmt::format(", resumed after {} s", duration_s_) : std::string())};
   }
 
   // Runs after the supervisor's teardown too (which also SIGCONTs stopped ranks), and
@@ -81,6 +99,7 @@ class FreezeRank : public Injector {
   std::vector<int> ranks_;
   double duration_s_ = 0;
   std::vector<ProcessRef> stopped_;
+  std::vector<std::string> seen_stopped_;  // ranks observed in state T after the SIGSTOP
 };
 
 }  // namespace

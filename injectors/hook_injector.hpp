@@ -20,6 +20,9 @@ class HookInjector : public Injector {
       : hook_kind_(std::move(hook_kind)), keys_(std::move(keys)) {}
 
   void configure(const FaultSpec& spec, const std::string& file) override;
+  // Refuses a workload whose training loop does not read HANGLAB_HOOKS (a bring-your-own
+  // command, nccl_probe). Subclasses that override it call it first.
+  std::vector<std::string> adapt(AdaptContext& ctx) override;
   void prepare_rank(int rank, LaunchSpec& spec) override;
   bool in_process() const override { return true; }
   std::string hook_kind() const override { return hook_kind_; }
@@ -28,6 +31,10 @@ class HookInjector : public Injector {
   // Extra validation of the assembled hook object (e.g. a key required by a mode).
   virtual void validate(const nlohmann::json& /*hook*/, const FaultSpec& /*spec*/,
                         const std::string& /*file*/) {}
+  // The judgment most hooks share: a targeted rank traced a `fault` event of this hook
+  // (the workload writes it when the hook acted: the skipped seq, the extra allreduce...).
+  // `effect` is appended to the evidence.
+  Manifest hook_acted(const RunFactsView& run, const std::string& effect = {}) const;
 
   std::string hook_kind_;
   std::vector<KeyDoc> keys_;

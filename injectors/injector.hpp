@@ -6,6 +6,13 @@
 //   configure(spec, file)       while loading the scenario, before anything runs; reads the
 //                               injector's own keys of the [[fault]] table and throws
 //                               ConfigError (file:line:col, key) for unknown or bad ones.
+//   adapt(ctx)                  right after configure, still before anything runs: the
+//                               injector states what it needs of the workload (loader
+//                               workers, a checkpoint, a step to trigger at, the built-in
+//                               training loop's hooks) and either arranges it (a default
+//                               [workload.args] value, a default trigger) or refuses with a
+//                               ConfigError naming why the fault could not do what its
+//                               name says. Returns one line per arrangement, for the record.
 //   unsupported_reason(host)    before launch; non-empty = the scenario is reported skipped.
 //   prepare_rank(rank, spec)    before each targeted rank is exec'd: env, argv wrapper,
 //                               in-process hooks. Exceptions abort the run before launch.
@@ -16,19 +23,29 @@
 //   revert(job)                 always, exactly once per run, on every path (normal end,
 //                               harness error, Ctrl-C), even if fire never ran; must be
 //                               idempotent and must only undo what this injector created.
+//   manifested(run)             after revert, on every run that launched: was the fault
+//                               *exercised* — did it fire AND was its effect observed (the
+//                               rank died of the signal, a write was refused, the rank's
+//                               trace reports the skipped collective...)? Judged from the
+//                               run's facts and the injector's own counters; never throws.
+//                               A fault that did not manifest fails the run's verdict
+//                               unless the scenario says `[expect] fault_manifests = false`.
 // In-process injectors (hooks read by workloads/common) have no fire(): the rank reports
 // the moment the hook acted as a trace `fault` event, which the supervisor records.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "scenario/run_facts.hpp"
 #include "scenario/scenario.hpp"
 
 namespace hanglab {
@@ -69,14 +86,69 @@ class Job {
 struct KeyDoc {
   std::string key;
   std::string type;          // int | float | bool | string | [int] | signal name
-  std::string default_value; // "" = required
+  // The default, parsed per `type`; "(...)" describes a default the injector derives
+  // (from the workload, another key); "" only together with required_reason.
+  std::string default_value;
   std::string doc;           // one line, with the unit
+  std::string required_reason = {};  // non-empty: no sensible default exists, because...
+};
+
+// What adapt() sees of the scenario and of its workload.
+struct AdaptContext {
+  Scenario& scenario;        // adapt may add [workload.args] (set_default_arg)
+  const FaultSpec& spec;     // this fault's table, for error positions
+  std::string file;
+  bool builtin = false;      // a built-in workload (not a bring-your-own command)
+  bool training_loop = false;  // its training loop honours HANGLAB_HOOKS (workloads/common)
+  // The built-in workload's [workload.args] with their defaults (empty for bring-your-own).
+  std::map<std::string, std::string> arg_defaults;
+  bool has_arg(const std::string& name) const { return arg_defaults.count(name) > 0; }
+  // The scenario's value of a [workload.args] key, else the workload's default, else "".
+  std::string arg(const std::string& name) const;
+  bool arg_given(const std::string& name) const;
+  // Adds `name = value` when the scenario does not set it; returns the record line.
+  std::string set_default_arg(const std::string& name, const std::string& value, const std::string& why);
+  // The scenario opted out of the manifestation check (`[expect] fault_manifests = false`):
+  // it deliberately runs a fault that cannot show, so adapt refuses nothing for that.
+  bool expects_no_effect() const;
+  // A ConfigError at this fault's table (or its `key` node when present).
+  ConfigError refuse(const std::string& key, const std::string& msg) const;
+};
+
+// What manifested() can see of a finished run.
+struct RunFactsView {
+  const RunFacts& facts;
+  std::filesystem::path run_dir;  // empty in unit tests without one
+  int world_size = 0;
+  // ranks/<r>/events.jsonl, parsed; empty for a rank without a trace.
+  std::vector<std::vector<nlohmann::json>> traces;
+
+  const RankExit* exit_of(int rank) const;
+  // The rank's trace events of type `ev` (e.g. "fault", "error", "start").
+  std::vector<const nlohmann::json*> events(int rank, const std::string& ev) const;
+  // Whether the rank's trace has a `phase` event `name` with `edge`.
+  bool has_phase(int rank, const std::string& name, const std::string& edge) const;
+  // The first line of ranks/<r>/stdout.log or stderr.log (or a trace `error` msg)
+  // containing `needle`, or "".
+  std::string log_line(int rank, const std::string& needle) const;
+  // Time of the rank's first trace event relative to launch, or nullopt.
+  std::optional<double> first_event_after_launch_s(int rank) const;
+  // Reads ranks/<r>/events.jsonl of every rank under run_dir.
+  static std::vector<std::vector<nlohmann::json>> read_traces(const std::filesystem::path& run_dir, int world_size);
+};
+
+// The judgment of one fault: exercised = it fired and its effect was observed.
+struct Manifest {
+  bool exercised = false;
+  std::string evidence;  // what showed the effect, or why the fault left no trace
 };
 
 class Injector {
  public:
   virtual ~Injector() = default;
   virtual void configure(const FaultSpec& spec, const std::string& file) = 0;
+  // See the lifecycle above. The default needs nothing of the workload.
+  virtual std::vector<std::string> adapt(AdaptContext& /*ctx*/) { return {}; }
   virtual std::string unsupported_reason(const HostInfo&) const { return {}; }
   virtual void prepare_rank(int /*rank*/, LaunchSpec& /*spec*/) {}
   virtual bool in_process() const { return false; }
@@ -86,6 +158,9 @@ class Injector {
   // Returns a non-empty detail when it acted (logged to harness.jsonl as `fault_tick`).
   virtual std::string tick(Job& /*job*/, double /*since_fire_s*/) { return {}; }
   virtual void revert(Job& /*job*/) {}
+  // See the lifecycle above. Every injector judges its own effect (no default: a fault
+  // that cannot say whether it did anything is the bug this exists to prevent).
+  virtual Manifest manifested(const RunFactsView& run) const = 0;
 
   // The run's state file (run/state.hpp), set by the runner before prepare_rank; null
   // where no run owns the injector (unit tests). Whatever an injector creates outside the
@@ -105,6 +180,8 @@ struct InjectorInfo {
   std::string mechanism;    // how it acts, for `hanglab describe`
   std::vector<KeyDoc> keys; // kind-specific keys (kind/ranks/at_step/at_s are common)
   std::function<std::unique_ptr<Injector>()> make;
+  // When it acts without at_step/at_s, for `hanglab describe`.
+  std::string default_trigger = "from launch";
 };
 
 // The explicit registry list (registry.cpp). Order = order in `hanglab list`.
@@ -115,6 +192,11 @@ const InjectorInfo* find_injector(const std::string& kind);
 // supervisor's sweep of stray children leaves them to the injector's revert().
 void register_helper_process(pid_t pid);
 bool is_helper_process(pid_t pid);
+
+// The checks every fault gets before adapt(): a trigger that can come (at_s before
+// deadline_s; at_step within steps, which load_scenario checks too, kept here for
+// scenarios assembled in code). Throws ConfigError.
+void check_trigger_reachable(const AdaptContext& ctx);
 
 // Helper for configure(): rejects keys of the [[fault]] table that are neither common
 // (kind, ranks, at_step, at_s) nor listed in `keys`.

@@ -1,8 +1,14 @@
 // kill_rank: a rank dies from outside — the OOM killer's SIGKILL, a segfault, an
 // eviction's SIGTERM. The signal goes to the rank's own pid (not its process group),
 // as the kernel or a node agent would send it.
+//
+// Needs nothing of the workload. Manifested when a rank the signal was delivered to
+// (kill(2) returned 0) then ended by it: killed by that signal, or (a handled SIGTERM/
+// SIGINT) exited non-zero after it.
 #include <csignal>
 #include <map>
+
+#include <fmt/format.h>
 
 #include "injector.hpp"
 
@@ -42,10 +48,25 @@ class KillRank : public Injector {
         continue;
       }
       int rc = ::kill(pid, signo_);
+      if (rc == 0) sent_.push_back(r);
       detail += (detail.empty() ? "" : "; ") + std::string("sent ") + name_ + " to rank " + std::to_string(r) +
                 " (pid " + std::to_string(pid) + ")" + (rc == 0 ? "" : " failed");
     }
     return detail;
+  }
+
+  Manifest manifested(const RunFactsView& run) const override {
+    for (int r : sent_) {
+      const RankExit* e = run.exit_of(r);
+      if (!e) continue;
+      if ((e->signal && *e->signal == signo_) || (!e->signal && e->code == 128 + signo_))
+        return {true, fmt::format("{} delivered to rank {}; it died of it (status {})", name_, r, e->status())};
+      if ((signo_ == SIGTERM || signo_ == SIGINT) && e->status() != 0)
+        return {true, fmt::format("{} delivered to rank {}; it exited with status {} (handled the signal)", name_, r,
+                                  e->status())};
+    }
+    if (sent_.empty()) return {false, "no signal was delivered: the fault never fired or every targeted rank was gone"};
+    return {false, fmt::format("{} delivered to rank {}, but it did not die of it", name_, sent_.front())};
   }
 
   static std::vector<KeyDoc> keys() {
@@ -56,6 +77,7 @@ class KillRank : public Injector {
   std::vector<int> ranks_;
   std::string name_ = "SIGKILL";
   int signo_ = SIGKILL;
+  std::vector<int> sent_;  // ranks kill(2) reached
 };
 
 }  // namespace

@@ -3,6 +3,9 @@
 // When the delay exceeds the rendezvous timeout ([timeouts] init_s) the peers give up
 // waiting before the late rank ever arrives. The rank is exec'd through
 // `sh -c 'sleep N; exec "$0" "$@"'`: same pid, so signals and stacks reach it.
+//
+// Needs nothing of the workload. Manifested when a targeted rank's first trace event came
+// at least delay_s after launch, or the run ended while it was still in its delay.
 #include "hook_injector.hpp"
 #include "network_common.hpp"
 
@@ -29,6 +32,26 @@ class LateJoiner : public Injector {
 
   void prepare_rank(int rank, LaunchSpec& spec) override {
     if (is_targeted(ranks_, rank)) prepend_wrapper(spec, delayed_start_wrapper(delay_s_));
+  }
+
+  Manifest manifested(const RunFactsView& run) const override {
+    const double ran_s = run.facts.end_t > run.facts.start_t ? run.facts.end_t - run.facts.start_t : 0;
+    for (int r : ranks_) {
+      if (auto first = run.first_event_after_launch_s(r)) {
+        if (*first >= delay_s_ * 0.95) {
+          char b[160];
+          std::snprintf(b, sizeof b, "rank %d's first trace event came %.1f s after launch (delay %g s)", r, *first,
+                        delay_s_);
+          return {true, b};
+        }
+      } else if (ran_s > 0 && ran_s < delay_s_ + 1) {
+        char b[160];
+        std::snprintf(b, sizeof b, "rank %d had not started when the run ended %.1f s after launch (delay %g s)", r,
+                      ran_s, delay_s_);
+        return {true, b};
+      }
+    }
+    return {false, "no targeted rank was seen starting late"};
   }
 
   std::string fire(Job&) override {

@@ -11,13 +11,17 @@ namespace {
 std::vector<KeyDoc> mismatch_keys() {
   return {{"op", "string", "allreduce",
            "allreduce: same op with a different numel | broadcast: a broadcast from rank 0 instead of the allreduce"},
-          {"numel", "int", "",
-           "op allreduce only: elements of the mismatched allreduce (default: the first bucket's numel + 1)"}};
+          {"numel", "int", "(first bucket + 1)",
+           "op allreduce only: elements of the mismatched allreduce"}};
 }
 
 class MismatchedCollective : public HookInjector {
  public:
   MismatchedCollective() : HookInjector("mismatched_collective", mismatch_keys()) {}
+
+  // Needs the built-in training loop (HookInjector::adapt). Manifested when the rank
+  // traces the hook's `fault` event naming the mismatched seq.
+  Manifest manifested(const RunFactsView& run) const override { return hook_acted(run); }
 
  protected:
   void validate(const nlohmann::json& hook, const FaultSpec& spec, const std::string& file) override {
@@ -38,11 +42,14 @@ class MismatchedCollective : public HookInjector {
 }  // namespace
 
 InjectorInfo mismatched_collective_info() {
-  return {"mismatched_collective",
-          "the chosen ranks' first gradient collective of a step differs from the peers' (numel or op) at the same seq",
-          "in-process hook (HANGLAB_HOOKS) on the step's first gradient bucket; the rank traces a `fault` event naming "
-          "the seq, its numel/op and the expected one",
-          mismatch_keys(), [] { return std::make_unique<MismatchedCollective>(); }};
+  InjectorInfo i{"mismatched_collective",
+                 "the chosen ranks' first gradient collective of a step differs from the peers' (numel or op) at the "
+                 "same seq",
+                 "in-process hook (HANGLAB_HOOKS) on the step's first gradient bucket; the rank traces a `fault` event "
+                 "naming the seq, its numel/op and the expected one",
+                 mismatch_keys(), [] { return std::make_unique<MismatchedCollective>(); }};
+  i.default_trigger = "at_step = 1";
+  return i;
 }
 
 }  // namespace hanglab

@@ -22,6 +22,19 @@
 
 namespace hanglab {
 
+std::string rank_kept_out_of_init(const RunFactsView& run, int rank, const std::string& clue) {
+  if (run.has_phase(rank, "init", "end")) return {};
+  const std::string line = clue.empty() ? std::string() : run.log_line(rank, clue);
+  const bool ran = !run.events(rank, "start").empty() || !line.empty();
+  if (!ran) return {};
+  std::string how = "still in it when the run ended";
+  if (const RankExit* e = run.exit_of(rank)) how = "exited with status " + std::to_string(e->status());
+  const auto errors = run.events(rank, "error");
+  std::string said = !line.empty() ? line : errors.empty() ? std::string() : errors.front()->value("msg", "");
+  if (said.size() > 200) said = said.substr(0, 200) + "...";
+  return "rank " + std::to_string(rank) + " never completed init (" + how + ")" + (said.empty() ? "" : ": " + said);
+}
+
 bool is_targeted(const std::vector<int>& ranks, int rank) {
   return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
 }

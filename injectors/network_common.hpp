@@ -40,6 +40,11 @@ std::vector<std::string> delayed_start_wrapper(double delay_s);
 // the rest of the command line, so they compose in any order.
 void prepend_wrapper(LaunchSpec& spec, const std::vector<std::string>& wrapper);
 
+// manifested() of the faults that keep a rank out of the process group: whether `rank`
+// ran (traced `start`, or a log line mentions `clue`) and never completed init (no
+// `phase init end`). Returns the evidence, or "" when it did join (or never ran at all).
+std::string rank_kept_out_of_init(const RunFactsView& run, int rank, const std::string& clue);
+
 // The integer value of spec.env[key]; throws std::runtime_error naming the rank when it
 // is missing or not a number (a harness bug: the runner sets these for every rank).
 int env_int_of(const LaunchSpec& spec, const std::string& key);

@@ -22,6 +22,12 @@
 // evidence (oom_kill count, failcnt, peak usage and the kernel's OOM lines) to
 // <run_dir>/ranks/<r>/oom.txt for triage, moves anything still alive back and removes
 // the group.
+//
+// Needs the built-in training loop (the growth is its hook). Manifested when the kernel
+// OOM-killed inside the group: oom_kill >= 1 in memory.events (v2) / memory.oom_control
+// (v1), read by revert before the group goes, or, where the kernel has no such counter,
+// the limit was hit (failcnt > 0) and the rank died of SIGKILL.
+#include <csignal>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -123,6 +129,21 @@ class OomRank : public HookInjector {
     // limit_mb belongs to the cgroup, not to the workload's hook (which rejects it).
     limit_mb_ = hook_.value("limit_mb", 300LL);
     hook_.erase("limit_mb");
+  }
+
+  Manifest manifested(const RunFactsView& run) const override {
+    for (const auto& [rank, e] : evidence_) {
+      if (e.oom_kills > 0)
+        return {true, fmt::format("rank {}: the kernel OOM-killed in its memory cgroup (oom_kill {}, peak {} MiB of "
+                                  "{} MiB)",
+                                  rank, e.oom_kills, e.peak_mb, limit_mb_)};
+      const RankExit* x = run.exit_of(rank);
+      if (e.oom_kills < 0 && e.failcnt > 0 && x && x->signal && *x->signal == SIGKILL)
+        return {true, fmt::format("rank {}: hit its memory limit (failcnt {}) and died of SIGKILL", rank, e.failcnt)};
+    }
+    if (evidence_.empty()) return {false, "no memory cgroup evidence: the targeted rank never ran in its group"};
+    return {false, fmt::format("rank {} never reached its {} MiB limit (no OOM kill; peak {} MiB)",
+                               evidence_.begin()->first, limit_mb_, evidence_.begin()->second.peak_mb)};
   }
 
   // The fault is the environment (the cgroup limit) as much as the rank's growth: the
@@ -286,18 +307,27 @@ class OomRank : public HookInjector {
     const auto& cg = g.cg;
     out << fmt::format("# oom_rank evidence for rank {}: memory cgroup {} {}, limit {} MiB, {} MiB per step\n", g.rank,
                        cg.mount().v2 ? "v2" : "v1", cg.dir().string(), limit_mb_, hook_.value("mb_per_step", 64LL));
+    Evidence& e = evidence_[g.rank];
     if (cg.mount().v2) {
       // memory.events: low, high, max, oom, oom_kill (, oom_group_kill)
-      std::istringstream ev(cg.read("memory.events").value_or(""));
+      const std::string events = cg.read("memory.events").value_or("");
+      std::istringstream ev(events);
       for (std::string line; std::getline(ev, line);)
         if (!line.empty()) out << line << "\n";
-      out << "max_usage_mb " << mib(cg.read("memory.peak")) << "\n";
+      if (std::string k = first_line_with(events, "oom_kill "); !k.empty()) e.oom_kills = std::atoll(k.c_str() + 9);
+      if (std::string k = first_line_with(events, "max "); !k.empty()) e.failcnt = std::atoll(k.c_str() + 4);
+      e.peak_mb = mib(cg.read("memory.peak"));
+      out << "max_usage_mb " << e.peak_mb << "\n";
     } else {
       std::string oc = cg.read("memory.oom_control").value_or("");
       std::string kills = first_line_with(oc, "oom_kill ");
       out << (kills.empty() ? "oom_kill ?" : kills) << "\n";
-      out << "failcnt " << cg.read("memory.failcnt").value_or("?\n");
-      out << "max_usage_mb " << mib(cg.read("memory.max_usage_in_bytes")) << "\n";
+      if (!kills.empty()) e.oom_kills = std::atoll(kills.c_str() + 9);
+      const std::string failcnt = cg.read("memory.failcnt").value_or("?\n");
+      e.failcnt = std::atoll(failcnt.c_str());
+      out << "failcnt " << failcnt;
+      e.peak_mb = mib(cg.read("memory.max_usage_in_bytes"));
+      out << "max_usage_mb " << e.peak_mb << "\n";
     }
     out << "limit_mb " << limit_mb_ << "\n";
     std::string why;
@@ -308,6 +338,13 @@ class OomRank : public HookInjector {
     f << out.str();
   }
 
+  struct Evidence {
+    long long oom_kills = -1;  // -1: the kernel has no counter
+    long long failcnt = 0;     // times the limit was hit (v2: memory.events max)
+    std::string peak_mb = "?";
+  };
+  std::map<int, Evidence> evidence_;  // per rank, read by revert before the group goes
+
   long long limit_mb_ = 300;
   std::string run_dir_;
   std::vector<Group> groups_;
@@ -316,11 +353,13 @@ class OomRank : public HookInjector {
 }  // namespace
 
 InjectorInfo oom_rank_info() {
-  return {"oom_rank", "the chosen ranks grow their memory until the kernel's OOM killer SIGKILLs them (status 137)",
+  InjectorInfo i{"oom_rank", "the chosen ranks grow their memory until the kernel's OOM killer SIGKILLs them (status 137)",
           "a hanglab-* memory cgroup (v1 memory.limit_in_bytes / v2 memory.max = limit_mb, no swap) the rank joins "
           "before exec via a /bin/sh wrapper, plus the in-process hook \"alloc_growth\" of workloads/common; "
           "revert writes ranks/<r>/oom.txt (oom_kill count, failcnt, kernel log lines)",
           oom_keys(), [] { return std::make_unique<OomRank>(); }};
+  i.default_trigger = "at_step = 1 (the growth starts with the first step)";
+  return i;
 }
 
 }  // namespace hanglab

@@ -7,6 +7,9 @@
 //
 // `ranks` does not choose anything here: every rank shares the one port. List the rank
 // that hosts the store ([0]), whose failure is the first one.
+//
+// Needs nothing of the workload. Manifested when the holder was listening and a rank
+// reported the taken port ("Address already in use") or no rank completed init.
 #include "hook_injector.hpp"
 #include "network_common.hpp"
 
@@ -31,7 +34,23 @@ class PortInUse : public Injector {
     holder_.start(env_int_of(spec, "MASTER_PORT"), state());
   }
 
+  Manifest manifested(const RunFactsView& run) const override {
+    if (!held_) return {false, "no holder was listening on MASTER_PORT"};
+    for (int r = 0; r < run.world_size; ++r)
+      if (std::string line = run.log_line(r, "Address already in use"); !line.empty())
+        return {true, "rank " + std::to_string(r) + " found the port taken: " + line};
+    std::string kept;
+    for (int r = 0; r < run.world_size; ++r) {
+      std::string e = rank_kept_out_of_init(run, r, "");
+      if (e.empty()) return {false, "rank " + std::to_string(r) + " completed init despite the holder"};
+      kept = e;
+    }
+    if (kept.empty()) return {false, "no rank ran"};
+    return {true, "no rank completed init while the holder listened on the port; e.g. " + kept};
+  }
+
   std::string fire(Job&) override {
+    held_ = held_ || holder_.running();
     if (!holder_.running()) return "no holder running (no MASTER_PORT in the launch environment)";
     return "holder pid " + std::to_string(holder_.pid()) + " listens on 0.0.0.0:" + std::to_string(holder_.port()) +
            " and [::]:" + std::to_string(holder_.port()) + " (the run's MASTER_PORT) and never answers";
@@ -45,6 +64,7 @@ class PortInUse : public Injector {
  private:
   PortHolder holder_;
   bool tried_ = false;
+  bool held_ = false;  // the holder was listening when the fault fired
 };
 
 }  // namespace

@@ -19,6 +19,13 @@
 //
 // hanglab_slowfs is looked up in $HANGLAB_SLOWFS, next to the hanglab binary, then at the
 // path compiled in (HANGLAB_SLOWFS_BIN, the build tree).
+//
+// Needs I/O of the targeted ranks in the chosen directories after the trigger: with dirs
+// = "ckpt" alone, a built-in workload is made to save (checkpoint_every = at_step,
+// checkpoint_ranks = "all" where left out; settings that save nothing are refused); the
+// data directory is read every step. Manifested when a daemon's log shows an affected
+// operation after the trigger: its final counters (slowed read/write/metadata > 0, or
+// failed > 0) or a stall that began.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mount.h>
@@ -27,8 +34,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -94,6 +103,7 @@ class SlowStorage : public Injector {
     const auto keys = slow_storage_keys();
     reject_unknown_keys(spec, file, keys);
     ranks_ = spec.ranks;
+    at_step_ = spec.at_step.value_or(1);
     auto bad = [&](const std::string& key, const std::string& msg) {
       const toml::node* n = spec.table.get(key);
       return config_error_at(file, n ? n->source() : spec.table.source(), spec.key_prefix() + "." + key, msg);
@@ -120,6 +130,43 @@ class SlowStorage : public Injector {
     if (jitter_ms_ < 0 || jitter_ms_ > 600000) throw bad("jitter_ms", "must be within 0..600000");
     if (!(stall_s_ >= 0) || stall_s_ > 86400) throw bad("stall_s", "must be within 0..86400");
     if (error_ != "none" && error_ != "EIO" && error_ != "ENOSPC") throw bad("error", "expected none, EIO or ENOSPC");
+  }
+
+  std::vector<std::string> adapt(AdaptContext& ctx) override {
+    if (std::find(dirs_.begin(), dirs_.end(), "data") != dirs_.end()) return {};
+    return require_checkpoint(ctx, ranks_, at_step_, "dirs", "slow_storage slows the checkpoint directory");
+  }
+
+  Manifest manifested(const RunFactsView& /*run*/) const override {
+    std::string evidence;
+    for (const auto& [name, log] : logs_) {
+      std::ifstream in(log);
+      std::string line, counters, stall, injected;
+      while (std::getline(in, line)) {
+        if (line.find("slowed read ") != std::string::npos) counters = line;
+        if (stall.empty() && line.find("stall begins") != std::string::npos) stall = line;
+        if (injected.empty() && line.find("(injected)") != std::string::npos) injected = line;
+      }
+      long long slowed = 0, failed = 0;
+      if (auto p = counters.find("slowed read "); p != std::string::npos) {
+        long long r = 0, w = 0, m = 0;
+        std::sscanf(counters.c_str() + p, "slowed read %lld, write %lld, metadata %lld", &r, &w, &m);
+        slowed = r + w + m;
+      }
+      if (auto p = counters.find(" failed with"); p != std::string::npos) {
+        auto q = counters.rfind("; ", p);
+        if (q != std::string::npos) failed = std::atoll(counters.c_str() + q + 2);
+      }
+      if (slowed > 0 || failed > 0 || !stall.empty()) {
+        const auto c = counters.find(": ops seen");
+        evidence += (evidence.empty() ? "" : "; ") + name + ": " +
+                    (c != std::string::npos ? counters.substr(c + 2) : std::string("a stall began")) +
+                    (stall.empty() ? "" : " (a stall began)");
+      }
+    }
+    if (!evidence.empty()) return {true, evidence};
+    return {false, logs_.empty() ? std::string("no slow file system was mounted")
+                                 : "no operation of the targeted ranks was slowed, stalled or failed after the trigger"};
   }
 
   std::string unsupported_reason(const HostInfo& host) const override {
@@ -321,6 +368,7 @@ class SlowStorage : public Injector {
     }
     ::close(ready[0]);
     mounts_.push_back(m);
+    logs_.emplace_back(name, m.log);
     if (answer.rfind("ready", 0) != 0) {
       stop(mounts_.back());
       mounts_.pop_back();
@@ -384,7 +432,9 @@ class SlowStorage : public Injector {
   double stall_s_ = 0;
   std::string error_ = "none";
   bool prepared_ = false;
+  int at_step_ = 1;
   std::vector<Mount> mounts_;
+  std::vector<std::pair<std::string, std::string>> logs_;  // dir name -> daemon log, kept after revert
 };
 
 }  // namespace

@@ -8,7 +8,45 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
+#include "injector.hpp"
+
 namespace hanglab {
+
+std::vector<std::string> require_checkpoint(AdaptContext& ctx, const std::vector<int>& ranks, int from,
+                                            const std::string& key, const std::string& what) {
+  std::vector<std::string> notes;
+  if (!ctx.builtin) return notes;  // a bring-your-own command: its saves are its own
+  if (!ctx.has_arg("checkpoint_every")) {
+    if (ctx.expects_no_effect()) return notes;
+    throw ctx.refuse(key, fmt::format("{}, but workload {} saves no checkpoints", what, ctx.scenario.workload.name));
+  }
+  const int steps = ctx.scenario.workload.steps;
+  from = std::max(1, std::min(from, steps));
+  if (!ctx.arg_given("checkpoint_every")) {
+    notes.push_back(ctx.set_default_arg("checkpoint_every", std::to_string(from),
+                                        fmt::format("{}: a save at step {}", what, from)));
+  } else {
+    long long every = 0;
+    try {
+      every = std::stoll(ctx.arg("checkpoint_every"));
+    } catch (const std::exception&) {
+    }
+    if ((every <= 0 || (steps / every) * every < from) && !ctx.expects_no_effect())
+      throw ctx.refuse(key, fmt::format("{}, but [workload.args] checkpoint_every = {} saves none in steps {}..{}",
+                                        what, every, from, steps));
+  }
+  const bool non_zero = std::none_of(ranks.begin(), ranks.end(), [](int r) { return r == 0; });
+  if (non_zero && !ctx.arg_given("checkpoint_ranks")) {
+    notes.push_back(ctx.set_default_arg("checkpoint_ranks", "all", what + ": the targeted ranks save too, not rank 0 only"));
+  } else if (non_zero && ctx.arg("checkpoint_ranks") == "rank0" && !ctx.expects_no_effect()) {
+    throw ctx.refuse(key, fmt::format("{}, but [workload.args] checkpoint_ranks = \"rank0\": only rank 0 saves and "
+                                      "the fault targets other ranks",
+                                      what));
+  }
+  return notes;
+}
 
 std::string sh_quote(const std::string& text) {
   std::string out = "'";

@@ -43,6 +43,16 @@ std::optional<MountEntry> mount_at(pid_t pid, const std::string& path);
 // it cannot be read.
 bool fs_space_mib(pid_t pid, const std::string& path, double& total_mib, double& free_mib);
 
+// adapt() of the faults that act on checkpoint saves (disk_full, slow_storage with ckpt):
+// on a built-in workload, make sure every targeted rank saves a checkpoint at or after
+// step `from`: sets checkpoint_every (default: `from`) and checkpoint_ranks = "all" (when
+// a targeted rank is not rank 0) where the scenario leaves them out; refuses (ConfigError
+// at `key`) settings that save nothing the fault could act on. `what` names the fault's
+// need in the messages. Returns the record lines of what it set.
+struct AdaptContext;
+std::vector<std::string> require_checkpoint(AdaptContext& ctx, const std::vector<int>& ranks, int from,
+                                            const std::string& key, const std::string& what);
+
 // Whether `rank` is in `ranks`.
 bool rank_targeted(const std::vector<int>& ranks, int rank);
 

@@ -13,6 +13,11 @@
 //     that stops the rank whenever its CPU time since the fault exceeds the quota.
 // fire()'s detail names the mechanism used. revert() moves the processes back where
 // they came from and removes the group, or resumes a rank the duty cycle had stopped.
+//
+// Needs CPU work to limit: on a built-in workload without `compute` it sets compute =
+// "burn" (the step's time is CPU time) and refuses compute = "sleep". Manifested when the
+// limit bit: the group's cpu.stat nr_throttled > 0 (read before the group is removed), or
+// the duty cycle stopped the rank at least once.
 #include <csignal>
 #include <cstring>
 #include <optional>
@@ -59,6 +64,22 @@ class ThrottleCpu : public Injector {
     if (duration_s_ < 0) throw bad("duration_s", "must be >= 0");
   }
 
+  std::vector<std::string> adapt(AdaptContext& ctx) override {
+    if (!ctx.has_arg("compute")) return {};
+    if (!ctx.arg_given("compute"))
+      return {ctx.set_default_arg("compute", "burn",
+                                  "throttle_cpu limits CPU time: the step's compute must be CPU work, not sleep")};
+    if (ctx.arg("compute") == "sleep" && !ctx.expects_no_effect())
+      throw ctx.refuse("kind", "throttle_cpu limits CPU time, but [workload.args] compute = \"sleep\" spends the "
+                               "step sleeping: use compute = \"burn\"");
+    return {};
+  }
+
+  Manifest manifested(const RunFactsView& /*run*/) const override {
+    if (throttled_.empty()) return {false, "the CPU limit never bit (no throttled period, no duty-cycle stop)"};
+    return {true, throttled_};
+  }
+
   std::string fire(Job& job) override {
     std::string detail;
     for (int r : ranks_) {
@@ -82,6 +103,8 @@ class ThrottleCpu : public Injector {
     }
     for (auto& t : targets_)
       if (t.duty) duty_step(t, since_fire_s);
+    for (auto& t : targets_)
+      if (t.duty && t.stops > 0) note_throttled(t, fmt::format("duty cycle stopped it {} time(s)", t.stops));
     return {};  // duty-cycle switches are routine, not harness.jsonl events
   }
 
@@ -98,7 +121,25 @@ class ThrottleCpu : public Injector {
     bool duty = false;                 // duty-cycle mechanism
     bool stopped = false;
     double cpu_at_fire = 0;
+    long long stops = 0;   // duty-cycle SIGSTOPs
+    bool noted = false;    // counted in throttled_
   };
+
+  void note_throttled(Target& t, const std::string& how) {
+    if (t.noted) return;
+    t.noted = true;
+    throttled_ += fmt::format("{}rank {} throttled: {}", throttled_.empty() ? "" : "; ", t.leader.rank, how);
+  }
+
+  // nr_throttled of the group's cpu.stat (v1 and v2 both have it), before it is removed.
+  void read_throttled(Target& t) {
+    if (!t.group || t.noted) return;
+    const std::string stat = t.group->read("cpu.stat").value_or("");
+    const auto p = stat.find("nr_throttled ");
+    if (p == std::string::npos) return;
+    const long long n = std::atoll(stat.c_str() + p + 13);
+    if (n > 0) note_throttled(t, fmt::format("cpu.stat nr_throttled {}", n));
+  }
 
   std::string throttle(int r, pid_t pid) {
     Target t;
@@ -189,7 +230,10 @@ class ThrottleCpu : public Injector {
     double used = cpu_seconds(t) - t.cpu_at_fire;
     double allowed = percent_ / 100.0 * since_fire_s;
     if (!t.stopped && used >= allowed) {
-      if (signal_rank(t.leader.pid, SIGSTOP) == 0) t.stopped = true;
+      if (signal_rank(t.leader.pid, SIGSTOP) == 0) {
+        t.stopped = true;
+        ++t.stops;
+      }
     } else if (t.stopped && used < allowed) {
       if (signal_rank(t.leader.pid, SIGCONT) == 0) t.stopped = false;
     }
@@ -200,6 +244,7 @@ class ThrottleCpu : public Injector {
     std::string problems;
     std::vector<Target> left;
     for (auto& t : targets_) {
+      read_throttled(t);
       if (t.group) {
         if (std::string p = t.group->remove(); !p.empty()) {
           problems += (problems.empty() ? "" : "; ") + fmt::format("rank {}: {}", t.leader.rank, p);
@@ -224,6 +269,7 @@ class ThrottleCpu : public Injector {
   long long quota_us_ = 10000;
   double duration_s_ = 0;
   std::vector<Target> targets_;
+  std::string throttled_;  // evidence that the limit bit, per rank
 };
 
 }  // namespace

@@ -9,6 +9,9 @@
 // the port: the connection is refused, as from a real host without the store, and no
 // packet leaves this machine. `isolate = false` only sets the variable, for addresses that
 // are wrong by themselves (a name that does not resolve, a multi-host setup).
+//
+// Needs nothing of the workload. Manifested when a targeted rank ran and never completed
+// init (rendezvous).
 #include "hook_injector.hpp"
 #include "network_common.hpp"
 
@@ -44,6 +47,12 @@ class WrongMasterAddr : public Injector {
     right_addr_ = spec.env.count("MASTER_ADDR") ? spec.env.at("MASTER_ADDR") : "";
     spec.env["MASTER_ADDR"] = addr_;
     if (isolate_) prepend_wrapper(spec, private_netns_wrapper());
+  }
+
+  Manifest manifested(const RunFactsView& run) const override {
+    for (int r : ranks_)
+      if (std::string e = rank_kept_out_of_init(run, r, addr_); !e.empty()) return {true, e};
+    return {false, "every targeted rank completed init (or never ran): MASTER_ADDR=" + addr_ + " stopped nobody"};
   }
 
   std::string fire(Job&) override {

@@ -5,6 +5,9 @@
 // its device ("Unable to find address for: <name>"), NCCL's bootstrap finds no socket
 // interface ("Bootstrap : no socket interface found"); either way the process group
 // cannot form, in the init phase.
+//
+// Needs nothing of the workload. Manifested when a targeted rank ran and never completed
+// init (quoting its log line naming the interface when there is one).
 #include "hook_injector.hpp"
 #include "network_common.hpp"
 
@@ -32,6 +35,15 @@ class WrongSocketIfname : public Injector {
     if (!is_targeted(ranks_, rank)) return;
     spec.env["GLOO_SOCKET_IFNAME"] = ifname_;
     spec.env["NCCL_SOCKET_IFNAME"] = ifname_;
+  }
+
+  Manifest manifested(const RunFactsView& run) const override {
+    for (int r : ranks_) {
+      std::string e = rank_kept_out_of_init(run, r, ifname_);
+      if (e.empty()) e = rank_kept_out_of_init(run, r, "socket interface");
+      if (!e.empty()) return {true, e};
+    }
+    return {false, "every targeted rank completed init (or never ran): " + ifname_ + " stopped nobody"};
   }
 
   std::string fire(Job&) override {

@@ -22,6 +22,39 @@ echo "$out" | grep -Eq "bad.toml:6:[0-9]+: fault\[[01]\]\.ranks" || fail "line d
 [ ! -e "$work/results" ] || fail "results were written for bad input"
 echo "ok: $out"
 
+# A fault that could not do what its name says is refused the same way, before anything runs.
+cat > "$work/never.toml" <<'TOML'
+[scenario]
+deadline_s = 30
+[workload]
+name = "torch_ddp"
+world_size = 2
+[[fault]]
+kind = "kill_rank"
+ranks = [1]
+at_s = 45
+TOML
+cat > "$work/noshm.toml" <<'TOML'
+[workload]
+name = "torch_ddp"
+world_size = 2
+[workload.args]
+num_workers = 0
+[[fault]]
+kind = "tiny_shm"
+ranks = [1]
+TOML
+for case in "never.toml:9:[0-9]+: fault\[0\]\.at_s: 45 s after launch never comes" \
+            "noshm.toml:7:[0-9]+: fault\[0\]\.kind: tiny_shm .*num_workers = 0"; do
+  f=${case%%:*}
+  out=$("$hanglab" run "$work/$f" --results "$work/results" 2>&1); rc=$?
+  [ $rc -eq 2 ] || fail "$f: exit $rc, want 2: $out"
+  [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "$f: want exactly one line, got: $out"
+  echo "$out" | grep -Eq "$case" || fail "$f: line does not match '$case': $out"
+  [ ! -e "$work/results" ] || fail "$f: results were written for a refused fault"
+  echo "ok: $out"
+done
+
 out=$("$hanglab" run "$work/missing.toml" 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "missing file: exit $rc"
 echo "$out" | grep -q "missing.toml:0:0" || fail "missing file not named: $out"

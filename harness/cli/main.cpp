@@ -150,14 +150,27 @@ int cmd_list() {
 int cmd_describe(const std::string& kind) {
   if (const InjectorInfo* i = find_injector(kind)) {
     std::cout << fmt::format("fault {}: {}\nmechanism: {}\n\ncommon keys:\n", i->kind, i->summary, i->mechanism);
-    std::cout << "  ranks     [int]   required  ranks the fault targets (0-based, < world_size)\n"
-                 "  at_step   int     -         trigger when a targeted rank enters this step (1-based)\n"
-                 "  at_s      float   -         trigger this many seconds after launch\n"
-                 "                              (neither: from launch)\n";
+    std::cout << "  ranks     [int]   required  ranks the fault targets (0-based, < world_size): no default, the "
+                 "fault is about which rank\n"
+                 "  at_step   int     -         trigger when a targeted rank enters this step (1-based, <= steps)\n"
+                 "  at_s      float   -         trigger this many seconds after launch (< deadline_s)\n";
+    std::cout << fmt::format("                              neither: {}\n", i->default_trigger);
     std::cout << "\nkeys of " << i->kind << ":\n";
     if (i->keys.empty()) std::cout << "  (none)\n";
-    for (const auto& k : i->keys)
-      std::cout << fmt::format("  {:<9} {:<7} {:<9} {}\n", k.key, k.type, k.default_value.empty() ? "-" : k.default_value, k.doc);
+    for (const auto& k : i->keys) {
+      // A derived default, "(the rank below ...)", or a long one is spelled out after the doc.
+      const std::string def = !k.required_reason.empty() ? "required" : k.default_value;
+      const bool derived = !def.empty() && def.front() == '(';
+      std::string note;
+      if (!k.required_reason.empty())
+        note = " (required: " + k.required_reason + ")";
+      else if ((derived || def.size() > 9) && k.doc.find("default") == std::string::npos)
+        note = " (default: " + (derived ? def.substr(1, def.size() - 2) : def) + ")";
+      std::cout << fmt::format("  {:<11} {:<7} {:<9} {}{}\n", k.key, k.type,
+                               derived ? "derived" : def.size() > 9 ? "see doc" : def, k.doc, note);
+    }
+    std::cout << "\nWhat it needs of the workload is arranged or refused when the scenario loads; every run\n"
+                 "records whether it was exercised (run.json faults[].exercised, evidence).\n";
     return 0;
   }
   if (const WorkloadInfo* w = find_workload(kind)) {

@@ -109,6 +109,14 @@ std::string render_run_report(const Scenario& sc, const RunResult& res) {
   for (const auto& c : res.verdict.checks)
     out += fmt::format("  [{:<7}] {:<28} expected {:<24} got {}{}\n", c.status, c.name, c.expected, c.actual,
                        c.reason.empty() ? "" : "  (" + c.reason + ")");
+  if (!f.manifests.empty()) {
+    out += "\nFaults:\n";
+    for (const auto& m : f.manifests) {
+      out += fmt::format("  [{}] {:<22} {}: {}\n", m.index, m.kind,
+                         m.exercised ? "EXERCISED" : m.fired ? "FIRED, NO EFFECT SEEN" : "NEVER FIRED", m.evidence);
+      for (const auto& a : m.adapted) out += fmt::format("      arranged: {}\n", a);
+    }
+  }
   out += "\nTimeline (seconds after launch):\n";
   struct Line {
     double t;

@@ -54,6 +54,17 @@ RunFacts read_run_facts(const fs::path& run_dir) {
       x.t = t;
       x.detail = e.value("detail", "");
       f.faults.push_back(x);
+    } else if (ev == "exercised") {
+      FaultManifest m;
+      m.index = e.value("index", static_cast<int>(f.manifests.size()));
+      m.kind = e.value("kind", "");
+      m.fired = e.value("fired", false);
+      m.exercised = e.value("exercised", false);
+      m.evidence = e.value("evidence", "");
+      if (e.contains("adapted") && e["adapted"].is_array())
+        for (const auto& a : e["adapted"])
+          if (a.is_string()) m.adapted.push_back(a.get<std::string>());
+      f.manifests.push_back(m);
     } else if (ev == "detect") {
       f.detections.push_back({e.value("detector", ""), e.value("rank", -1), t, e.value("detail", "")});
     } else if (ev == "exit") {
@@ -154,8 +165,36 @@ nlohmann::json run_json(const Scenario& sc, const RunResult& res, const HostInfo
   using nlohmann::json;
   json faults = json::array(), detections = json::array(), exits = json::array();
   double ft = f.faults.empty() ? f.start_t : f.faults.front().t;
-  for (const auto& x : f.faults)
-    faults.push_back({{"kind", x.kind}, {"ranks", x.ranks}, {"t", x.t}, {"after_launch_s", x.t - f.start_t}, {"detail", x.detail}});
+  // One entry per firing (in firing order), then the faults that never fired; each with
+  // its manifestation judgment (exercised, evidence) and what adapt() arranged for it.
+  std::vector<bool> used(f.manifests.size(), false);
+  auto judged = [&](const std::string& kind) -> const FaultManifest* {
+    for (size_t i = 0; i < f.manifests.size(); ++i)
+      if (!used[i] && f.manifests[i].kind == kind && f.manifests[i].fired) {
+        used[i] = true;
+        return &f.manifests[i];
+      }
+    return nullptr;
+  };
+  auto add_judgment = [](json& j, const FaultManifest* m) {
+    if (!m) return;
+    j["index"] = m->index;
+    j["exercised"] = m->exercised;
+    j["evidence"] = m->evidence;
+    j["adapted"] = m->adapted;
+  };
+  for (const auto& x : f.faults) {
+    json j = {{"kind", x.kind}, {"ranks", x.ranks}, {"t", x.t}, {"after_launch_s", x.t - f.start_t},
+              {"detail", x.detail}, {"fired", true}};
+    add_judgment(j, judged(x.kind));
+    faults.push_back(std::move(j));
+  }
+  for (size_t i = 0; i < f.manifests.size(); ++i) {
+    if (used[i]) continue;
+    json j = {{"kind", f.manifests[i].kind}, {"fired", false}};
+    add_judgment(j, &f.manifests[i]);
+    faults.push_back(std::move(j));
+  }
   for (const auto& d : f.detections)
     detections.push_back({{"detector", d.detector}, {"rank", d.rank}, {"t", d.t}, {"after_fault_s", d.t - ft}, {"detail", d.detail}});
   for (const auto& e : f.exits)

@@ -27,14 +27,54 @@ using nlohmann::json;
 PreparedScenario prepare_scenario(const fs::path& file) {
   PreparedScenario ps;
   ps.scenario = load_scenario(file, make_load_options());
-  check_workload_runnable(ps.scenario);
-  for (const auto& f : ps.scenario.faults) {
+  Scenario& sc = ps.scenario;
+  check_workload_runnable(sc);
+  const WorkloadInfo* w = sc.workload.command.empty() ? find_workload(sc.workload.name) : nullptr;
+  for (const auto& f : sc.faults) {
     const InjectorInfo* info = find_injector(f.kind);
     auto inj = info->make();
     inj->configure(f, file.string());
+    AdaptContext ctx{sc, f, file.string()};
+    ctx.builtin = w != nullptr;
+    ctx.training_loop = w && w->training_loop;
+    if (w)
+      for (const auto& a : *w->args) ctx.arg_defaults[a.name] = a.default_value;
+    check_trigger_reachable(ctx);
+    std::vector<std::string> notes;
+    for (auto& n : inj->adapt(ctx))
+      if (!n.empty()) notes.push_back(std::move(n));
+    ps.adapted.push_back(std::move(notes));
     ps.injectors.push_back(std::move(inj));
   }
   return ps;
+}
+
+std::vector<FaultManifest> judge_faults(const PreparedScenario& ps, const RunFacts& facts, const fs::path& run_dir) {
+  const Scenario& sc = ps.scenario;
+  RunFactsView view{facts, run_dir, sc.workload.world_size, RunFactsView::read_traces(run_dir, sc.workload.world_size)};
+  std::vector<FaultManifest> out;
+  for (size_t i = 0; i < ps.injectors.size(); ++i) {
+    FaultManifest m;
+    m.index = static_cast<int>(i);
+    m.kind = sc.faults[i].kind;
+    if (i < ps.adapted.size()) m.adapted = ps.adapted[i];
+    // Firings are recorded in order, one per fault: the nth firing of a kind is the nth
+    // [[fault]] of that kind.
+    int nth = 0;
+    for (size_t j = 0; j < i; ++j) nth += sc.faults[j].kind == m.kind;
+    for (const auto& f : facts.faults) m.fired = m.fired || (f.kind == m.kind && nth-- == 0);
+    Manifest judged;
+    try {
+      judged = ps.injectors[i]->manifested(view);
+    } catch (const std::exception& e) {
+      judged = {false, std::string("the judgment failed: ") + e.what()};
+    }
+    // No effect without a firing: an effect seen anyway was something else's.
+    m.exercised = m.fired && judged.exercised;
+    m.evidence = m.fired ? judged.evidence : "the fault never fired; " + judged.evidence;
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 std::vector<fs::path> expand_scenario_paths(const std::vector<std::string>& paths) {
@@ -239,6 +279,20 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
     state->close();
     for (const auto& e : guard.errors)
       std::cerr << "hanglab: warning: revert of a fault failed: " << e << "\n";
+    // After revert: injectors read their evidence (cgroup counters, daemon logs) there.
+    res.facts.manifests = judge_faults(ps, res.facts, res.run_dir);
+    {
+      JsonlWriter log(res.run_dir / "harness.jsonl");
+      for (const auto& m : res.facts.manifests)
+        log.write({{"t", unix_now()},
+                   {"ev", "exercised"},
+                   {"index", m.index},
+                   {"kind", m.kind},
+                   {"fired", m.fired},
+                   {"exercised", m.exercised},
+                   {"evidence", m.evidence},
+                   {"adapted", m.adapted}});
+    }
 
     if (opts.on_state) opts.on_state("triage");
     res.triage = triage_run_dir(res.run_dir);

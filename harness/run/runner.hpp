@@ -23,11 +23,19 @@ namespace hanglab {
 
 struct PreparedScenario {
   Scenario scenario;
-  std::vector<std::unique_ptr<Injector>> injectors;  // one per [[fault]], configured
+  std::vector<std::unique_ptr<Injector>> injectors;  // one per [[fault]], configured and adapted
+  std::vector<std::vector<std::string>> adapted;     // per [[fault]]: what its adapt() arranged
 };
 
-// Loads and fully validates (including each injector's configure()). Throws ConfigError.
+// Loads and fully validates (including each injector's configure() and adapt(), which
+// may add [workload.args] defaults a fault needs, or refuse one that could not act).
+// Throws ConfigError.
 PreparedScenario prepare_scenario(const std::filesystem::path& file);
+
+// Each fault's manifestation (Injector::manifested) on a finished run: called by
+// run_scenario after revert, so injectors can read evidence their revert collected.
+std::vector<FaultManifest> judge_faults(const PreparedScenario& ps, const RunFacts& facts,
+                                        const std::filesystem::path& run_dir);
 
 // Expands files and directories (their *.toml, sorted) into scenario files. Throws
 // ConfigError for a path that does not exist.

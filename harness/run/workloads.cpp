@@ -19,7 +19,8 @@ const std::vector<WorkloadInfo>& workload_registry() {
        "LibTorch c10d data-parallel MLP training (TCPStore rendezvous, ProcessGroupGloo, bucketed gradient allreduce)"},
       {"nccl_probe", "nccl_probe", {"nccl"}, [] { static const std::vector<ArgSpec> kNoArgs; return &kNoArgs; }(),
        "NCCL's CPU-side bootstrap on every rank (ncclGetUniqueId: socket interface selection), rank 0's id shared; "
-       "built only where NCCL is found"},
+       "built only where NCCL is found",
+       false},
       // Same [workload.args] table as torch_ddp: the plain-C++ trainer (workloads/plain_ddp)
       // implements every one of them.
       {"mpi_ddp", "mpi_ddp", {"mpi"}, &torch_ddp_args(),

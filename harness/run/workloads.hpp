@@ -17,6 +17,7 @@ struct WorkloadInfo {
   std::vector<std::string> backends;
   const std::vector<ArgSpec>* args;
   std::string summary;
+  bool training_loop = true;  // runs the shared training loop that honours HANGLAB_HOOKS
 };
 
 const std::vector<WorkloadInfo>& workload_registry();

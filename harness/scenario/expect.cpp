@@ -72,21 +72,24 @@ class Checker {
     for (const auto& [rank, state] : tr.liveness) v.checks.push_back(check_liveness(rank, state));
 
     // No [expect] at all: "run it and show me what happens". The verdict is `observed`
-    // (exit 0) once the run finished with an outcome; the report says what happened.
-    if (v.checks.empty()) {
-      if (!complete()) {
+    // (exit 0) once the run finished with an outcome, unless a default check below fails;
+    // the report says what happened.
+    const bool user_checks = !v.checks.empty();
+    if (!user_checks) {
+      if (!complete())
         v.checks.push_back({"expect", kUnknown, "a finished run", "", incomplete_reason()});
-      } else {
+      else
         v.checks.push_back({"expect", kObserved, "(no [expect])", facts_.outcome, "no expectations: observed only"});
-        v.status = kObserved;
-        return v;
-      }
     }
+    // Every fault must do what its name says, with or without [expect]: a run whose fault
+    // had no effect verified nothing about it (opt out: [expect] fault_manifests = false).
+    for (size_t i = 0; i < sc_.faults.size(); ++i) v.checks.push_back(check_manifested(i));
     v.status = kPass;
     for (const Check& c : v.checks) {
       if (c.status == kFail) v.status = kFail;
       if (c.status == kUnknown && v.status == kPass) v.status = kUnknown;
     }
+    if (!user_checks && v.status == kPass) v.status = kObserved;
     return v;
   }
 
@@ -219,6 +222,29 @@ class Checker {
       c.status = kFail;
       c.reason = fmt::format("first detection after only {}, earlier than {} (a premature alarm)", seconds(delta),
                              seconds(bound));
+    }
+    return c;
+  }
+
+  Check check_manifested(size_t i) const {
+    const bool want = sc_.expect.fault_manifests.value_or(true);
+    const std::string name = sc_.faults.size() == 1 ? "fault_manifested" : fmt::format("fault_manifested.{}", i);
+    Check c{name, kPass, want ? "exercised" : "not exercised (fault_manifests = false)", "", ""};
+    const FaultManifest* m = nullptr;
+    for (const auto& x : facts_.manifests)
+      if (x.index == static_cast<int>(i)) m = &x;
+    if (!m) {
+      c.status = kUnknown;
+      c.actual = "(not judged)";
+      c.reason = "no manifestation judgment recorded for fault " + sc_.faults[i].kind +
+                 (complete() ? "" : "; " + incomplete_reason());
+      return c;
+    }
+    c.actual = (m->exercised ? "exercised: " : m->fired ? "fired, no effect: " : "never fired: ") + m->evidence;
+    if (m->exercised != want) {
+      c.status = kFail;
+      c.reason = want ? fmt::format("fault {} ({}) did not manifest", i, m->kind)
+                      : fmt::format("fault {} ({}) manifested, but the scenario expects it not to", i, m->kind);
     }
     return c;
   }

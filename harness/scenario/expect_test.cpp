@@ -31,6 +31,7 @@ RunFacts hang_facts() {
   f.outcome = "hang";
   f.teardown_reason = "hang";
   f.faults.push_back({"skip_collective", {1}, kFault, "skipped allreduce seq 17"});
+  f.manifests.push_back({0, "skip_collective", true, true, "rank 1 traced `fault` skip_collective", {}});
   f.detections.push_back({"backend_timeout", 0, kFault + 5.0, "Timed out"});
   f.detections.push_back({"backend_timeout", 2, kFault + 5.5, "Timed out"});
   f.detections.push_back({"harness_watchdog", -1, kFault + 8.0, "no progress for 10 s"});
@@ -70,7 +71,8 @@ TEST_CASE("outcome", "[expect]") {
 
   sc.expect.outcome = "hang";
   Verdict v = check_expectations(sc, hang_facts(), tr);
-  REQUIRE(v.checks.size() == 1);
+  REQUIRE(v.checks.size() == 2);  // + fault_manifested, which every fault gets
+  CHECK(v.checks[1].name == "fault_manifested");
   CHECK(v.checks[0].name == "outcome");
   CHECK(v.checks[0].status == "pass");
   CHECK(v.checks[0].expected == "hang");
@@ -123,7 +125,7 @@ TEST_CASE("detected_by and not_detected_by", "[expect]") {
   sc.expect.detected_by = {"backend_timeout", "exit_monitor"};
   sc.expect.not_detected_by = {"heartbeat_loss", "harness_watchdog"};
   Verdict v = check_expectations(sc, hang_facts(), mismatch_triage());
-  REQUIRE(v.checks.size() == 4);
+  REQUIRE(v.checks.size() == 5);  // + fault_manifested
 
   const Check& bt = find_check(v, "detected_by.backend_timeout");
   CHECK(bt.status == "pass");
@@ -269,7 +271,7 @@ TEST_CASE("triage fields are compared exactly, missing_ranks as sets", "[expect]
   te.liveness = {{0, "hung"}, {3, "hung"}};
   TriageResult tr = mismatch_triage();
   Verdict v = check_expectations(sc, hang_facts(), tr);
-  CHECK(v.checks.size() == 8);
+  CHECK(v.checks.size() == 9);  // + fault_manifested
   CHECK(v.status == "pass");
   CHECK(find_check(v, "triage.missing_ranks").expected == "[1]");
   CHECK(find_check(v, "triage.liveness.3").actual == "hung");
@@ -306,7 +308,8 @@ TEST_CASE("triage fields are compared exactly, missing_ranks as sets", "[expect]
   }
   SECTION("no triage answer makes every triage check unknown") {
     v = check_expectations(sc, hang_facts(), TriageResult{});
-    for (const Check& c : v.checks) CHECK(c.status == "unknown");
+    for (const Check& c : v.checks)
+      if (c.name != "fault_manifested") CHECK(c.status == "unknown");
     CHECK(v.status == "unknown");
   }
 }
@@ -314,7 +317,9 @@ TEST_CASE("triage fields are compared exactly, missing_ranks as sets", "[expect]
 TEST_CASE("a scenario without expectations is observed once the run has an outcome", "[expect]") {
   Verdict v = check_expectations(scenario_with_fault(), hang_facts(), mismatch_triage());
   CHECK(v.status == "observed");
-  REQUIRE(v.checks.size() == 1);
+  REQUIRE(v.checks.size() == 2);
+  CHECK(v.checks[1].name == "fault_manifested");
+  CHECK(v.checks[1].status == "pass");
   CHECK(v.checks[0].name == "expect");
   CHECK(v.checks[0].status == "observed");
   CHECK(v.checks[0].actual == "hang");
@@ -327,6 +332,13 @@ TEST_CASE("a scenario without expectations is observed once the run has an outco
   Verdict u = check_expectations(scenario_with_fault(), torn, mismatch_triage());
   CHECK(u.status == "unknown");
   CHECK(exit_code_for({u}) == 3);
+
+  // A fault that had no effect fails an observed run too: it verified nothing.
+  RunFacts idle = hang_facts();
+  idle.manifests[0].exercised = false;
+  Verdict f = check_expectations(scenario_with_fault(), idle, mismatch_triage());
+  CHECK(f.status == "fail");
+  CHECK(exit_code_for({f}) == 1);
 }
 
 TEST_CASE("overall status: fail beats unknown beats pass", "[expect]") {
@@ -373,7 +385,7 @@ TEST_CASE("verdict JSON round-trips", "[expect]") {
   Verdict v = check_expectations(sc, hang_facts(), mismatch_triage());
   nlohmann::json j = to_json(v);
   CHECK(j["status"] == "fail");
-  CHECK(j["checks"].size() == 2);
+  CHECK(j["checks"].size() == 3);  // outcome, detected_by, fault_manifested
   CHECK(j["checks"][0]["name"] == "outcome");
   CHECK(j["checks"][0]["expected"] == "completed");
   CHECK(j["first_detection_s"]["backend_timeout"].get<double>() == Approx(5.0));
@@ -389,4 +401,57 @@ TEST_CASE("verdict JSON round-trips", "[expect]") {
   CHECK(s["skip_reason"] == "needs cgroup v2");
   CHECK(verdict_from_json(s).skip_reason == "needs cgroup v2");
   CHECK(verdict_from_json(nlohmann::json("garbage")).status.empty());
+}
+
+TEST_CASE("fault_manifested: every fault must be exercised unless the scenario expects otherwise", "[expect]") {
+  Scenario sc = scenario_with_fault();
+  sc.expect.outcome = "hang";
+  RunFacts facts = hang_facts();
+  Verdict v = check_expectations(sc, facts, mismatch_triage());
+  CHECK(v.status == "pass");
+  CHECK(find_check(v, "fault_manifested").status == "pass");
+  CHECK(find_check(v, "fault_manifested").expected == "exercised");
+
+  SECTION("a fault that fired without effect fails the run, naming the evidence") {
+    facts.manifests[0].exercised = false;
+    facts.manifests[0].evidence = "no rank traced a `fault` event";
+    v = check_expectations(sc, facts, mismatch_triage());
+    CHECK(v.status == "fail");
+    const Check& c = find_check(v, "fault_manifested");
+    CHECK(c.status == "fail");
+    CHECK(c.actual == "fired, no effect: no rank traced a `fault` event");
+    CHECK(c.reason == "fault 0 (skip_collective) did not manifest");
+    CHECK(exit_code_for({v}) == 1);
+  }
+  SECTION("fault_manifests = false expects no effect, and fails when there was one") {
+    sc.expect.fault_manifests = false;
+    v = check_expectations(sc, facts, mismatch_triage());
+    CHECK(find_check(v, "fault_manifested").status == "fail");
+    CHECK_THAT(find_check(v, "fault_manifested").reason, Catch::Contains("expects it not to"));
+    facts.manifests[0].exercised = false;
+    v = check_expectations(sc, facts, mismatch_triage());
+    CHECK(find_check(v, "fault_manifested").status == "pass");
+    CHECK(v.status == "pass");
+  }
+  SECTION("no judgment recorded (harness error, an old run) is unknown, not a pass") {
+    facts.manifests.clear();
+    v = check_expectations(sc, facts, mismatch_triage());
+    CHECK(find_check(v, "fault_manifested").status == "unknown");
+    CHECK(v.status == "unknown");
+  }
+  SECTION("a scenario without [expect] still reports a fault that did not manifest") {
+    sc.expect = ExpectSpec{};
+    facts.manifests[0].exercised = false;
+    v = check_expectations(sc, facts, mismatch_triage());
+    CHECK(find_check(v, "fault_manifested").status == "fail");
+    CHECK(v.status == "fail");
+  }
+  SECTION("several faults are checked one by one") {
+    sc.faults.push_back(sc.faults[0]);
+    facts.manifests.push_back({1, "skip_collective", false, false, "never fired", {}});
+    v = check_expectations(sc, facts, mismatch_triage());
+    CHECK(find_check(v, "fault_manifested.0").status == "pass");
+    CHECK(find_check(v, "fault_manifested.1").status == "fail");
+    CHECK(find_check(v, "fault_manifested.1").actual == "never fired: never fired");
+  }
 }

@@ -8,6 +8,8 @@
 //              timeouts{init_s,collective_s,progress_s,heartbeat_s,checkpoint_s,eval_s (null = unset)}
 //   launch     rank, pid, argv
 //   fault      kind, ranks[], detail          an injector fired (t = firing time)
+//   exercised  index, kind, fired, exercised, evidence, adapted[]
+//                                             after the run: did the fault show its effect
 //   revert     kind, detail                   an injector undid its action
 //   detect     detector, rank (-1 = job-wide), detail   first firing of a detector per rank
 //   exit       rank, code (int|null), signal (int|null), status (code, or 128+signal)
@@ -46,6 +48,16 @@ struct RankExit {
   int status() const { return signal ? 128 + *signal : code.value_or(-1); }
 };
 
+// The injector's judgment after the run (Injector::manifested), one per [[fault]].
+struct FaultManifest {
+  int index = 0;                     // position among the [[fault]] tables
+  std::string kind;
+  bool fired = false;
+  bool exercised = false;            // fired AND its effect was observed
+  std::string evidence;
+  std::vector<std::string> adapted;  // what adapt() arranged in the workload for it
+};
+
 struct RunFacts {
   double start_t = 0;                 // launch time, Unix seconds
   double end_t = 0;
@@ -54,6 +66,7 @@ struct RunFacts {
   std::vector<FaultFiring> faults;
   std::vector<Detection> detections;  // in time order
   std::vector<RankExit> exits;
+  std::vector<FaultManifest> manifests;  // empty when not judged (harness error, old run dir)
 };
 
 }  // namespace hanglab

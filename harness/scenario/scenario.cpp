@@ -28,8 +28,8 @@ const Allowed kTopLevelKeys = {"scenario", "workload", "timeouts", "fault", "exp
 const Allowed kScenarioKeys = {"name", "description", "tags", "deadline_s"};
 const Allowed kWorkloadKeys = {"name", "command", "backend", "world_size", "steps", "launcher", "args", "env"};
 const Allowed kTimeoutKeys = {"init_s", "collective_s", "progress_s", "heartbeat_s", "checkpoint_s", "eval_s"};
-const Allowed kExpectKeys = {"outcome", "detected_by", "not_detected_by", "detected_within_s", "not_before_s",
-                             "triage"};
+const Allowed kExpectKeys = {"outcome",      "detected_by", "not_detected_by", "detected_within_s",
+                             "not_before_s", "triage",      "fault_manifests"};
 const Allowed kTriageKeys = {"category", "cause", "phase", "scope", "missing_ranks", "last_good_step", "liveness"};
 
 const Allowed kBackends = {"gloo", "nccl", "mpi"};
@@ -644,6 +644,15 @@ void Loader::load_expect(const toml::table& root, ExpectSpec& ex) {
   if (ex.detected_within_s && ex.not_before_s && *ex.not_before_s > *ex.detected_within_s)
     error(*t->get("not_before_s"), "expect.not_before_s",
           fmt::format("must not exceed detected_within_s ({})", render_double(*ex.detected_within_s)));
+  if (const toml::node* n = t->get("fault_manifests")) {
+    if (!n->is_boolean()) {
+      type_error(*n, "expect.fault_manifests", "true or false");
+    } else if (!root.get("fault")) {
+      error(*n, "expect.fault_manifests", "the scenario has no [[fault]] to manifest");
+    } else {
+      ex.fault_manifests = n->as_boolean()->get();
+    }
+  }
   if (const toml::table* tr = table_at(*t, "triage", "expect")) load_triage_expect(*tr, ex.triage);
 }
 

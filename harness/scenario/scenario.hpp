@@ -83,6 +83,10 @@ struct ExpectSpec {
   std::vector<std::string> not_detected_by; // detector names that must not fire
   std::optional<double> detected_within_s;  // first detection <= this after the fault fired
   std::optional<double> not_before_s;       // ...and not earlier than this
+  // Every fault must manifest (fire and show its effect) unless this says otherwise:
+  // absent or true = each fault must be exercised; false = the scenario deliberately runs
+  // a fault that has no effect, and the check expects it NOT to be exercised.
+  std::optional<bool> fault_manifests;
   TriageExpect triage;
 };
 

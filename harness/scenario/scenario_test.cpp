@@ -502,3 +502,21 @@ TEST_CASE("per-phase watchdog limits checkpoint_s and eval_s are optional [timeo
   auto e = load_error(kWorkload + "[timeouts]\ncheckpoint_s = 0\n");
   CHECK(e.key() == "timeouts.checkpoint_s");
 }
+
+TEST_CASE("[expect] fault_manifests: a boolean, only with a [[fault]]", "[scenario]") {
+  const std::string fault = "[[fault]]\nkind = \"kill_rank\"\nranks = [1]\n";  // lines 5-7
+  CHECK_FALSE(load(kWorkload + fault).expect.fault_manifests.has_value());
+  const Scenario off = load(kWorkload + fault + "[expect]\nfault_manifests = false\n");
+  REQUIRE(off.expect.fault_manifests.has_value());
+  CHECK_FALSE(*off.expect.fault_manifests);
+  CHECK(*load(kWorkload + fault + "[expect]\nfault_manifests = true\n").expect.fault_manifests);
+
+  ConfigError typed = load_error(kWorkload + fault + "[expect]\nfault_manifests = \"no\"\n");
+  CHECK(typed.key() == "expect.fault_manifests");
+  CHECK(typed.line() == 9);
+  CHECK_THAT(typed.what(), Catch::Contains("expected true or false"));
+  ConfigError alone = load_error(kWorkload + "[expect]\nfault_manifests = false\n");
+  CHECK(alone.key() == "expect.fault_manifests");
+  CHECK(alone.line() == 6);
+  CHECK_THAT(alone.what(), Catch::Contains("no [[fault]]"));
+}
