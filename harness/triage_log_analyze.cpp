@@ -173,6 +173,12 @@ class LogAnalyzer {
   int world_ = 0;
   bool world_stated_ = false;
   std::vector<RankState> rs_;
+  // Lines no rank can be named for (a paste from one process: a traceback, an NCCL WARN,
+  // a bus error, without a rank prefix or a rank in the file name). They still count:
+  // when no rank-attributed line explains the failure, their meaning is the answer and the
+  // rank stays unknown (-1).
+  RankState anon_;
+  bool use_anon_ = false;
   std::unordered_map<long long, int> pid_rank_;
   std::vector<const LogEvent*> host_events_;  // unattributed host-level events (kernel OOM by pid unknown, storage)
   std::vector<CollReport> reports_;           // first per rank and PG
@@ -188,6 +194,7 @@ class LogAnalyzer {
   std::set<int> dropped_;  // "[host:N]" numbers taken for pids
   std::string first_key_;
   bool training_started_ = false;
+  bool init_seen_ = false;  // a line proves the job was in init (store, interface, communicator setup)
   double t0_ = 0;
   bool have_t0_ = false;
 
@@ -340,6 +347,10 @@ class LogAnalyzer {
   }
 
   bool valid_rank(int r) const { return r >= 0 && r < world_; }
+  // "rank 3", or what a line without a rank is: a process the logs do not name.
+  static std::string who(int rank) {
+    return rank >= 0 ? fmt::format("rank {}", rank) : std::string("a process (rank not in the logs)");
+  }
 
   // ---- attribution ------------------------------------------------------------------------
 
@@ -351,6 +362,8 @@ class LogAnalyzer {
     for (const auto& e : c_.events) {
       if ((e.kind == LogKind::kMpiExit) && e.pid > 0 && e.other_rank >= 0) pid_rank_.emplace(e.pid, e.other_rank);
     }
+    bool any_seen = false;
+    for (const auto& s : rs_) any_seen |= s.seen();
     for (const auto& e : c_.events) {
       int rank = dropped(e.rank) ? -1 : e.rank;
       switch (e.kind) {
@@ -376,6 +389,12 @@ class LogAnalyzer {
       if (valid_rank(rank)) {
         rs_[rank].evs.push_back(&e);
         if (!e.host.empty() && rs_[rank].host.empty() && e.kind != LogKind::kOomKill) rs_[rank].host = e.host;
+      } else if (!dropped(e.rank) || !any_seen) {
+        // A "[host:pid]" line (Open MPI's crash handler) is a writer's only when no rank
+        // of the world logged: next to healthy ranks it is the launcher's own.
+        anon_.evs.push_back(&e);
+      }
+      if (valid_rank(rank)) {
       } else if (e.kind == LogKind::kOomKill || e.kind == LogKind::kStorageError || e.kind == LogKind::kIbError ||
                  e.kind == LogKind::kShmError || e.kind == LogKind::kWrongIfname || e.kind == LogKind::kChildFailed ||
                  e.kind == LogKind::kLauncherSignal || e.kind == LogKind::kNcclError ||
@@ -425,7 +444,7 @@ class LogAnalyzer {
       case LogKind::kCudaOom:
         f.role = Role::kRoot;
         f.category = "rank_exit";
-        f.cause = "oom";
+        f.cause = "cuda_oom";
         f.strength = 3;
         f.what = "CUDA out of memory: " + txt;
         return;
@@ -449,7 +468,7 @@ class LogAnalyzer {
       case LogKind::kCrash:
         f.role = Role::kRoot;
         f.category = "rank_exit";
-        f.cause = "crashed";
+        f.cause = e.signal == 11 ? "segfault" : "crashed";
         f.strength = 3;
         f.what = fmt::format("crashed ({}): {}", signal_name(e.signal), txt);
         return;
@@ -512,7 +531,7 @@ class LogAnalyzer {
       case LogKind::kShmError:
         f.role = Role::kRoot;
         f.category = "resource_limit";
-        f.cause = "shm_exhausted";
+        f.cause = "nccl_shm";
         f.strength = 2;
         f.what = "NCCL could not create its shared-memory segment: " + txt;
         return;
@@ -619,7 +638,7 @@ class LogAnalyzer {
     f.code = code;
     if (signal) {
       f.category = "rank_exit";
-      f.cause = signal == 9 ? "killed" : (signal == 15 || signal == 2 || signal == 1) ? "killed" : "crashed";
+      f.cause = signal == 9 ? "killed" : (signal == 15 || signal == 2 || signal == 1) ? "killed" : signal == 11 ? "segfault" : "crashed";
       f.strength = 2;
       f.what = fmt::format("exited by {}{}", signal_name(signal),
                            code != kNoCode && code > 0 ? fmt::format(" (exit code {})", code) : "");
@@ -661,7 +680,12 @@ class LogAnalyzer {
     for (const auto& e : c_.events) {
       if (e.kind == LogKind::kLauncherSignal && e.pid >= 0) sigtermed.insert(e.pid);
     }
-    for (auto& s : rs_) {
+    anon_.rank = -1;
+    std::vector<RankState*> states;
+    for (auto& s : rs_) states.push_back(&s);
+    states.push_back(&anon_);
+    for (RankState* sp : states) {
+      RankState& s = *sp;
       bool echoed = false;
       for (const LogEvent* e : s.evs) {
         switch (e->kind) {
@@ -730,7 +754,8 @@ class LogAnalyzer {
         if (f.role == Role::kEcho) seen_echo = true;
       }
     }
-    for (const auto& s : rs_) {
+    for (const RankState* sp : states) {
+      const RankState& s = *sp;
       if (s.log && s.log->n_steps > 0) training_started_ = true;
       for (const LogEvent* e : s.evs) {
         if (e->kind == LogKind::kInitDone || e->kind == LogKind::kWatchdogTimeout ||
@@ -739,6 +764,50 @@ class LogAnalyzer {
           training_started_ = true;
       }
     }
+    if (c_.unattributed_steps > 0) training_started_ = true;
+    for (const auto& e : c_.events) {
+      if (init_event(e)) {
+        init_seen_ = true;
+        break;
+      }
+    }
+    // The unattributed lines speak when no rank's own lines explain the failure.
+    const auto rootish = [](const Fail& f) {
+      return f.role == Role::kRoot || (f.role == Role::kExit && (f.signal || (f.code != kNoCode && f.code != 0)));
+    };
+    const auto failing = [](const Fail& f) { return f.role != Role::kInfo && f.role != Role::kTeardown; };
+    bool ranked_fail = false, ranked_root = false;
+    for (const auto& s : rs_) {
+      for (const auto& f : s.fails) {
+        ranked_fail |= failing(f);
+        ranked_root |= rootish(f) && !f.aftermath;
+      }
+    }
+    const bool anon_fail = std::any_of(anon_.fails.begin(), anon_.fails.end(), failing);
+    const bool anon_root =
+        std::any_of(anon_.fails.begin(), anon_.fails.end(), [&](const Fail& f) { return rootish(f) && !f.aftermath; });
+    use_anon_ = anon_fail && (!ranked_fail || (!ranked_root && anon_root));
+  }
+
+  // A line that only init writes: the store, the interface, the communicator's setup.
+  static bool init_event(const LogEvent& e) {
+    switch (e.kind) {
+      case LogKind::kStoreTimeout:
+      case LogKind::kStoreRefused:
+      case LogKind::kRendezvousError:
+      case LogKind::kWrongIfname:
+      case LogKind::kShmError:
+      case LogKind::kAddressInUse:
+      case LogKind::kDnsFailure:
+        return true;
+      default:
+        break;
+    }
+    for (const char* w : {"init_process_group", "ncclCommInitRank", "setting up NCCL communicator", "ncclUniqueId",
+                          "connectFullMesh", "Bootstrap"}) {
+      if (e.text.find(w) != std::string::npos) return true;
+    }
+    return false;
   }
 
   // ---- collectives --------------------------------------------------------------------------
@@ -890,6 +959,9 @@ class LogAnalyzer {
     for (const auto& s : rs_) {
       for (const auto& f : s.fails) v.push_back(&f);
     }
+    if (use_anon_) {
+      for (const auto& f : anon_.fails) v.push_back(&f);
+    }
     std::stable_sort(v.begin(), v.end(), [](const Fail* a, const Fail* b) {
       if (a->has_t && b->has_t && a->t != b->t) return a->t < b->t;
       if (a->has_t != b->has_t) return a->has_t;
@@ -942,15 +1014,19 @@ class LogAnalyzer {
     return true;
   }
 
+  // The phase when no rank's state says more: training once a step or collective is seen,
+  // init only when a line proves it, else unknown.
+  std::string default_phase() const { return training_started_ ? "training" : init_seen_ ? "init" : "unknown"; }
+
   std::string phase_of_rank(const RankState& s) const {
-    if (!s.log) return training_started_ ? "training" : "init";
+    if (!s.log) return default_phase();
     switch (s.log->phase) {
       case LogKind::kCheckpointBegin: return "checkpoint";
       case LogKind::kEvalBegin: return "eval";
       case LogKind::kDataWait: return "data";
       default: break;
     }
-    if (s.log->n_steps == 0 && !training_started_) return "init";
+    if (s.log->n_steps == 0 && !training_started_) return default_phase();
     return "training";
   }
 
@@ -1030,7 +1106,7 @@ class LogAnalyzer {
   bool try_init() {
     std::vector<const Fail*> init_fails;
     for (const Fail* f : all_fails()) {
-      if (f->category == "rendezvous" || f->cause == "wrong_ifname" || f->cause == "shm_exhausted" ||
+      if (f->category == "rendezvous" || f->cause == "wrong_ifname" || f->cause == "nccl_shm" ||
           (f->ev && (f->ev->kind == LogKind::kStoreTimeout || f->ev->kind == LogKind::kRendezvousError)))
         init_fails.push_back(f);
     }
@@ -1045,7 +1121,7 @@ class LogAnalyzer {
     if (init_fails.empty() && !host_env) return false;
     r_.phase = "init";
     static const std::vector<std::string> kOrder = {"wrong_ifname",       "address_in_use", "dns_failure",
-                                                    "connection_refused", "shm_exhausted",  "rendezvous_timeout",
+                                                    "connection_refused", "nccl_shm",       "rendezvous_timeout",
                                                     "rendezvous_error"};
     const Fail* pick = nullptr;
     for (const auto& cause : kOrder) {
@@ -1064,7 +1140,7 @@ class LogAnalyzer {
       pick = &host_fail;
     }
     r_.cause = pick->cause;
-    r_.category = pick->cause == "wrong_ifname" ? "network" : pick->cause == "shm_exhausted" ? "resource_limit" : "rendezvous";
+    r_.category = pick->cause == "wrong_ifname" ? "network" : pick->cause == "nccl_shm" ? "resource_limit" : "rendezvous";
     // Who never showed up: ranks of a stated world without a single line; a store's
     // "N/M clients joined" says how many.
     std::vector<int> silent;
@@ -1122,7 +1198,7 @@ class LogAnalyzer {
         {"address_in_use", "the rendezvous port is already in use"},
         {"dns_failure", "a host name did not resolve"},
         {"connection_refused", "the rendezvous store refused the connection"},
-        {"shm_exhausted", "NCCL could not create its /dev/shm segment"},
+        {"nccl_shm", "NCCL could not create its /dev/shm segment"},
         {"rendezvous_timeout", "ranks timed out waiting for each other in rendezvous"},
         {"rendezvous_error", "process-group creation failed"}};
     std::vector<std::string> parts;
@@ -1495,7 +1571,7 @@ class LogAnalyzer {
   }
 
   void set_root(const Fail& root, bool ordered) {
-    const RankState& s = rs_[root.rank];
+    const RankState& s = valid_rank(root.rank) ? rs_[root.rank] : anon_;
     r_.category = root.category.empty() ? "rank_exit" : root.category;
     r_.cause = root.cause.empty() ? "nonzero_exit" : root.cause;
     if ((r_.cause == "killed" || r_.cause == "nonzero_exit") && has_oom_evidence(s)) r_.cause = "oom";
@@ -1533,7 +1609,7 @@ class LogAnalyzer {
     r_.phase = phase_of_rank(s);
     r_.confidence = !ordered ? "low" : root.has_t && root.ev && root.ev->t_exact ? "high" : "medium";
     set_first(root);
-    add_evidence(root.ref, fmt::format("rank {}: {}", root.rank, root.what));
+    add_evidence(root.ref, fmt::format("{}: {}", who(root.rank), root.what));
     // The rank's own exit, and its last step.
     if (!s.exit_ref.empty() && s.exit_ref != root.ref) {
       add_evidence(s.exit_ref, fmt::format("rank {} {}", root.rank,
@@ -1578,7 +1654,7 @@ class LogAnalyzer {
       }
     }
     const std::string when = root.has_t ? fmt::format(" at {}", clock(root.t, root.res)) : "";
-    r_.summary = fmt::format("{} ({}): rank {} {}{}", r_.category, r_.cause, root.rank, short_text(root.what, 140), when);
+    r_.summary = fmt::format("{} ({}): {} {}{}", r_.category, r_.cause, who(root.rank), short_text(root.what, 140), when);
     if (r_.stuck_collective && !waiting_.empty()) {
       r_.summary += fmt::format("; {} then failed in {}", ranks_phrase(waiting_), stuck_name());
     }
@@ -1994,6 +2070,7 @@ class LogAnalyzer {
         if (f.role != Role::kInfo && f.role != Role::kTeardown) return false;
       }
     }
+    if (use_anon_) return false;
     std::vector<int> done, running, silent;
     for (const auto& s : rs_) {
       if (s.clean_end) {
@@ -2035,7 +2112,7 @@ class LogAnalyzer {
     r_.category = "unknown";
     r_.cause = "no_error_logged";
     r_.confidence = "low";
-    r_.phase = training_started_ ? "training" : "init";
+    r_.phase = default_phase();
     r_.missing_ranks = silent;
     note("no rank logged an error, a timeout or an exit: the job may still be running, or hang with timeouts longer "
          "than the logs cover (a blocked collective reports nothing until its timeout, MPI's never); which rank is "
@@ -2131,7 +2208,7 @@ class LogAnalyzer {
     r_.category = "unknown";
     r_.cause = "unknown";
     r_.confidence = "low";
-    r_.phase = training_started_ ? "training" : "init";
+    r_.phase = default_phase();
     const auto v = all_fails();
     for (const Fail* f : v) {
       if (f->role != Role::kInfo) {
@@ -2183,10 +2260,22 @@ class LogAnalyzer {
     }
     if (r_.category == "none") {
       r_.scope = "none";
-    } else if (r_.missing_ranks.empty() || static_cast<int>(r_.missing_ranks.size()) >= world_) {
-      r_.scope = "all";
+    } else if (!r_.missing_ranks.empty()) {
+      r_.scope = static_cast<int>(r_.missing_ranks.size()) >= world_ ? "all" : "subset";
+    } else if (r_.category == "unknown" && r_.cause != "all_ranks_waiting") {
+      r_.scope = "unknown";  // nothing proves that every rank, or which ones, are affected
+    } else if (use_anon_ && (!r_.first_failure || r_.first_failure->rank < 0)) {
+      // A paste from one unnamed process: a death is one process of the job (a subset); a
+      // wrong interface fails every rank alike; anything else may or may not be everyone's.
+      if (r_.category == "rank_exit" || r_.category == "collective_mismatch" || r_.category == "straggler") {
+        r_.scope = "subset";
+      } else if (r_.cause == "wrong_ifname") {
+        r_.scope = "all";
+      } else {
+        r_.scope = "unknown";
+      }
     } else {
-      r_.scope = "subset";
+      r_.scope = "all";
     }
     // Per-rank rows.
     for (const auto& s : rs_) {

@@ -186,7 +186,7 @@ TEST_CASE("misleading tool output: torchrun's whole-second Root Cause is overrul
 
 TEST_CASE("OOM cascade: same-host socket errors, watchdogs and srun aborts are echoes", "[triage_logs]") {
   const auto r = triage_logs({logs_dir() / "oom_cascade"});
-  CHECK(r.cause == "oom");
+  CHECK(r.cause == "cuda_oom");
   REQUIRE(r.first_failure);
   CHECK(r.first_failure->rank == 6);
   std::set<int> echo_ranks;

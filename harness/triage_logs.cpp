@@ -71,6 +71,7 @@ struct FileScan {
   std::vector<LaunchFailure> launch;
   std::vector<std::pair<long long, int>> pid_rank;
   std::vector<WorldHint> world;
+  uint64_t unattributed_steps = 0;
 };
 
 bool launcher_kind(LogKind k) {
@@ -315,6 +316,7 @@ class FileScanner {
           break;
       }
     }
+    if (l_.kind == LogKind::kStep && rank < 0) ++out_.unattributed_steps;
     if (l_.kind == LogKind::kNone || l_.kind == LogKind::kStep) return;
 
     if (l_.world > 0 && (l_.kind == LogKind::kWorldSize || l_.kind == LogKind::kInitDone ||
@@ -595,6 +597,7 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
   for (auto& s : scans) {
     c.bytes += s.info.bytes;
     c.lines += s.info.lines;
+    c.unattributed_steps += s.unattributed_steps;
     c.files.push_back(std::move(s.info));
     for (auto& [rank, a] : s.ranks) {
       RankLog& g = c.ranks[rank];

@@ -124,6 +124,7 @@ struct LogCorpus {
   bool year_known = false;
   uint64_t bytes = 0;
   uint64_t lines = 0;
+  uint64_t unattributed_steps = 0;  // step lines no rank could be named for (a one-process paste)
 };
 
 constexpr size_t kRecentSteps = 48;
