@@ -194,7 +194,9 @@ class LogAnalyzer {
   std::set<int> dropped_;  // "[host:N]" numbers taken for pids
   std::string first_key_;
   bool training_started_ = false;
-  bool init_seen_ = false;  // a line proves the job was in init (store, interface, communicator setup)
+  bool init_seen_ = false;
+  bool every_rank_reported_ = false;  // the same failure line from every rank of a world of 2+
+  bool partial_join_ = false;         // a store/barrier count of fewer ranks than the world  // a line proves the job was in init (store, interface, communicator setup)
   double t0_ = 0;
   bool have_t0_ = false;
 
@@ -437,8 +439,16 @@ class LogAnalyzer {
     return s.substr(0, n) + "...";
   }
 
-  // Role and meaning of an event on a rank; kInfo for what is not a failure.
+  // Role and meaning of an event on a rank; kInfo for what is not a failure. What the
+  // pattern table says the line proves overrides the kind's default category and cause.
   void describe(const LogEvent& e, Fail& f) const {
+    describe_kind(e, f);
+    if (f.role == Role::kInfo) return;
+    if (!e.cause.empty()) f.cause = e.cause;
+    if (!e.category.empty()) f.category = e.category;
+  }
+
+  void describe_kind(const LogEvent& e, Fail& f) const {
     const std::string txt = short_text(e.text);
     switch (e.kind) {
       case LogKind::kCudaOom:
@@ -520,6 +530,13 @@ class LogAnalyzer {
         f.cause = "shm_exhausted";
         f.strength = 2;
         f.what = "DataLoader worker bus error (insufficient /dev/shm): " + txt;
+        return;
+      case LogKind::kResourceLimit:
+        f.role = Role::kRoot;
+        f.category = "resource_limit";
+        f.cause = "resource_limit";
+        f.strength = 2;
+        f.what = "a resource limit ended the job: " + txt;
         return;
       case LogKind::kDiskFull:
         f.role = Role::kRoot;
@@ -1121,8 +1138,8 @@ class LogAnalyzer {
     if (init_fails.empty() && !host_env) return false;
     r_.phase = "init";
     static const std::vector<std::string> kOrder = {"wrong_ifname",       "address_in_use", "dns_failure",
-                                                    "connection_refused", "nccl_shm",       "rendezvous_timeout",
-                                                    "rendezvous_error"};
+                                                    "connection_refused", "nccl_shm",       "unique_id_exchange",
+                                                    "rendezvous_timeout", "rendezvous_error"};
     const Fail* pick = nullptr;
     for (const auto& cause : kOrder) {
       for (const Fail* f : init_fails) {
@@ -1133,6 +1150,7 @@ class LogAnalyzer {
       }
       if (pick) break;
     }
+    if (!pick && !init_fails.empty()) pick = init_fails.front();  // a cause the order does not list
     Fail host_fail;
     if (!pick && host_env) {
       host_fail = make_fail(*host_env, -1);
@@ -1140,7 +1158,10 @@ class LogAnalyzer {
       pick = &host_fail;
     }
     r_.cause = pick->cause;
-    r_.category = pick->cause == "wrong_ifname" ? "network" : pick->cause == "nccl_shm" ? "resource_limit" : "rendezvous";
+    r_.category = !pick->category.empty()          ? pick->category
+                  : pick->cause == "wrong_ifname" ? "network"
+                  : pick->cause == "nccl_shm"     ? "resource_limit"
+                                                  : "rendezvous";
     // Who never showed up: ranks of a stated world without a single line; a store's
     // "N/M clients joined" says how many.
     std::vector<int> silent;
@@ -1163,6 +1184,7 @@ class LogAnalyzer {
         failed_ranks.push_back(f->rank);
     }
     std::sort(failed_ranks.begin(), failed_ranks.end());
+    if (joined_ev && of > joined && joined >= 0) partial_join_ = true;
     if (joined_ev) {
       add_evidence(ref(*joined_ev), fmt::format("{} of {} ranks joined the store: {}", joined, of,
                                                 short_text(joined_ev->text)));
@@ -1199,12 +1221,14 @@ class LogAnalyzer {
         {"dns_failure", "a host name did not resolve"},
         {"connection_refused", "the rendezvous store refused the connection"},
         {"nccl_shm", "NCCL could not create its /dev/shm segment"},
+        {"unique_id_exchange", "a rank timed out fetching the NCCL unique id from rank 0 through the store (rank 0 "
+                               "never published it: it failed or was late)"},
         {"rendezvous_timeout", "ranks timed out waiting for each other in rendezvous"},
         {"rendezvous_error", "process-group creation failed"}};
     std::vector<std::string> parts;
     if (!r_.missing_ranks.empty()) parts.push_back(fmt::format("{} never logged", ranks_phrase(r_.missing_ranks)));
     if (!failed_ranks.empty()) parts.push_back(fmt::format("{} failed in init", ranks_phrase(failed_ranks)));
-    parts.push_back(kWhy.at(r_.cause));
+    if (auto w = kWhy.find(r_.cause); w != kWhy.end()) parts.push_back(w->second);
     r_.summary = fmt::format("{} ({}): {}", r_.category, r_.cause, fmt::join(parts, "; "));
     return true;
   }
@@ -1607,6 +1631,10 @@ class LogAnalyzer {
     }
     r_.missing_ranks = missing;
     r_.phase = phase_of_rank(s);
+    // DataLoader workers feed the training loop: their deaths are in training.
+    if (r_.phase == "unknown" && root.ev &&
+        (root.ev->kind == LogKind::kDataLoaderKilled || root.ev->kind == LogKind::kShmBusError))
+      r_.phase = "training";
     r_.confidence = !ordered ? "low" : root.has_t && root.ev && root.ev->t_exact ? "high" : "medium";
     set_first(root);
     add_evidence(root.ref, fmt::format("{}: {}", who(root.rank), root.what));
@@ -2210,6 +2238,26 @@ class LogAnalyzer {
     r_.confidence = "low";
     r_.phase = default_phase();
     const auto v = all_fails();
+    // Only heartbeat-monitor lines: the watchdog itself hung (a stuck CUDA/NCCL call); which
+    // rank caused it is not in them.
+    std::set<int> beat;
+    bool only_beats = false;
+    for (const Fail* f : v) {
+      if (f->role == Role::kInfo || f->role == Role::kTeardown) continue;
+      if (!f->ev || f->ev->kind != LogKind::kHeartbeatMonitor) {
+        only_beats = false;
+        break;
+      }
+      only_beats = true;
+      beat.insert(f->rank);
+    }
+    if (only_beats) {
+      r_.cause = "heartbeat_timeout";
+      every_rank_reported_ = world_ >= 2 && static_cast<int>(beat.size()) == world_ && !beat.count(-1);
+      note("ProcessGroupNCCL's heartbeat monitor fired: its watchdog thread made no progress (a CUDA or NCCL call "
+           "that never returned); the stuck call and the rank behind it are not in these lines -- the flight "
+           "recorder dump (TORCH_NCCL_DUMP_ON_TIMEOUT) or a stack dump would tell");
+    }
     for (const Fail* f : v) {
       if (f->role != Role::kInfo) {
         set_first(*f);
@@ -2262,15 +2310,17 @@ class LogAnalyzer {
       r_.scope = "none";
     } else if (!r_.missing_ranks.empty()) {
       r_.scope = static_cast<int>(r_.missing_ranks.size()) >= world_ ? "all" : "subset";
-    } else if (r_.category == "unknown" && r_.cause != "all_ranks_waiting") {
+    } else if (r_.category == "unknown" && r_.cause != "all_ranks_waiting" && !every_rank_reported_) {
       r_.scope = "unknown";  // nothing proves that every rank, or which ones, are affected
+    } else if (partial_join_) {
+      r_.scope = "subset";  // the store counted fewer ranks than the world: some never arrived
     } else if (use_anon_ && (!r_.first_failure || r_.first_failure->rank < 0)) {
       // A paste from one unnamed process: a death is one process of the job (a subset); a
       // wrong interface fails every rank alike; anything else may or may not be everyone's.
       if (r_.category == "rank_exit" || r_.category == "collective_mismatch" || r_.category == "straggler") {
         r_.scope = "subset";
-      } else if (r_.cause == "wrong_ifname") {
-        r_.scope = "all";
+      } else if (r_.cause == "wrong_ifname" || r_.cause == "time_limit") {
+        r_.scope = "all";  // a wrong interface fails every rank alike; a job limit ends them all
       } else {
         r_.scope = "unknown";
       }

@@ -75,6 +75,7 @@ enum class LogKind : uint8_t {
   kShmBusError,       // "Unexpected bus error encountered in worker ... insufficient shared memory (shm)"
   kOomKill,           // kernel/cgroup/Kubernetes OOM kill ("Out of memory: Killed process 1234 (python)")
   kDiskFull,          // "No space left on device"
+  kResourceLimit,     // another limit that ended the job (Slurm's time limit); cause from the pattern table
   kStorageError,      // "Stale file handle", "nfs: server x not responding", "Input/output error"
   kDataError,         // hanglab workload: data error class
   kUsageError,        // hanglab workload: usage error class
@@ -146,6 +147,9 @@ struct LogLine {
   std::string_view word;   // exception class, workload error class, summary key, signal name
   std::string_view where;  // workload phase ("backward"), store address
   std::vector<int> ranks;  // rank lists of desync reports
+  // What the line proves, from the pattern table (triage_log_patterns.cpp); empty = the kind's default.
+  std::string_view category;
+  std::string_view cause;
 };
 
 struct LogLineContext {

@@ -13,6 +13,7 @@
 
 #include "triage.hpp"
 #include "triage_log_parse.hpp"
+#include "triage_log_patterns.hpp"
 #include "triage_logs.hpp"
 
 namespace fs = std::filesystem;
@@ -729,4 +730,67 @@ TEST_CASE("print the log reports", "[.dump_logs]") {
     std::cout << "==================== " << name << "\n"
               << render_text(triage_logs({logs_dir() / name}, options_from(exp.value("args", json::array())))) << "\n";
   }
+}
+
+TEST_CASE("pattern table: every entry's example line parses to that entry", "[triage_logs]") {
+  for (const auto& p : line_patterns()) {
+    INFO(p.example);
+    const auto l = parse(std::string(p.example));
+    CHECK(l.kind == p.kind);
+    CHECK(l.cause == p.cause);
+    CHECK(l.category == p.category);
+  }
+}
+
+TEST_CASE("pattern table: the fields its lines carry", "[triage_logs]") {
+  auto l = parse("RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for key: "
+                 "store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)");
+  CHECK(l.kind == LogKind::kStoreTimeout);
+  CHECK(l.world == 8);
+  CHECK(l.joined == 4);
+  CHECK(l.rank == -1);  // "on rank: 7" is the writer's own rank, but not a prefix: not used to attribute
+  l = parse("[node-0:391803] Signal: Aborted (6)");
+  CHECK(l.kind == LogKind::kCrash);
+  CHECK(l.signal == 6);
+  l = parse("[HOST:03599] Signal: Segmentation fault (11)");
+  CHECK(l.signal == 11);
+  l = parse("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)");
+  CHECK(l.kind == LogKind::kCrash);
+  CHECK(l.signal == 7);
+  // "retreiving" as PyTorch 1.12 spelled it.
+  l = parse("RuntimeError: [2] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value "
+            "store by key '0', but store->get('0') got error: Socket Timeout");
+  CHECK(l.cause == "unique_id_exchange");
+  // An NCCL WARN about an IB completion with an error status, but an INFO line is not one.
+  CHECK(parse("mycl-g2:353236:353423 [6] transport/net_ib.cc:2244 NCCL WARN NET/IB: Got completion from peer "
+              "192.168.3.5<53908> with status=12 opcode=129 len=1048576 vendor err 129 (Recv)")
+            .kind == LogKind::kIbError);
+  CHECK(parse("node:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>").kind != LogKind::kIbError);
+}
+
+TEST_CASE("a paste from one process without a rank still gets its answer", "[triage_logs]") {
+  TempDir t("onepaste");
+  write_file(t.dir / "nccl.log",
+             "node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied\n"
+             "node08:27106:27302 [0] NCCL INFO include/shm.h:41 -> 2\n"
+             "node08:27106:27302 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+             "nccl-shm-recv-b7948f403864987a-0-3-0 (size 4460544)\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "nccl_shm");
+  CHECK(r.phase == "init");
+  CHECK(r.scope == "unknown");
+  CHECK(r.missing_ranks.empty());
+  TempDir t2("onepaste_bus");
+  write_file(t2.dir / "train.log",
+             "Traceback (most recent call last):\n"
+             "RuntimeError: DataLoader worker (pid 729) is killed by signal: Bus error. It is possible that "
+             "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.category == "data_loading");
+  CHECK(r.cause == "shm_exhausted");
+  CHECK(r.phase == "training");
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == -1);
+  CHECK(r.missing_ranks.empty());
 }

@@ -383,6 +383,8 @@ class FileScanner {
     std::string_view msg = l_.msg;
     while (!msg.empty() && (msg.back() == ' ' || msg.back() == '\t')) msg.remove_suffix(1);
     e.text = std::string(msg.substr(0, kMaxEventText));
+    e.category = std::string(l_.category);
+    e.cause = std::string(l_.cause);
     e.ranks = l_.ranks;
     out_.events.push_back(std::move(e));
   }

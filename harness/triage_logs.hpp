@@ -65,6 +65,7 @@ struct LogEvent {
   int signal = 0;
   bool pg_default = false;
   std::string op, pg, host, word, where, text;
+  std::string category, cause;  // what the line proves (pattern table), empty = the kind's default
   std::vector<int> ranks;
 };
 
