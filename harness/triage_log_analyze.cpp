@@ -349,6 +349,15 @@ class LogAnalyzer {
   }
 
   bool valid_rank(int r) const { return r >= 0 && r < world_; }
+
+  // Ranks without a single line are evidence only when the logs are the job's: several
+  // ranks logged and the silent ones are a minority. One rank's log (or an excerpt of two
+  // ranks out of eight) says nothing about the ranks whose logs were not pasted.
+  bool silence_proves(size_t n_silent) const {
+    size_t seen = 0;
+    for (const auto& s : rs_) seen += s.seen() ? 1 : 0;
+    return n_silent > 0 && seen >= 2 && n_silent * 2 < static_cast<size_t>(std::max(world_, 1));
+  }
   // "rank 3", or what a line without a rank is: a process the logs do not name.
   static std::string who(int rank) {
     return rank >= 0 ? fmt::format("rank {}", rank) : std::string("a process (rank not in the logs)");
@@ -833,7 +842,7 @@ class LogAnalyzer {
     std::map<std::pair<int, std::string>, size_t> have;  // (rank, PG) -> its report
     for (const auto& s : rs_) {
       for (const LogEvent* e : s.evs) {
-        bool coll = (e->kind == LogKind::kWatchdogTimeout && e->seq >= 0) ||
+        bool coll = ((e->kind == LogKind::kWatchdogTimeout || e->kind == LogKind::kWatchdogRepeat) && e->seq >= 0) ||
                     (e->seq >= 0 && !e->op.empty() &&
                      (e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed ||
                       e->kind == LogKind::kCommException || e->kind == LogKind::kException)) ||
@@ -845,7 +854,10 @@ class LogAnalyzer {
                                (e->text.find("Timed out waiting") != std::string::npos ||
                                 e->text.find("Connection closed") != std::string::npos ||
                                 e->text.find("Connection reset") != std::string::npos)));
-        if (!coll && !seqless) continue;
+        // A dump signal's "last enqueued NCCL work: N, last completed: N-1": inside collective N.
+        const bool inside = !coll && !seqless && e->kind == LogKind::kDumpSignal && e->last_enqueued >= 0 &&
+                            e->last_completed >= 0 && e->last_enqueued > e->last_completed;
+        if (!coll && !seqless && !inside) continue;
         if (seqless && s.fails.empty()) continue;
         const std::string pg = pg_key(*e);
         if (auto it = have.find({s.rank, pg}); it != have.end()) {
@@ -863,7 +875,7 @@ class LogAnalyzer {
         CollReport rep;
         rep.rank = s.rank;
         rep.pg = pg;
-        rep.seq = seqless ? 0 : e->seq;
+        rep.seq = seqless ? 0 : inside ? e->last_enqueued : e->seq;
         rep.op = e->op;
         rep.numel_in = e->numel_in;
         rep.numel_out = e->numel_out;
@@ -1090,7 +1102,7 @@ class LogAnalyzer {
     for (const auto& s : rs_) {
       if (!s.seen()) silent.push_back(s.rank);
     }
-    if (silent.empty()) return false;
+    if (silent.empty() || !silence_proves(silent.size())) return false;
     r_.category = "rendezvous";
     r_.cause = "duplicate_rank";
     r_.phase = training_started_ ? "training" : "init";
@@ -1189,7 +1201,8 @@ class LogAnalyzer {
       add_evidence(ref(*joined_ev), fmt::format("{} of {} ranks joined the store: {}", joined, of,
                                                 short_text(joined_ev->text)));
     }
-    if (world_stated_ && !silent.empty() && (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
+    if (world_stated_ && silence_proves(silent.size()) &&
+        (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
       r_.missing_ranks = silent;
       r_.confidence = "high";
       add_evidence(fmt::format("(no log of rank {})", silent.front()),
@@ -1203,9 +1216,8 @@ class LogAnalyzer {
       set_first(f);
     } else {
       if (joined >= 0 && of > joined) {
-        note(fmt::format("the store counted {} of {} clients, but which rank is missing is not in these logs "
-                         "(every rank's log has lines)",
-                         joined, of));
+        note(fmt::format("the store counted {} of {} clients, but which rank is missing is not in these logs", joined,
+                         of));
       }
       r_.confidence = pick->ev && pick->ev->kind != LogKind::kStoreTimeout ? "high" : "medium";
       set_first(*pick);
@@ -1265,6 +1277,10 @@ class LogAnalyzer {
       const bool op_differs = odd->op != norm->op;
       r_.category = "collective_mismatch";
       r_.cause = "mismatched_collective";
+      if (!majority_proven(key.first, majority.size(), minority.size(), reps.size()) || tie) {
+        unnamed_mismatch(*odd, *norm, key.second, minority, majority);
+        return true;
+      }
       // A rank that ran out of data and went to its final barrier pairs that barrier with
       // its peers' next gradient collective: uneven batches, not a code-path branch.
       for (const LogEvent* e : rs_[minority.front()].evs) {
@@ -1323,8 +1339,25 @@ class LogAnalyzer {
         if (odd_seq < 0) odd_seq = seq;
       }
       std::sort(minority.begin(), minority.end());
+      const CollReport* odd0 = report_of(minority.front(), pg);
+      const CollReport* norm0 = report_of(maj->second.front(), pg);
+      // Different sizes or ops as well: the ranks run different collectives, not the same
+      // ones shifted by a skipped or extra call.
+      const bool differs = odd0 && norm0 && !odd0->op.empty() && !norm0->op.empty() &&
+                           (odd0->op != norm0->op ||
+                            (odd0->numel_in >= 0 && norm0->numel_in >= 0 && odd0->numel_in != norm0->numel_in));
+      size_t reporting = 0;
+      for (const auto& [sq, rk] : by) reporting += rk.size();
+      if (!majority_proven(pg, maj->second.size(), minority.size(), reporting)) {
+        if (!differs) continue;  // one rank a few collectives behind another, sides unknown: no rule decides
+        r_.category = "collective_mismatch";
+        r_.cause = "mismatched_collective";
+        unnamed_mismatch(*odd0, *norm0, std::min(odd_seq, maj->first), minority, maj->second);
+        return true;
+      }
       r_.category = "collective_mismatch";
-      r_.cause = odd_seq < maj->first ? "skipped_collective" : "extra_collective";
+      r_.cause = differs ? "mismatched_collective"
+                 : odd_seq < maj->first ? "skipped_collective" : "extra_collective";
       r_.missing_ranks = minority;
       r_.divergence_seq = std::min(odd_seq, maj->first);
       r_.confidence = "medium";
@@ -1347,6 +1380,38 @@ class LogAnalyzer {
       return true;
     }
     return try_reported_mismatch();
+  }
+
+  // The odd side of a mismatch is proven only when the majority would stay one if every
+  // rank that did not report had joined the minority.
+  bool majority_proven(const std::string& pg, size_t maj, size_t min, size_t reporting) const {
+    size_t members = static_cast<size_t>(std::max(world_, 0));
+    if (pg != "default") {
+      auto it = pg_members_.find(pg);
+      members = it != pg_members_.end() ? it->second.size() : reporting;
+    }
+    const size_t unreported = members > reporting ? members - reporting : 0;
+    return maj > min + unreported;
+  }
+
+  // A mismatch the logs prove without proving which side is odd: no rank is named.
+  void unnamed_mismatch(const CollReport& a, const CollReport& b, long long seq, const std::vector<int>& side_a,
+                        const std::vector<int>& side_b) {
+    r_.missing_ranks.clear();
+    r_.divergence_seq = seq;
+    r_.confidence = "low";
+    r_.phase = phase_of_rank(rs_[a.rank]);
+    Fail f = make_fail(*a.ev, a.rank);
+    f.what = fmt::format("{} ran {} SeqNum={} NumelIn={} while {} ran {} SeqNum={} NumelIn={}", ranks_phrase(side_a),
+                         a.op.empty() ? "?" : a.op, a.seq, a.numel_in, ranks_phrase(side_b), b.op.empty() ? "?" : b.op,
+                         b.seq, b.numel_in);
+    set_first_unblamed(f);
+    add_evidence(ref(*a.ev), fmt::format("rank {}: {} SeqNum={} NumelIn={}", a.rank, a.op, a.seq, a.numel_in));
+    add_evidence(ref(*b.ev), fmt::format("rank {}: {} SeqNum={} NumelIn={}", b.rank, b.op, b.seq, b.numel_in));
+    note("the ranks ran different collectives, but which side is the odd one is not provable from these logs: the "
+         "sides are the same size, or ranks that did not report could be on either side");
+    r_.summary = fmt::format("collective_mismatch ({}): {}; which side diverged is not in these logs", r_.cause,
+                             f.what);
   }
 
   // The backend said so itself: PyTorch's DETAIL-mode fingerprint check names the ranks;
@@ -1382,11 +1447,9 @@ class LogAnalyzer {
           unique = false;
         }
       }
-      if (unique) {
-        odd.push_back(best);
-      } else if (first->ranks.size() == 2) {
-        odd.push_back(first->ranks[0] == 0 ? first->ranks[1] : first->ranks[0]);
-      }
+      // One pair ("Rank 1 is running X, but Rank 0 is running Y") does not say which of the
+      // two is the odd one: only a rank named against several peers is.
+      if (unique && count >= 2) odd.push_back(best);
     } else {
       std::set<int> reporters;
       for (const LogEvent* e : sized) reporters.insert(e->rank);
@@ -1394,7 +1457,24 @@ class LogAnalyzer {
         odd.assign(reporters.begin(), reporters.end());
     }
     odd.erase(std::remove_if(odd.begin(), odd.end(), [&](int r) { return !valid_rank(r); }), odd.end());
-    if (odd.empty()) return false;
+    if (odd.empty()) {
+      // The backend proved the mismatch; the logs do not prove the side.
+      r_.category = "collective_mismatch";
+      r_.cause = "mismatched_collective";
+      r_.missing_ranks.clear();
+      r_.confidence = "medium";
+      if (first->seq >= 0) r_.divergence_seq = first->seq;
+      r_.phase = default_phase();
+      Fail f = make_fail(*first, valid_rank(first->rank) ? first->rank : -1);
+      f.what = "the backend detected ranks running different collectives: " + short_text(first->text, 200);
+      set_first_unblamed(f);
+      add_evidence(ref(*first), short_text(first->text));
+      note("the backend's check proves the ranks ran different collectives; which side is the odd one needs every "
+           "rank's fingerprint (one pair, or a check that names no rank, does not tell)");
+      r_.summary = "collective_mismatch (mismatched_collective): the backend detected a collective mismatch; which "
+                   "rank diverged is not in these logs";
+      return true;
+    }
     r_.category = "collective_mismatch";
     r_.cause = "mismatched_collective";
     r_.missing_ranks = odd;
@@ -1815,6 +1895,16 @@ class LogAnalyzer {
       if (!s.seen() && !world_stated_) continue;
       absent.push_back(rank);
     }
+    {
+      size_t unseen = 0;
+      for (int rank : absent) unseen += rs_[rank].seen() ? 0 : 1;
+      if (unseen > 0 && !silence_proves(unseen)) {
+        note(fmt::format("{} rank(s) of the world have no line in these logs: an excerpt of some ranks' logs says "
+                         "nothing about the others, so they are not named missing",
+                         unseen));
+        absent.erase(std::remove_if(absent.begin(), absent.end(), [&](int r) { return !rs_[r].seen(); }), absent.end());
+      }
+    }
     if (absent.empty()) return false;
     // The first timeout report of the peers.
     const CollReport* first = nullptr;
@@ -2080,7 +2170,7 @@ class LogAnalyzer {
       r_.category = "unknown";
       r_.cause = "all_ranks_waiting";
       r_.confidence = "low";
-      if (first) set_first(*first);
+      if (first) set_first_unblamed(*first);
       note("every rank reports the same collective and none is missing: a shared dependency (network, the store, "
            "storage) or a hang inside the collective itself; the logs do not say which");
     }
@@ -2141,7 +2231,7 @@ class LogAnalyzer {
     r_.cause = "no_error_logged";
     r_.confidence = "low";
     r_.phase = default_phase();
-    r_.missing_ranks = silent;
+    if (silence_proves(silent.size())) r_.missing_ranks = silent;
     note("no rank logged an error, a timeout or an exit: the job may still be running, or hang with timeouts longer "
          "than the logs cover (a blocked collective reports nothing until its timeout, MPI's never); which rank is "
          "missing is undecidable from these logs -- a stack dump of every rank (py-spy dump, gdb) or the run's "
@@ -2232,6 +2322,15 @@ class LogAnalyzer {
     return true;
   }
 
+  // The first failure of an answer that blames no rank: its line, without its rank as a
+  // culprit (the first rank to report a timeout is a witness, not the cause).
+  void set_first_unblamed(const Fail& f) {
+    Fail g = f;
+    g.what = fmt::format("{} (logged by {}: a witness, not a proven cause)", f.what, who(f.rank));
+    g.rank = -1;
+    set_first(g);
+  }
+
   void set_unknown() {
     r_.category = "unknown";
     r_.cause = "unknown";
@@ -2260,7 +2359,7 @@ class LogAnalyzer {
     }
     for (const Fail* f : v) {
       if (f->role != Role::kInfo) {
-        set_first(*f);
+        set_first_unblamed(*f);
         add_evidence(f->ref, fmt::format("rank {}: {}", f->rank, short_text(f->what)));
         break;
       }
@@ -2310,6 +2409,8 @@ class LogAnalyzer {
       r_.scope = "none";
     } else if (!r_.missing_ranks.empty()) {
       r_.scope = static_cast<int>(r_.missing_ranks.size()) >= world_ ? "all" : "subset";
+    } else if (r_.category == "collective_mismatch") {
+      r_.scope = "subset";  // some ranks took another code path, even where the logs cannot say which
     } else if (r_.category == "unknown" && r_.cause != "all_ranks_waiting" && !every_rank_reported_) {
       r_.scope = "unknown";  // nothing proves that every rank, or which ones, are affected
     } else if (partial_join_) {
