@@ -179,6 +179,7 @@ class LogAnalyzer {
   // rank stays unknown (-1).
   RankState anon_;
   bool use_anon_ = false;
+  bool single_node_ = false;  // no two hosts named in the logs: local ranks are global
   std::unordered_map<long long, int> pid_rank_;
   std::vector<const LogEvent*> host_events_;  // unattributed host-level events (kernel OOM by pid unknown, storage)
   std::vector<CollReport> reports_;           // first per rank and PG
@@ -265,6 +266,22 @@ class LogAnalyzer {
                                         : e.rank);
     }
     for (const auto& l : c_.launch_failures) max_rank = std::max(max_rank, l.rank);
+    // One node (at most one host named anywhere): torchrun's "local_rank: N" is rank N.
+    {
+      std::set<std::string> hosts;
+      for (const auto& [rank, g] : c_.ranks)
+        if (!g.host.empty()) hosts.insert(g.host);
+      for (const auto& e : c_.events)
+        if (!e.host.empty() && e.kind != LogKind::kOomKill) hosts.insert(e.host);
+      for (const auto& l : c_.launch_failures)
+        if (!l.host.empty()) hosts.insert(l.host);
+      single_node_ = hosts.size() <= 1;
+    }
+    if (single_node_) {
+      for (const auto& e : c_.events)
+        if (e.kind == LogKind::kLauncherExit && e.local_rank >= 0 && e.local_rank < 4096)
+          max_rank = std::max(max_rank, e.local_rank);
+    }
     int stated = 0;
     const WorldHint* hint = nullptr;
     std::set<int> values;
@@ -392,6 +409,7 @@ class LogAnalyzer {
             if (it != pid_rank_.end()) rank = it->second;
             // A DataLoader worker's pid is not the rank's: it stays on the line's rank.
           }
+          if (e.kind == LogKind::kLauncherExit && rank < 0 && single_node_ && e.local_rank >= 0) rank = e.local_rank;
           break;
         default:
           break;
@@ -974,6 +992,7 @@ class LogAnalyzer {
     if (try_mismatch()) return;
     if (try_ahead()) return;
     const Fail* root = first_root();
+    if (root && aborted_together(*root)) return set_aborted_together(*root);
     if (root && root_precedes_echoes(*root)) return set_root(*root, true);
     if (try_vanished()) return;
     if (try_absent()) return;
@@ -981,6 +1000,45 @@ class LogAnalyzer {
     if (try_no_failure()) return;
     if (root) return set_root(*root, false);
     set_unknown();
+  }
+
+  // Ranks whose only trace is the launcher's "exitcode -6" (SIGABRT), several at the same
+  // second: ProcessGroupNCCL's watchdog aborts every rank after a collective timeout. They
+  // died together of one cause that is not among them.
+  std::vector<int> together_;
+  bool aborted_together(const Fail& root) {
+    if (root.ev || root.role != Role::kExit || root.signal != 6 || !root.has_t) return false;
+    together_.clear();
+    for (const auto& l : c_.launch_failures) {
+      if (l.signal == 6 && l.has_t && std::fabs(l.t - root.t) <= 1.0 && valid_rank(l.rank) &&
+          std::find(together_.begin(), together_.end(), l.rank) == together_.end())
+        together_.push_back(l.rank);
+    }
+    if (together_.size() < 2) return false;
+    for (int r : together_) {
+      for (const auto& f : rs_[r].fails) {
+        if (f.ev) return false;  // a rank with its own error line: the ordinary rules decide
+      }
+    }
+    std::sort(together_.begin(), together_.end());
+    return true;
+  }
+
+  void set_aborted_together(const Fail& root) {
+    r_.category = "unknown";
+    r_.cause = "unknown";
+    r_.confidence = "low";
+    r_.phase = default_phase();
+    every_rank_reported_ = true;  // the watchdog aborts every rank it finds stuck
+    set_first_unblamed(root);
+    add_evidence(root.ref, fmt::format("{} exited by SIGABRT at the same second ({}), none with an error of its own",
+                                       ranks_phrase(together_), clock(root.t, 1.0)));
+    note("SIGABRT on several ranks at once is ProcessGroupNCCL's watchdog taking each process down after a "
+         "collective timeout: an echo; torchrun's \"Root Cause\" is only the first it noticed. The rank that "
+         "caused the timeout is not in these logs");
+    r_.summary = fmt::format("unknown: {} aborted together (the watchdog's SIGABRT after a collective timeout); the "
+                             "cause is not in these logs",
+                             ranks_phrase(together_));
   }
 
   std::vector<const Fail*> all_fails() const {
@@ -1045,7 +1103,17 @@ class LogAnalyzer {
 
   // The phase when no rank's state says more: training once a step or collective is seen,
   // init only when a line proves it, else unknown.
-  std::string default_phase() const { return training_started_ ? "training" : init_seen_ ? "init" : "unknown"; }
+  std::string default_phase() const {
+    if (use_anon_) {
+      switch (c_.unattributed_phase) {
+        case LogKind::kCheckpointBegin: return "checkpoint";
+        case LogKind::kEvalBegin: return "eval";
+        case LogKind::kShutdown: return "shutdown";
+        default: break;
+      }
+    }
+    return training_started_ ? "training" : init_seen_ ? "init" : "unknown";
+  }
 
   std::string phase_of_rank(const RankState& s) const {
     if (!s.log) return default_phase();
@@ -1053,6 +1121,7 @@ class LogAnalyzer {
       case LogKind::kCheckpointBegin: return "checkpoint";
       case LogKind::kEvalBegin: return "eval";
       case LogKind::kDataWait: return "data";
+      case LogKind::kShutdown: return "shutdown";
       default: break;
     }
     if (s.log->n_steps == 0 && !training_started_) return default_phase();
@@ -1711,6 +1780,8 @@ class LogAnalyzer {
     }
     r_.missing_ranks = missing;
     r_.phase = phase_of_rank(s);
+    // A crash while exiting, after the work was done: no rank is missing from the work.
+    if (r_.phase == "shutdown") r_.missing_ranks.clear();
     // DataLoader workers feed the training loop: their deaths are in training.
     if (r_.phase == "unknown" && root.ev &&
         (root.ev->kind == LogKind::kDataLoaderKilled || root.ev->kind == LogKind::kShmBusError))
@@ -2408,9 +2479,10 @@ class LogAnalyzer {
     if (r_.category == "none") {
       r_.scope = "none";
     } else if (!r_.missing_ranks.empty()) {
-      r_.scope = static_cast<int>(r_.missing_ranks.size()) >= world_ ? "all" : "subset";
-    } else if (r_.category == "collective_mismatch") {
-      r_.scope = "subset";  // some ranks took another code path, even where the logs cannot say which
+      // "all" needs the world: a lone rank in a paste is one of an unknown number.
+      r_.scope = static_cast<int>(r_.missing_ranks.size()) >= world_ && (world_stated_ || world_ >= 2) ? "all" : "subset";
+    } else if (r_.category == "collective_mismatch" || (r_.category == "rank_exit" && !use_anon_)) {
+      r_.scope = "subset";  // some ranks took another path / a process died, even where the logs cannot say which  // some ranks took another code path, even where the logs cannot say which
     } else if (r_.category == "unknown" && r_.cause != "all_ranks_waiting" && !every_rank_reported_) {
       r_.scope = "unknown";  // nothing proves that every rank, or which ones, are affected
     } else if (partial_join_) {

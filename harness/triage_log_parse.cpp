@@ -1376,6 +1376,7 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kCheckpointBegin: return "checkpoint_begin";
     case LogKind::kCheckpointEnd: return "checkpoint_end";
     case LogKind::kEvalBegin: return "eval_begin";
+    case LogKind::kShutdown: return "shutdown";
     case LogKind::kEvalEnd: return "eval_end";
     case LogKind::kDataWait: return "data_wait";
     case LogKind::kWatchdogTimeout: return "watchdog_timeout";

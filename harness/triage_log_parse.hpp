@@ -34,6 +34,7 @@ enum class LogKind : uint8_t {
   kCheckpointEnd,
   kEvalBegin,        // validation / evaluation started
   kEvalEnd,
+  kShutdown,         // the program is exiting ("destroy_process_group() was not called before program exit")
   kDataWait,         // waiting for / loading data
   // PyTorch c10d ProcessGroupNCCL
   kWatchdogTimeout,   // "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=...)"

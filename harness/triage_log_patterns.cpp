@@ -99,6 +99,18 @@ const std::vector<LinePattern>& line_patterns() {
       {{"Caught signal "}, {"(Bus error", "(Segmentation fault", "(Aborted", "(Illegal instruction"}, LogKind::kCrash,
        "", "", PatternFields::kSignalName,
        "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)"},
+      // A traceback frame inside torch.save: the failure hit a checkpoint save (gh-dolly-139).
+      {{"File \"", "serialization.py\""}, {", in save", ", in _save"}, LogKind::kCheckpointBegin, "", "",
+       PatternFields::kNone,
+       "  File \"/opt/conda/lib/python3.7/site-packages/torch/serialization.py\", line 379, in save"},
+      // torchtune gathers the full state dict to save a checkpoint (gh-torchtune-2093).
+      {{"full model state dict"}, {}, LogKind::kCheckpointBegin, "", "", PatternFields::kNone,
+       "INFO:torchtune.utils._logging:Getting full model state dict took 114.73 secs"},
+      // PyTorch's exit-time warning: the program is past its work and exiting (gh-megatron-lm-1874).
+      {{"destroy_process_group() was not called before program exit"}, {}, LogKind::kShutdown, "", "",
+       PatternFields::kNone,
+       "[rank0]:[W1019 08:16:22.397556647 ProcessGroupNCCL.cpp:1477] Warning: WARNING: destroy_process_group() was "
+       "not called before program exit, which can leak resources."},
       // ProcessGroupNCCL's heartbeat monitor: the watchdog thread itself stopped making progress
       // (gh-deim-105, gh-llamafactory-6953, gh-xdit-147).
       {{"Heartbeat monitor timed out"}, {}, LogKind::kHeartbeatMonitor, "", "heartbeat_timeout", PatternFields::kNone,

@@ -72,6 +72,7 @@ struct FileScan {
   std::vector<std::pair<long long, int>> pid_rank;
   std::vector<WorldHint> world;
   uint64_t unattributed_steps = 0;
+  LogKind unattributed_phase = LogKind::kNone;
 };
 
 bool launcher_kind(LogKind k) {
@@ -305,6 +306,7 @@ class FileScanner {
         case LogKind::kEvalBegin:
         case LogKind::kEvalEnd:
         case LogKind::kDataWait:
+        case LogKind::kShutdown:
           g.phase = l_.kind;
           g.phase_file = index_;
           g.phase_line = line_no_;
@@ -317,6 +319,10 @@ class FileScanner {
       }
     }
     if (l_.kind == LogKind::kStep && rank < 0) ++out_.unattributed_steps;
+    if (rank < 0 && (l_.kind == LogKind::kCheckpointBegin || l_.kind == LogKind::kCheckpointEnd ||
+                     l_.kind == LogKind::kEvalBegin || l_.kind == LogKind::kEvalEnd ||
+                     l_.kind == LogKind::kDataWait || l_.kind == LogKind::kShutdown))
+      out_.unattributed_phase = l_.kind;
     if (l_.kind == LogKind::kNone || l_.kind == LogKind::kStep) return;
 
     if (l_.world > 0 && (l_.kind == LogKind::kWorldSize || l_.kind == LogKind::kInitDone ||
@@ -401,8 +407,9 @@ class FileScanner {
         sum_root_ = l_.word == "root";
         return true;
       case LogKind::kSummaryEntry:
-        if (!sum_active_) return false;
+        // A bare "[i]:" line is an entry even when the paste starts below the block's header.
         flush_summary();
+        sum_active_ = true;
         sum_in_entry_ = true;
         sum_seen_entry_ = true;
         sum_cur_ = LaunchFailure{};
@@ -411,6 +418,14 @@ class FileScanner {
         sum_cur_.line = line_no_;
         return true;
       case LogKind::kSummaryField: {
+        if (!sum_in_entry_ && l_.word == "rank") {
+          // A paste that starts inside an entry (its "[i]:" header cut off): the rank field opens it.
+          sum_active_ = sum_in_entry_ = sum_seen_entry_ = true;
+          sum_cur_ = LaunchFailure{};
+          sum_cur_.root_claim = sum_root_;
+          sum_cur_.file = index_;
+          sum_cur_.line = line_no_;
+        }
         if (!sum_active_ || !sum_in_entry_) return false;
         const std::string_view v = l_.where;
         long long x = 0;
@@ -600,6 +615,7 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
     c.bytes += s.info.bytes;
     c.lines += s.info.lines;
     c.unattributed_steps += s.unattributed_steps;
+    if (s.unattributed_phase != LogKind::kNone) c.unattributed_phase = s.unattributed_phase;
     c.files.push_back(std::move(s.info));
     for (auto& [rank, a] : s.ranks) {
       RankLog& g = c.ranks[rank];

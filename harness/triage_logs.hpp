@@ -126,6 +126,7 @@ struct LogCorpus {
   uint64_t bytes = 0;
   uint64_t lines = 0;
   uint64_t unattributed_steps = 0;  // step lines no rank could be named for (a one-process paste)
+  LogKind unattributed_phase = LogKind::kNone;  // the last phase marker among them
 };
 
 constexpr size_t kRecentSteps = 48;
