@@ -809,6 +809,11 @@ class LogAnalyzer {
       }
     }
     if (c_.unattributed_steps > 0) training_started_ = true;
+    // "last completed NCCL work: 136" (a dump signal, a watchdog's status): collectives ran.
+    for (const auto& e : c_.events) {
+      if ((e.kind == LogKind::kDumpSignal || e.kind == LogKind::kWorkStatus) && e.last_completed >= 1)
+        training_started_ = true;
+    }
     for (const auto& e : c_.events) {
       if (init_event(e)) {
         init_seen_ = true;
@@ -1220,7 +1225,7 @@ class LogAnalyzer {
     r_.phase = "init";
     static const std::vector<std::string> kOrder = {"wrong_ifname",       "address_in_use", "dns_failure",
                                                     "connection_refused", "nccl_shm",       "unique_id_exchange",
-                                                    "rendezvous_timeout", "rendezvous_error"};
+                                                    "rendezvous_timeout", "store_timeout",  "rendezvous_error"};
     const Fail* pick = nullptr;
     for (const auto& cause : kOrder) {
       for (const Fail* f : init_fails) {
@@ -1239,6 +1244,13 @@ class LogAnalyzer {
       pick = &host_fail;
     }
     r_.cause = pick->cause;
+    // The store torchrun's c10d rendezvous connects to is the rendezvous itself.
+    if (r_.cause == "store_timeout") {
+      for (const Fail* f : init_fails) {
+        if (f->ev && f->ev->kind == LogKind::kRendezvousError && f->ev->text.find("Rendezvous") != std::string::npos)
+          r_.cause = "rendezvous_timeout";
+      }
+    }
     r_.category = !pick->category.empty()          ? pick->category
                   : pick->cause == "wrong_ifname" ? "network"
                   : pick->cause == "nccl_shm"     ? "resource_limit"
@@ -1305,6 +1317,7 @@ class LogAnalyzer {
         {"unique_id_exchange", "a rank timed out fetching the NCCL unique id from rank 0 through the store (rank 0 "
                                "never published it: it failed or was late)"},
         {"rendezvous_timeout", "ranks timed out waiting for each other in rendezvous"},
+        {"store_timeout", "a client timed out connecting to the TCPStore: nothing listened at MASTER_ADDR:MASTER_PORT"},
         {"rendezvous_error", "process-group creation failed"}};
     std::vector<std::string> parts;
     if (!r_.missing_ranks.empty()) parts.push_back(fmt::format("{} never logged", ranks_phrase(r_.missing_ranks)));
@@ -2492,7 +2505,8 @@ class LogAnalyzer {
       // wrong interface fails every rank alike; anything else may or may not be everyone's.
       if (r_.category == "rank_exit" || r_.category == "collective_mismatch" || r_.category == "straggler") {
         r_.scope = "subset";
-      } else if (r_.cause == "wrong_ifname" || r_.cause == "time_limit") {
+      } else if (r_.cause == "wrong_ifname" || r_.cause == "time_limit" || r_.cause == "store_timeout" ||
+                 r_.cause == "rendezvous_timeout") {
         r_.scope = "all";  // a wrong interface fails every rank alike; a job limit ends them all
       } else {
         r_.scope = "unknown";

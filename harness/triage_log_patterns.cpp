@@ -64,6 +64,12 @@ const std::vector<LinePattern>& line_patterns() {
       {{"ncclUniqueId", "store"}, {}, LogKind::kStoreTimeout, "rendezvous", "unique_id_exchange", PatternFields::kNone,
        "torch.distributed.DistBackendError: [4] is setting up NCCL communicator and retrieving ncclUniqueId from [0] "
        "via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout"},
+      // A client could not reach the TCPStore at all: nothing listens at MASTER_ADDR:PORT
+      // (gh-yolo-world-163, gh-ray-63803; under torchrun's c10d rendezvous: gh-pytorch-79388).
+      {{"client socket has timed out after"}, {}, LogKind::kStoreTimeout, "rendezvous", "store_timeout",
+       PatternFields::kNone,
+       "[E socket.cpp:957] [c10d] The client socket has timed out after 600s while trying to connect to (127.0.0.1, "
+       "3333)."},
       // Gloo fell back to the loopback address: peers cannot reach it (gh-aws-do-eks-50).
       {{"Unable to resolve hostname to a (local) address"}, {}, LogKind::kWrongIfname, "network", "wrong_ifname",
        PatternFields::kNone,
