@@ -730,8 +730,13 @@ class LogAnalyzer {
     states.push_back(&anon_);
     for (RankState* sp : states) {
       RankState& s = *sp;
-      bool echoed = false;
+      // The unattributed lines may be several processes' (NCCL's "host:pid:tid" prefix):
+      // an echo makes what follows an aftermath only in its own process.
+      const bool anon = sp == &anon_;
+      const auto writer = [anon](const LogEvent* ev) { return anon && ev ? ev->pid : -1LL; };
+      std::set<long long> echoed_by;
       for (const LogEvent* e : s.evs) {
+        const bool echoed = echoed_by.count(writer(e)) > 0;
         switch (e->kind) {
           case LogKind::kDone:
             s.clean_end = true;
@@ -770,7 +775,7 @@ class LogAnalyzer {
         // A rank that already failed while waiting: what follows on it is the echo's
         // aftermath (SIGABRT from the watchdog, exit 1, "terminate called").
         if (echoed && (f.role == Role::kRoot || f.role == Role::kExit)) f.role = Role::kEcho;
-        if (f.role == Role::kEcho) echoed = true;
+        if (f.role == Role::kEcho) echoed_by.insert(writer(e));
         if ((e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed || e->kind == LogKind::kStoreTimeout ||
              e->kind == LogKind::kRendezvousError || e->kind == LogKind::kException ||
              e->kind == LogKind::kDataError || e->kind == LogKind::kUsageError || e->kind == LogKind::kCudaError ||
@@ -789,13 +794,16 @@ class LogAnalyzer {
       // Re-apply "after an echo" in time order (summary entries were appended first); a
       // launcher's exit notice of a rank that failed waiting is that failure's aftermath
       // whatever its (whole-second) time says.
-      bool seen_echo = false;
-      const bool any_echo =
-          std::any_of(s.fails.begin(), s.fails.end(), [](const Fail& f) { return f.role == Role::kEcho; });
+      std::set<long long> seen_echo;
+      std::set<long long> any_echo;
+      for (const auto& f : s.fails)
+        if (f.role == Role::kEcho) any_echo.insert(writer(f.ev));
       for (auto& f : s.fails) {
-        if (seen_echo && (f.role == Role::kRoot || f.role == Role::kExit) && f.strength < 3) f.role = Role::kEcho;
-        if (any_echo && f.role == Role::kExit) f.aftermath = true;
-        if (f.role == Role::kEcho) seen_echo = true;
+        const long long w = writer(f.ev);
+        if (seen_echo.count(w) && (f.role == Role::kRoot || f.role == Role::kExit) && f.strength < 3)
+          f.role = Role::kEcho;
+        if (any_echo.count(w) && f.role == Role::kExit) f.aftermath = true;
+        if (f.role == Role::kEcho) seen_echo.insert(w);
       }
     }
     for (const RankState* sp : states) {
@@ -808,7 +816,7 @@ class LogAnalyzer {
           training_started_ = true;
       }
     }
-    if (c_.unattributed_steps > 0) training_started_ = true;
+    if (c_.unattributed_steps > 0 || c_.progress_lines > 0) training_started_ = true;
     // "last completed NCCL work: 136" (a dump signal, a watchdog's status): collectives ran.
     for (const auto& e : c_.events) {
       if ((e.kind == LogKind::kDumpSignal || e.kind == LogKind::kWorkStatus) && e.last_completed >= 1)
@@ -1773,7 +1781,11 @@ class LogAnalyzer {
       // Ranks that failed the same way (the same message, e.g. a bad argument on every
       // rank) or at the same moment (a node going down) are all missing.
       const bool same_text = f->ev && root.ev && f->ev->text == root.ev->text && f->category == root.category;
-      if (f->rank == root.rank || same_text ||
+      // A crash signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE) is the process's own, never an
+      // echo of another's death: every rank that died of it is missing.
+      const bool own_crash = root.signal == f->signal && (f->signal == 11 || f->signal == 7 || f->signal == 4 ||
+                                                          f->signal == 8);
+      if (f->rank == root.rank || same_text || own_crash ||
           (exact && f->t <= root.t + root.res + kTogetherS && f->category == root.category)) {
         const Fail* ff = rs_[f->rank].first_fail();
         if (ff && ff->role == Role::kEcho) continue;

@@ -1377,6 +1377,7 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kCheckpointEnd: return "checkpoint_end";
     case LogKind::kEvalBegin: return "eval_begin";
     case LogKind::kShutdown: return "shutdown";
+    case LogKind::kProgress: return "progress";
     case LogKind::kEvalEnd: return "eval_end";
     case LogKind::kDataWait: return "data_wait";
     case LogKind::kWatchdogTimeout: return "watchdog_timeout";
@@ -1580,6 +1581,7 @@ bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o
   const long long pid_before = o.pid;
   const sv host_before = o.host;
   if (!match_line_pattern(body, o)) classify_text(body, o);
+  if (o.kind == LogKind::kNone) match_line_pattern(body, o, true);
   if (o.kind == LogKind::kStoreTimeout || o.kind == LogKind::kException || o.kind == LogKind::kCommException) {
     if (o.word.empty()) o.word = exception_class(body);
   }

@@ -34,6 +34,7 @@ enum class LogKind : uint8_t {
   kCheckpointEnd,
   kEvalBegin,        // validation / evaluation started
   kEvalEnd,
+  kProgress,         // training progress without a step number ("Epoch 1/1", "Starting epoch 1")
   kShutdown,         // the program is exiting ("destroy_process_group() was not called before program exit")
   kDataWait,         // waiting for / loading data
   // PyTorch c10d ProcessGroupNCCL

@@ -39,6 +39,18 @@ int signal_named(sv m) {
   return 0;
 }
 
+// "Epoch 3", "Epoch: [0]", "epoch 12/40" at the start of the message or after a clock-like
+// prefix word: a progress line, not the word inside prose or a path.
+bool epoch_number(sv m) {
+  for (sv key : {sv("Epoch "), sv("Epoch: "), sv("epoch "), sv("Starting epoch ")}) {
+    const size_t k = m.find(key);
+    if (k == npos || k > 40) continue;
+    const size_t p = k + key.size();
+    if (p < m.size() && ((m[p] >= '0' && m[p] <= '9') || m[p] == '[')) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 const std::vector<LinePattern>& line_patterns() {
@@ -117,6 +129,10 @@ const std::vector<LinePattern>& line_patterns() {
        PatternFields::kNone,
        "[rank0]:[W1019 08:16:22.397556647 ProcessGroupNCCL.cpp:1477] Warning: WARNING: destroy_process_group() was "
        "not called before program exit, which can leak resources."},
+      // Epoch progress (Keras "Epoch 1/1", "Epoch: [0][415/1736]", "Starting epoch 1: ..."): training
+      // had begun (gh-horovod-469, gh-arjunausers-52, gh-storage-172).
+      {{"poch"}, {"Epoch ", "Epoch: ", "epoch "}, LogKind::kProgress, "", "", PatternFields::kEpoch, "Epoch 1/1",
+       true},
       // ProcessGroupNCCL's heartbeat monitor: the watchdog thread itself stopped making progress
       // (gh-deim-105, gh-llamafactory-6953, gh-xdit-147).
       {{"Heartbeat monitor timed out"}, {}, LogKind::kHeartbeatMonitor, "", "heartbeat_timeout", PatternFields::kNone,
@@ -129,8 +145,9 @@ const std::vector<LinePattern>& line_patterns() {
   return kTable;
 }
 
-bool match_line_pattern(std::string_view m, LogLine& o) {
+bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
   for (const auto& p : line_patterns()) {
+    if (p.fallback != fallback) continue;
     bool ok = true;
     for (sv n : p.all) {
       if (m.find(n) == npos) {
@@ -149,6 +166,7 @@ bool match_line_pattern(std::string_view m, LogLine& o) {
       }
       if (!ok) continue;
     }
+    if (p.fields == PatternFields::kEpoch && !epoch_number(m)) continue;
     o.kind = p.kind;
     o.category = p.category;
     o.cause = p.cause;
@@ -165,6 +183,7 @@ bool match_line_pattern(std::string_view m, LogLine& o) {
         break;
       }
       case PatternFields::kNone:
+      case PatternFields::kEpoch:
         break;
     }
     return true;

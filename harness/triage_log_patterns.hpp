@@ -19,6 +19,7 @@ enum class PatternFields : uint8_t {
   kNone,
   kSignalName,    // the signal from its name ("Aborted", "Bus error", "Segmentation fault")
   kStoreBarrier,  // "(world_size=8, worker_count=4, ...)" -> world, joined
+  kEpoch,         // only when "Epoch"/"epoch" is followed by a number or "[": not the word in prose
 };
 
 struct LinePattern {
@@ -29,12 +30,14 @@ struct LinePattern {
   std::string_view cause;
   PatternFields fields;
   std::string_view example;  // a real line it was written for (corpus case in the comment)
+  bool fallback = false;     // tried only when no other check gave the line a meaning (generic shapes)
 };
 
 const std::vector<LinePattern>& line_patterns();
 
 // Matches `m` (a message without its prefixes) against the table; on a hit sets o.kind,
 // o.category, o.cause and the pattern's fields and returns true.
-bool match_line_pattern(std::string_view m, LogLine& o);
+// fallback: the generic entries, tried after the hand-written checks found nothing.
+bool match_line_pattern(std::string_view m, LogLine& o, bool fallback = false);
 
 }  // namespace hanglab

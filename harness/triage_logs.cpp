@@ -72,6 +72,7 @@ struct FileScan {
   std::vector<std::pair<long long, int>> pid_rank;
   std::vector<WorldHint> world;
   uint64_t unattributed_steps = 0;
+  uint64_t progress_lines = 0;
   LogKind unattributed_phase = LogKind::kNone;
 };
 
@@ -319,6 +320,10 @@ class FileScanner {
       }
     }
     if (l_.kind == LogKind::kStep && rank < 0) ++out_.unattributed_steps;
+    if (l_.kind == LogKind::kProgress) {  // evidence of training only; never an event
+      ++out_.progress_lines;
+      return;
+    }
     if (rank < 0 && (l_.kind == LogKind::kCheckpointBegin || l_.kind == LogKind::kCheckpointEnd ||
                      l_.kind == LogKind::kEvalBegin || l_.kind == LogKind::kEvalEnd ||
                      l_.kind == LogKind::kDataWait || l_.kind == LogKind::kShutdown))
@@ -615,6 +620,7 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
     c.bytes += s.info.bytes;
     c.lines += s.info.lines;
     c.unattributed_steps += s.unattributed_steps;
+    c.progress_lines += s.progress_lines;
     if (s.unattributed_phase != LogKind::kNone) c.unattributed_phase = s.unattributed_phase;
     c.files.push_back(std::move(s.info));
     for (auto& [rank, a] : s.ranks) {

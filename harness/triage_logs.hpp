@@ -127,6 +127,7 @@ struct LogCorpus {
   uint64_t lines = 0;
   uint64_t unattributed_steps = 0;  // step lines no rank could be named for (a one-process paste)
   LogKind unattributed_phase = LogKind::kNone;  // the last phase marker among them
+  uint64_t progress_lines = 0;  // "Epoch 1/1"-style progress without a step number (any writer)
 };
 
 constexpr size_t kRecentSteps = 48;
