@@ -1252,6 +1252,8 @@ class LogAnalyzer {
       pick = &host_fail;
     }
     r_.cause = pick->cause;
+    // A bus error in NCCL's threads may come at any time, not only while a communicator is set up.
+    if (pick->ev && pick->ev->kind == LogKind::kCrash) r_.phase = default_phase();
     // The store torchrun's c10d rendezvous connects to is the rendezvous itself.
     if (r_.cause == "store_timeout") {
       for (const Fail* f : init_fails) {

@@ -794,3 +794,62 @@ TEST_CASE("a paste from one process without a rank still gets its answer", "[tri
   CHECK(r.first_failure->rank == -1);
   CHECK(r.missing_ranks.empty());
 }
+
+TEST_CASE("a SIGBUS whose backtrace runs through libnccl is NCCL's /dev/shm, not a program bug", "[triage_logs]") {
+  TempDir t("ncclbus");
+  write_file(t.dir / "train.log",
+             "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+             "==== backtrace (tid:   3095) ====\n"
+             " 2 0x000000000007587d ncclGroupEnd()  ???:0\n"
+             " 5 0x00000000000489b1 ???()  /usr/lib/x86_64-linux-gnu/libnccl.so.2:0\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "nccl_shm");
+  CHECK(r.missing_ranks.empty());
+  TempDir t2("plainbus");
+  write_file(t2.dir / "train.log",
+             "[host:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+             " 2 0x000000000007587d my_kernel()  ???:0\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "crashed");
+}
+
+TEST_CASE("a mismatch whose odd side the logs cannot prove names no rank", "[triage_logs]") {
+  TempDir t("mismatch_sides");
+  // Ranks 1,2 vs rank 3 at the same SeqNum, rank 0 silent in a world of 4: 2 vs 1+1 is no majority.
+  std::string log;
+  for (int r : {1, 2})
+    log += "[rank" + std::to_string(r) + "]:[E ProcessGroupNCCL.cpp:563] [Rank " + std::to_string(r) +
+           "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4084, OpType=ALLREDUCE, NumelIn=4821568, "
+           "NumelOut=4821568, Timeout(ms)=600000) ran for 600077 milliseconds before timing out.\n";
+  log += "[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: "
+         "WorkNCCL(SeqNum=4084, OpType=BROADCAST, NumelIn=56623104, NumelOut=56623104, Timeout(ms)=600000) ran for "
+         "600059 milliseconds before timing out.\n";
+  write_file(t.dir / "train.log", log);
+  TriageOptions o;
+  o.world_size = 4;
+  auto r = triage_logs({t.dir}, o);
+  CHECK(r.category == "collective_mismatch");
+  CHECK(r.missing_ranks.empty());
+  CHECK(r.scope == "subset");
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == -1);
+  // With rank 0 on the majority's side too, rank 3 is provably the odd one.
+  log += "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
+         "WorkNCCL(SeqNum=4084, OpType=ALLREDUCE, NumelIn=4821568, NumelOut=4821568, Timeout(ms)=600000) ran for "
+         "600077 milliseconds before timing out.\n";
+  write_file(t.dir / "train.log", log);
+  r = triage_logs({t.dir}, o);
+  CHECK(r.missing_ranks == std::vector<int>{3});
+}
+
+TEST_CASE("one rank's log says nothing about the ranks whose logs were not given", "[triage_logs]") {
+  TempDir t("onerank");
+  write_file(t.dir / "rank0.log",
+             "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/8 clients joined.\n");
+  const auto r = triage_logs({t.dir});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.missing_ranks.empty());
+  CHECK(r.scope == "subset");
+}

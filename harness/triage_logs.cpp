@@ -183,6 +183,10 @@ class FileScanner {
   bool sum_in_entry_ = false;
   bool sum_seen_entry_ = false;
   LaunchFailure sum_cur_;
+  // A SIGBUS whose backtrace (the next lines) runs through libnccl: NCCL's /dev/shm segment
+  // could not be backed (a full /dev/shm), not a bug of the program.
+  size_t bus_ev_ = SIZE_MAX;
+  uint32_t bus_line_ = 0;
   // Open MPI "Process name: [[j,1],r]" ... "Exit code: c"
   int mpi_rank_ = -1;
   uint32_t mpi_line_ = 0;
@@ -210,6 +214,15 @@ class FileScanner {
     ++line_no_;
     ++out_.info.lines;
     parse_log_line(text, ctx_, l_);
+    if (bus_ev_ != SIZE_MAX) {
+      if (line_no_ - bus_line_ > 24) {
+        bus_ev_ = SIZE_MAX;
+      } else if (text.find("nccl") != std::string_view::npos && bus_ev_ < out_.events.size()) {
+        out_.events[bus_ev_].category = "resource_limit";
+        out_.events[bus_ev_].cause = "nccl_shm";
+        bus_ev_ = SIZE_MAX;
+      }
+    }
     // Attribution.
     int rank = l_.rank;
     RankSource src = l_.rank_src;
@@ -397,6 +410,10 @@ class FileScanner {
     e.category = std::string(l_.category);
     e.cause = std::string(l_.cause);
     e.ranks = l_.ranks;
+    if (e.kind == LogKind::kCrash && e.signal == 7) {
+      bus_ev_ = out_.events.size();
+      bus_line_ = line_no_;
+    }
     out_.events.push_back(std::move(e));
   }
 
