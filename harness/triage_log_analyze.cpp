@@ -197,7 +197,8 @@ class LogAnalyzer {
   bool training_started_ = false;
   bool init_seen_ = false;
   bool every_rank_reported_ = false;  // the same failure line from every rank of a world of 2+
-  bool partial_join_ = false;         // a store/barrier count of fewer ranks than the world  // a line proves the job was in init (store, interface, communicator setup)
+  bool partial_join_ = false;         // a store/barrier count of fewer ranks than the world
+  bool partial_wait_ = false;         // only some ranks of the world report the stuck collective  // a line proves the job was in init (store, interface, communicator setup)
   double t0_ = 0;
   bool have_t0_ = false;
 
@@ -2269,12 +2270,24 @@ class LogAnalyzer {
       r_.cause = "all_ranks_waiting";
       r_.confidence = "low";
       if (first) set_first_unblamed(*first);
+      if (waiting_.size() < 2 || static_cast<int>(waiting_.size()) < world_) {
+        // Only some ranks of the world report the collective: the others are elsewhere (or
+        // not in these logs): not "all ranks waiting", and not provably one of them.
+        r_.cause = "unknown";
+        partial_wait_ = true;
+        note(fmt::format("only {} of the {} ranks report {}; the others' logs do not show it (absent, elsewhere, "
+                         "or not in these logs): which rank holds the job is undecidable here",
+                         ranks_phrase(waiting_), world_, stuck_name()));
+      }
       note("every rank reports the same collective and none is missing: a shared dependency (network, the store, "
            "storage) or a hang inside the collective itself; the logs do not say which");
     }
     if (first) add_evidence(first->ref, fmt::format("rank {}: {}", first->rank, short_text(first->what)));
-    r_.summary = fmt::format("{} ({}): all {} ranks report a failure in {}; no rank is missing", r_.category,
-                             r_.cause, waiting_.size(), stuck_name());
+    r_.summary = partial_wait_ ? fmt::format("unknown: {} report a failure in {}; the rest of the world of {} does "
+                                             "not, and these logs do not say why",
+                                             ranks_phrase(waiting_), stuck_name(), world_)
+                               : fmt::format("{} ({}): all {} ranks report a failure in {}; no rank is missing",
+                                             r_.category, r_.cause, waiting_.size(), stuck_name());
     return true;
   }
 
@@ -2509,11 +2522,12 @@ class LogAnalyzer {
       // "all" needs the world: a lone rank in a paste is one of an unknown number.
       r_.scope = static_cast<int>(r_.missing_ranks.size()) >= world_ && (world_stated_ || world_ >= 2) ? "all" : "subset";
     } else if (r_.category == "collective_mismatch" || (r_.category == "rank_exit" && !use_anon_)) {
-      r_.scope = "subset";  // some ranks took another path / a process died, even where the logs cannot say which  // some ranks took another code path, even where the logs cannot say which
-    } else if (r_.category == "unknown" && r_.cause != "all_ranks_waiting" && !every_rank_reported_) {
+      r_.scope = "subset";  // some ranks took another path / a process died, even where the logs cannot say which
+    } else if (r_.category == "unknown" && r_.cause != "all_ranks_waiting" && !every_rank_reported_ &&
+               !partial_wait_) {
       r_.scope = "unknown";  // nothing proves that every rank, or which ones, are affected
-    } else if (partial_join_) {
-      r_.scope = "subset";  // the store counted fewer ranks than the world: some never arrived
+    } else if (partial_join_ || partial_wait_) {
+      r_.scope = "subset";  // fewer ranks arrived (store count) or report the collective than the world has
     } else if (use_anon_ && (!r_.first_failure || r_.first_failure->rank < 0)) {
       // A paste from one unnamed process: a death is one process of the job (a subset); a
       // wrong interface fails every rank alike; anything else may or may not be everyone's.
