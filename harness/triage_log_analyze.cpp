@@ -842,8 +842,11 @@ class LogAnalyzer {
       }
     }
     const bool anon_fail = std::any_of(anon_.fails.begin(), anon_.fails.end(), failing);
-    const bool anon_root =
-        std::any_of(anon_.fails.begin(), anon_.fails.end(), [&](const Fail& f) { return rootish(f) && !f.aftermath; });
+    // A SIGABRT next to ranks' own timeouts is the watchdog taking the process down: their
+    // echo's aftermath, not a root of its own (srun's "Aborted (core dumped)").
+    const bool anon_root = std::any_of(anon_.fails.begin(), anon_.fails.end(), [&](const Fail& f) {
+      return rootish(f) && !f.aftermath && !(ranked_fail && f.signal == 6);
+    });
     use_anon_ = anon_fail && (!ranked_fail || (!ranked_root && anon_root));
   }
 

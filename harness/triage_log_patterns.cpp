@@ -99,6 +99,11 @@ const std::vector<LinePattern>& line_patterns() {
        PatternFields::kNone,
        "RuntimeError: [enforce fail at inline_container.cc:471] . PytorchStreamWriter failed writing file data/228: "
        "file write failed"},
+      // Gloo's TCP transport timing out on a peer's socket: a collective's wait, an echo (gh-sentiment-discovery-43).
+      {{"gloo/transport/tcp/"}, {"] Read timeout", "] Write timeout"}, LogKind::kGlooTimeout, "", "",
+       PatternFields::kNone,
+       "RuntimeError: [/opt/conda/conda-bld/pytorch_1532579245307/work/third_party/gloo/gloo/transport/tcp/"
+       "buffer.cc:76] Read timeout [127.0.0.1]:32444"},
       // A TCP-level timeout under NCCL's socket transport: the network, not a dead peer (gh-nccl-706).
       {{"NCCL WARN", "failed : Connection timed out"}, {}, LogKind::kSocketError, "network", "connection_timeout",
        PatternFields::kNone,
