@@ -90,6 +90,10 @@ const std::vector<LinePattern>& line_patterns() {
       {{"Socket creation failed", "Address family not supported"}, {}, LogKind::kWrongIfname, "network",
        "wrong_ifname", PatternFields::kNone,
        "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol"},
+      // The DeepSpeed launcher's notice of a worker's exit (gh-deepspeed-3232).
+      {{"exits with return code = "}, {"--local_rank="}, LogKind::kLauncherExit, "", "", PatternFields::kLauncherCode,
+       "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
+       "'--local_rank=0', '--data_path', 'Dahoas/rm-static'] exits with return code = -9"},
       // Slurm cancelled the job at its time limit (gh-zetta_utils-671).
       {{"DUE TO TIME LIMIT"}, {"CANCELLED"}, LogKind::kResourceLimit, "resource_limit", "time_limit",
        PatternFields::kNone,
@@ -185,6 +189,18 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
         const long long j = int_after(m, "worker_count=");
         if (w > 0) o.world = static_cast<int>(w);
         if (j >= 0 && w > 0) o.joined = static_cast<int>(j);
+        break;
+      }
+      case PatternFields::kLauncherCode: {
+        const size_t k = m.find("return code = ");
+        size_t p = k + 14;
+        const bool neg = p < m.size() && m[p] == '-';
+        const long long c = int_after(m.substr(neg ? p + 1 : p), "");
+        if (c >= 0) {
+          o.code = static_cast<int>(neg ? -c : c);
+          if (neg && c < 65) o.signal = static_cast<int>(c);
+        }
+        o.local_rank = static_cast<int>(int_after(m, "--local_rank="));
         break;
       }
       case PatternFields::kNone:

@@ -19,6 +19,7 @@ enum class PatternFields : uint8_t {
   kNone,
   kSignalName,    // the signal from its name ("Aborted", "Bus error", "Segmentation fault")
   kStoreBarrier,  // "(world_size=8, worker_count=4, ...)" -> world, joined
+  kLauncherCode,  // DeepSpeed's "[... '--local_rank=0' ...] exits with return code = -9" -> code/signal, local rank
   kEpoch,         // only when "Epoch"/"epoch" is followed by a number or "[": not the word in prose
 };
 
