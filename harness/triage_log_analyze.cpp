@@ -813,7 +813,7 @@ class LogAnalyzer {
       for (const LogEvent* e : s.evs) {
         if (e->kind == LogKind::kInitDone || e->kind == LogKind::kWatchdogTimeout ||
             (e->seq >= 0 && (e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed)) ||
-            e->kind == LogKind::kDone || e->kind == LogKind::kPgInit)
+            e->kind == LogKind::kDone || e->kind == LogKind::kPgInit || e->kind == LogKind::kCollMismatch)
           training_started_ = true;
       }
     }
@@ -860,6 +860,7 @@ class LogAnalyzer {
       case LogKind::kShmError:
       case LogKind::kAddressInUse:
       case LogKind::kDnsFailure:
+      case LogKind::kInitStep:
         return true;
       default:
         break;

@@ -1377,6 +1377,7 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kCheckpointEnd: return "checkpoint_end";
     case LogKind::kEvalBegin: return "eval_begin";
     case LogKind::kShutdown: return "shutdown";
+    case LogKind::kInitStep: return "init_step";
     case LogKind::kProgress: return "progress";
     case LogKind::kEvalEnd: return "eval_end";
     case LogKind::kDataWait: return "data_wait";

@@ -28,6 +28,7 @@ enum class LogKind : uint8_t {
   kLeftLoop,         // left the training loop but stays alive (final barrier, lingering)
   kDataExhausted,    // "data exhausted after 7 of 12 steps"
   kInitDone,         // process group / communicator ready
+  kInitStep,         // a line of communicator setup (NCCL's "NCCL INFO init.cc:1079 -> 3" error trace)
   kWorldSize,        // a statement of the world size only
   kPgInit,           // "[PG 1 Rank 2] ProcessGroupNCCL initialization options: size: 4, global rank: 6"
   kCheckpointBegin,  // saving a checkpoint

@@ -126,6 +126,14 @@ const std::vector<LinePattern>& line_patterns() {
       {{"Caught signal "}, {"(Bus error", "(Segmentation fault", "(Aborted", "(Illegal instruction"}, LogKind::kCrash,
        "", "", PatternFields::kSignalName,
        "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)"},
+      // NCCL's error propagating up through init.cc: the failure hit communicator setup (gh-nccl-1235).
+      {{"NCCL INFO init.cc:", " -> "}, {}, LogKind::kInitStep, "", "", PatternFields::kNone,
+       "ng30903:3063025:3066048 [0] NCCL INFO init.cc:1079 -> 3"},
+      // NCCL's own collective check (2.4: opCount) saw ranks issue different collectives (gh-nccl-296).
+      {{"NCCL WARN Mismatched collective detected"}, {}, LogKind::kCollMismatch, "collective_mismatch",
+       "mismatched_collective", PatternFields::kNone,
+       "init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank "
+       "39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs"},
       // A traceback frame inside torch.save: the failure hit a checkpoint save (gh-dolly-139).
       {{"File \"", "serialization.py\""}, {", in save", ", in _save"}, LogKind::kCheckpointBegin, "", "",
        PatternFields::kNone,
