@@ -3,6 +3,7 @@
 #   triage.cpp        rank timeline, classification, answers, to_json
 #   triage_text.cpp   render_text
 #   triage_log_parse.cpp    one plain log line -> clock, rank, meaning
+#   triage_log_patterns.cpp the line pattern table (pattern -> event, cause, example line)
 #   triage_logs.cpp         log files -> LogCorpus (threads, streaming), triage_logs/triage_paths
 #   triage_log_analyze.cpp  LogCorpus -> TriageResult
 add_library(hanglab_triage STATIC
@@ -10,6 +11,7 @@ add_library(hanglab_triage STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/triage.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/triage_text.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_parse.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_patterns.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/triage_logs.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_analyze.cpp
 )
@@ -70,6 +72,7 @@ if(HANGLAB_FUZZ)
   add_library(hanglab_triage_fuzz STATIC
     ${CMAKE_CURRENT_SOURCE_DIR}/triage_input.cpp ${CMAKE_CURRENT_SOURCE_DIR}/triage.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/triage_text.cpp ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_parse.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_patterns.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/triage_logs.cpp ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_analyze.cpp)
   target_compile_options(hanglab_triage_fuzz PRIVATE ${_fuzz_flags})
   target_link_libraries(hanglab_triage_fuzz PUBLIC hanglab_headers Threads::Threads)

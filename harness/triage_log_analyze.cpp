@@ -173,6 +173,13 @@ class LogAnalyzer {
   int world_ = 0;
   bool world_stated_ = false;
   std::vector<RankState> rs_;
+  // Lines no rank can be named for (a paste from one process: a traceback, an NCCL WARN,
+  // a bus error, without a rank prefix or a rank in the file name). They still count:
+  // when no rank-attributed line explains the failure, their meaning is the answer and the
+  // rank stays unknown (-1).
+  RankState anon_;
+  bool use_anon_ = false;
+  bool single_node_ = false;  // no two hosts named in the logs: local ranks are global
   std::unordered_map<long long, int> pid_rank_;
   std::vector<const LogEvent*> host_events_;  // unattributed host-level events (kernel OOM by pid unknown, storage)
   std::vector<CollReport> reports_;           // first per rank and PG
@@ -188,6 +195,10 @@ class LogAnalyzer {
   std::set<int> dropped_;  // "[host:N]" numbers taken for pids
   std::string first_key_;
   bool training_started_ = false;
+  bool init_seen_ = false;
+  bool every_rank_reported_ = false;  // the same failure line from every rank of a world of 2+
+  bool partial_join_ = false;         // a store/barrier count of fewer ranks than the world
+  bool partial_wait_ = false;         // only some ranks of the world report the stuck collective  // a line proves the job was in init (store, interface, communicator setup)
   double t0_ = 0;
   bool have_t0_ = false;
 
@@ -256,6 +267,22 @@ class LogAnalyzer {
                                         : e.rank);
     }
     for (const auto& l : c_.launch_failures) max_rank = std::max(max_rank, l.rank);
+    // One node (at most one host named anywhere): torchrun's "local_rank: N" is rank N.
+    {
+      std::set<std::string> hosts;
+      for (const auto& [rank, g] : c_.ranks)
+        if (!g.host.empty()) hosts.insert(g.host);
+      for (const auto& e : c_.events)
+        if (!e.host.empty() && e.kind != LogKind::kOomKill) hosts.insert(e.host);
+      for (const auto& l : c_.launch_failures)
+        if (!l.host.empty()) hosts.insert(l.host);
+      single_node_ = hosts.size() <= 1;
+    }
+    if (single_node_) {
+      for (const auto& e : c_.events)
+        if (e.kind == LogKind::kLauncherExit && e.local_rank >= 0 && e.local_rank < 4096)
+          max_rank = std::max(max_rank, e.local_rank);
+    }
     int stated = 0;
     const WorldHint* hint = nullptr;
     std::set<int> values;
@@ -341,6 +368,19 @@ class LogAnalyzer {
 
   bool valid_rank(int r) const { return r >= 0 && r < world_; }
 
+  // Ranks without a single line are evidence only when the logs are the job's: several
+  // ranks logged and the silent ones are a minority. One rank's log (or an excerpt of two
+  // ranks out of eight) says nothing about the ranks whose logs were not pasted.
+  bool silence_proves(size_t n_silent) const {
+    size_t seen = 0;
+    for (const auto& s : rs_) seen += s.seen() ? 1 : 0;
+    return n_silent > 0 && seen >= 2 && n_silent * 2 < static_cast<size_t>(std::max(world_, 1));
+  }
+  // "rank 3", or what a line without a rank is: a process the logs do not name.
+  static std::string who(int rank) {
+    return rank >= 0 ? fmt::format("rank {}", rank) : std::string("a process (rank not in the logs)");
+  }
+
   // ---- attribution ------------------------------------------------------------------------
 
   void attach() {
@@ -351,6 +391,8 @@ class LogAnalyzer {
     for (const auto& e : c_.events) {
       if ((e.kind == LogKind::kMpiExit) && e.pid > 0 && e.other_rank >= 0) pid_rank_.emplace(e.pid, e.other_rank);
     }
+    bool any_seen = false;
+    for (const auto& s : rs_) any_seen |= s.seen();
     for (const auto& e : c_.events) {
       int rank = dropped(e.rank) ? -1 : e.rank;
       switch (e.kind) {
@@ -368,6 +410,7 @@ class LogAnalyzer {
             if (it != pid_rank_.end()) rank = it->second;
             // A DataLoader worker's pid is not the rank's: it stays on the line's rank.
           }
+          if (e.kind == LogKind::kLauncherExit && rank < 0 && single_node_ && e.local_rank >= 0) rank = e.local_rank;
           break;
         default:
           break;
@@ -376,6 +419,12 @@ class LogAnalyzer {
       if (valid_rank(rank)) {
         rs_[rank].evs.push_back(&e);
         if (!e.host.empty() && rs_[rank].host.empty() && e.kind != LogKind::kOomKill) rs_[rank].host = e.host;
+      } else if (!dropped(e.rank) || !any_seen) {
+        // A "[host:pid]" line (Open MPI's crash handler) is a writer's only when no rank
+        // of the world logged: next to healthy ranks it is the launcher's own.
+        anon_.evs.push_back(&e);
+      }
+      if (valid_rank(rank)) {
       } else if (e.kind == LogKind::kOomKill || e.kind == LogKind::kStorageError || e.kind == LogKind::kIbError ||
                  e.kind == LogKind::kShmError || e.kind == LogKind::kWrongIfname || e.kind == LogKind::kChildFailed ||
                  e.kind == LogKind::kLauncherSignal || e.kind == LogKind::kNcclError ||
@@ -418,14 +467,22 @@ class LogAnalyzer {
     return s.substr(0, n) + "...";
   }
 
-  // Role and meaning of an event on a rank; kInfo for what is not a failure.
+  // Role and meaning of an event on a rank; kInfo for what is not a failure. What the
+  // pattern table says the line proves overrides the kind's default category and cause.
   void describe(const LogEvent& e, Fail& f) const {
+    describe_kind(e, f);
+    if (f.role == Role::kInfo) return;
+    if (!e.cause.empty()) f.cause = e.cause;
+    if (!e.category.empty()) f.category = e.category;
+  }
+
+  void describe_kind(const LogEvent& e, Fail& f) const {
     const std::string txt = short_text(e.text);
     switch (e.kind) {
       case LogKind::kCudaOom:
         f.role = Role::kRoot;
         f.category = "rank_exit";
-        f.cause = "oom";
+        f.cause = "cuda_oom";
         f.strength = 3;
         f.what = "CUDA out of memory: " + txt;
         return;
@@ -449,7 +506,7 @@ class LogAnalyzer {
       case LogKind::kCrash:
         f.role = Role::kRoot;
         f.category = "rank_exit";
-        f.cause = "crashed";
+        f.cause = e.signal == 11 ? "segfault" : "crashed";
         f.strength = 3;
         f.what = fmt::format("crashed ({}): {}", signal_name(e.signal), txt);
         return;
@@ -502,6 +559,13 @@ class LogAnalyzer {
         f.strength = 2;
         f.what = "DataLoader worker bus error (insufficient /dev/shm): " + txt;
         return;
+      case LogKind::kResourceLimit:
+        f.role = Role::kRoot;
+        f.category = "resource_limit";
+        f.cause = "resource_limit";
+        f.strength = 2;
+        f.what = "a resource limit ended the job: " + txt;
+        return;
       case LogKind::kDiskFull:
         f.role = Role::kRoot;
         f.category = "resource_limit";
@@ -512,7 +576,7 @@ class LogAnalyzer {
       case LogKind::kShmError:
         f.role = Role::kRoot;
         f.category = "resource_limit";
-        f.cause = "shm_exhausted";
+        f.cause = "nccl_shm";
         f.strength = 2;
         f.what = "NCCL could not create its shared-memory segment: " + txt;
         return;
@@ -619,7 +683,7 @@ class LogAnalyzer {
     f.code = code;
     if (signal) {
       f.category = "rank_exit";
-      f.cause = signal == 9 ? "killed" : (signal == 15 || signal == 2 || signal == 1) ? "killed" : "crashed";
+      f.cause = signal == 9 ? "killed" : (signal == 15 || signal == 2 || signal == 1) ? "killed" : signal == 11 ? "segfault" : "crashed";
       f.strength = 2;
       f.what = fmt::format("exited by {}{}", signal_name(signal),
                            code != kNoCode && code > 0 ? fmt::format(" (exit code {})", code) : "");
@@ -661,9 +725,19 @@ class LogAnalyzer {
     for (const auto& e : c_.events) {
       if (e.kind == LogKind::kLauncherSignal && e.pid >= 0) sigtermed.insert(e.pid);
     }
-    for (auto& s : rs_) {
-      bool echoed = false;
+    anon_.rank = -1;
+    std::vector<RankState*> states;
+    for (auto& s : rs_) states.push_back(&s);
+    states.push_back(&anon_);
+    for (RankState* sp : states) {
+      RankState& s = *sp;
+      // The unattributed lines may be several processes' (NCCL's "host:pid:tid" prefix):
+      // an echo makes what follows an aftermath only in its own process.
+      const bool anon = sp == &anon_;
+      const auto writer = [anon](const LogEvent* ev) { return anon && ev ? ev->pid : -1LL; };
+      std::set<long long> echoed_by;
       for (const LogEvent* e : s.evs) {
+        const bool echoed = echoed_by.count(writer(e)) > 0;
         switch (e->kind) {
           case LogKind::kDone:
             s.clean_end = true;
@@ -702,7 +776,7 @@ class LogAnalyzer {
         // A rank that already failed while waiting: what follows on it is the echo's
         // aftermath (SIGABRT from the watchdog, exit 1, "terminate called").
         if (echoed && (f.role == Role::kRoot || f.role == Role::kExit)) f.role = Role::kEcho;
-        if (f.role == Role::kEcho) echoed = true;
+        if (f.role == Role::kEcho) echoed_by.insert(writer(e));
         if ((e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed || e->kind == LogKind::kStoreTimeout ||
              e->kind == LogKind::kRendezvousError || e->kind == LogKind::kException ||
              e->kind == LogKind::kDataError || e->kind == LogKind::kUsageError || e->kind == LogKind::kCudaError ||
@@ -721,24 +795,81 @@ class LogAnalyzer {
       // Re-apply "after an echo" in time order (summary entries were appended first); a
       // launcher's exit notice of a rank that failed waiting is that failure's aftermath
       // whatever its (whole-second) time says.
-      bool seen_echo = false;
-      const bool any_echo =
-          std::any_of(s.fails.begin(), s.fails.end(), [](const Fail& f) { return f.role == Role::kEcho; });
+      std::set<long long> seen_echo;
+      std::set<long long> any_echo;
+      for (const auto& f : s.fails)
+        if (f.role == Role::kEcho) any_echo.insert(writer(f.ev));
       for (auto& f : s.fails) {
-        if (seen_echo && (f.role == Role::kRoot || f.role == Role::kExit) && f.strength < 3) f.role = Role::kEcho;
-        if (any_echo && f.role == Role::kExit) f.aftermath = true;
-        if (f.role == Role::kEcho) seen_echo = true;
+        const long long w = writer(f.ev);
+        if (seen_echo.count(w) && (f.role == Role::kRoot || f.role == Role::kExit) && f.strength < 3)
+          f.role = Role::kEcho;
+        if (any_echo.count(w) && f.role == Role::kExit) f.aftermath = true;
+        if (f.role == Role::kEcho) seen_echo.insert(w);
       }
     }
-    for (const auto& s : rs_) {
+    for (const RankState* sp : states) {
+      const RankState& s = *sp;
       if (s.log && s.log->n_steps > 0) training_started_ = true;
       for (const LogEvent* e : s.evs) {
         if (e->kind == LogKind::kInitDone || e->kind == LogKind::kWatchdogTimeout ||
             (e->seq >= 0 && (e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed)) ||
-            e->kind == LogKind::kDone || e->kind == LogKind::kPgInit)
+            e->kind == LogKind::kDone || e->kind == LogKind::kPgInit || e->kind == LogKind::kCollMismatch)
           training_started_ = true;
       }
     }
+    if (c_.unattributed_steps > 0 || c_.progress_lines > 0) training_started_ = true;
+    // "last completed NCCL work: 136" (a dump signal, a watchdog's status): collectives ran.
+    for (const auto& e : c_.events) {
+      if ((e.kind == LogKind::kDumpSignal || e.kind == LogKind::kWorkStatus) && e.last_completed >= 1)
+        training_started_ = true;
+    }
+    for (const auto& e : c_.events) {
+      if (init_event(e)) {
+        init_seen_ = true;
+        break;
+      }
+    }
+    // The unattributed lines speak when no rank's own lines explain the failure.
+    const auto rootish = [](const Fail& f) {
+      return f.role == Role::kRoot || (f.role == Role::kExit && (f.signal || (f.code != kNoCode && f.code != 0)));
+    };
+    const auto failing = [](const Fail& f) { return f.role != Role::kInfo && f.role != Role::kTeardown; };
+    bool ranked_fail = false, ranked_root = false;
+    for (const auto& s : rs_) {
+      for (const auto& f : s.fails) {
+        ranked_fail |= failing(f);
+        ranked_root |= rootish(f) && !f.aftermath;
+      }
+    }
+    const bool anon_fail = std::any_of(anon_.fails.begin(), anon_.fails.end(), failing);
+    // A SIGABRT next to ranks' own timeouts is the watchdog taking the process down: their
+    // echo's aftermath, not a root of its own (srun's "Aborted (core dumped)").
+    const bool anon_root = std::any_of(anon_.fails.begin(), anon_.fails.end(), [&](const Fail& f) {
+      return rootish(f) && !f.aftermath && !(ranked_fail && f.signal == 6);
+    });
+    use_anon_ = anon_fail && (!ranked_fail || (!ranked_root && anon_root));
+  }
+
+  // A line that only init writes: the store, the interface, the communicator's setup.
+  static bool init_event(const LogEvent& e) {
+    switch (e.kind) {
+      case LogKind::kStoreTimeout:
+      case LogKind::kStoreRefused:
+      case LogKind::kRendezvousError:
+      case LogKind::kWrongIfname:
+      case LogKind::kShmError:
+      case LogKind::kAddressInUse:
+      case LogKind::kDnsFailure:
+      case LogKind::kInitStep:
+        return true;
+      default:
+        break;
+    }
+    for (const char* w : {"init_process_group", "ncclCommInitRank", "setting up NCCL communicator", "ncclUniqueId",
+                          "connectFullMesh", "Bootstrap"}) {
+      if (e.text.find(w) != std::string::npos) return true;
+    }
+    return false;
   }
 
   // ---- collectives --------------------------------------------------------------------------
@@ -747,7 +878,7 @@ class LogAnalyzer {
     std::map<std::pair<int, std::string>, size_t> have;  // (rank, PG) -> its report
     for (const auto& s : rs_) {
       for (const LogEvent* e : s.evs) {
-        bool coll = (e->kind == LogKind::kWatchdogTimeout && e->seq >= 0) ||
+        bool coll = ((e->kind == LogKind::kWatchdogTimeout || e->kind == LogKind::kWatchdogRepeat) && e->seq >= 0) ||
                     (e->seq >= 0 && !e->op.empty() &&
                      (e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed ||
                       e->kind == LogKind::kCommException || e->kind == LogKind::kException)) ||
@@ -759,7 +890,10 @@ class LogAnalyzer {
                                (e->text.find("Timed out waiting") != std::string::npos ||
                                 e->text.find("Connection closed") != std::string::npos ||
                                 e->text.find("Connection reset") != std::string::npos)));
-        if (!coll && !seqless) continue;
+        // A dump signal's "last enqueued NCCL work: N, last completed: N-1": inside collective N.
+        const bool inside = !coll && !seqless && e->kind == LogKind::kDumpSignal && e->last_enqueued >= 0 &&
+                            e->last_completed >= 0 && e->last_enqueued > e->last_completed;
+        if (!coll && !seqless && !inside) continue;
         if (seqless && s.fails.empty()) continue;
         const std::string pg = pg_key(*e);
         if (auto it = have.find({s.rank, pg}); it != have.end()) {
@@ -777,7 +911,7 @@ class LogAnalyzer {
         CollReport rep;
         rep.rank = s.rank;
         rep.pg = pg;
-        rep.seq = seqless ? 0 : e->seq;
+        rep.seq = seqless ? 0 : inside ? e->last_enqueued : e->seq;
         rep.op = e->op;
         rep.numel_in = e->numel_in;
         rep.numel_out = e->numel_out;
@@ -876,6 +1010,7 @@ class LogAnalyzer {
     if (try_mismatch()) return;
     if (try_ahead()) return;
     const Fail* root = first_root();
+    if (root && aborted_together(*root)) return set_aborted_together(*root);
     if (root && root_precedes_echoes(*root)) return set_root(*root, true);
     if (try_vanished()) return;
     if (try_absent()) return;
@@ -885,10 +1020,52 @@ class LogAnalyzer {
     set_unknown();
   }
 
+  // Ranks whose only trace is the launcher's "exitcode -6" (SIGABRT), several at the same
+  // second: ProcessGroupNCCL's watchdog aborts every rank after a collective timeout. They
+  // died together of one cause that is not among them.
+  std::vector<int> together_;
+  bool aborted_together(const Fail& root) {
+    if (root.ev || root.role != Role::kExit || root.signal != 6 || !root.has_t) return false;
+    together_.clear();
+    for (const auto& l : c_.launch_failures) {
+      if (l.signal == 6 && l.has_t && std::fabs(l.t - root.t) <= 1.0 && valid_rank(l.rank) &&
+          std::find(together_.begin(), together_.end(), l.rank) == together_.end())
+        together_.push_back(l.rank);
+    }
+    if (together_.size() < 2) return false;
+    for (int r : together_) {
+      for (const auto& f : rs_[r].fails) {
+        if (f.ev) return false;  // a rank with its own error line: the ordinary rules decide
+      }
+    }
+    std::sort(together_.begin(), together_.end());
+    return true;
+  }
+
+  void set_aborted_together(const Fail& root) {
+    r_.category = "unknown";
+    r_.cause = "unknown";
+    r_.confidence = "low";
+    r_.phase = default_phase();
+    every_rank_reported_ = true;  // the watchdog aborts every rank it finds stuck
+    set_first_unblamed(root);
+    add_evidence(root.ref, fmt::format("{} exited by SIGABRT at the same second ({}), none with an error of its own",
+                                       ranks_phrase(together_), clock(root.t, 1.0)));
+    note("SIGABRT on several ranks at once is ProcessGroupNCCL's watchdog taking each process down after a "
+         "collective timeout: an echo; torchrun's \"Root Cause\" is only the first it noticed. The rank that "
+         "caused the timeout is not in these logs");
+    r_.summary = fmt::format("unknown: {} aborted together (the watchdog's SIGABRT after a collective timeout); the "
+                             "cause is not in these logs",
+                             ranks_phrase(together_));
+  }
+
   std::vector<const Fail*> all_fails() const {
     std::vector<const Fail*> v;
     for (const auto& s : rs_) {
       for (const auto& f : s.fails) v.push_back(&f);
+    }
+    if (use_anon_) {
+      for (const auto& f : anon_.fails) v.push_back(&f);
     }
     std::stable_sort(v.begin(), v.end(), [](const Fail* a, const Fail* b) {
       if (a->has_t && b->has_t && a->t != b->t) return a->t < b->t;
@@ -942,15 +1119,30 @@ class LogAnalyzer {
     return true;
   }
 
+  // The phase when no rank's state says more: training once a step or collective is seen,
+  // init only when a line proves it, else unknown.
+  std::string default_phase() const {
+    if (use_anon_) {
+      switch (c_.unattributed_phase) {
+        case LogKind::kCheckpointBegin: return "checkpoint";
+        case LogKind::kEvalBegin: return "eval";
+        case LogKind::kShutdown: return "shutdown";
+        default: break;
+      }
+    }
+    return training_started_ ? "training" : init_seen_ ? "init" : "unknown";
+  }
+
   std::string phase_of_rank(const RankState& s) const {
-    if (!s.log) return training_started_ ? "training" : "init";
+    if (!s.log) return default_phase();
     switch (s.log->phase) {
       case LogKind::kCheckpointBegin: return "checkpoint";
       case LogKind::kEvalBegin: return "eval";
       case LogKind::kDataWait: return "data";
+      case LogKind::kShutdown: return "shutdown";
       default: break;
     }
-    if (s.log->n_steps == 0 && !training_started_) return "init";
+    if (s.log->n_steps == 0 && !training_started_) return default_phase();
     return "training";
   }
 
@@ -997,7 +1189,7 @@ class LogAnalyzer {
     for (const auto& s : rs_) {
       if (!s.seen()) silent.push_back(s.rank);
     }
-    if (silent.empty()) return false;
+    if (silent.empty() || !silence_proves(silent.size())) return false;
     r_.category = "rendezvous";
     r_.cause = "duplicate_rank";
     r_.phase = training_started_ ? "training" : "init";
@@ -1030,7 +1222,7 @@ class LogAnalyzer {
   bool try_init() {
     std::vector<const Fail*> init_fails;
     for (const Fail* f : all_fails()) {
-      if (f->category == "rendezvous" || f->cause == "wrong_ifname" || f->cause == "shm_exhausted" ||
+      if (f->category == "rendezvous" || f->cause == "wrong_ifname" || f->cause == "nccl_shm" ||
           (f->ev && (f->ev->kind == LogKind::kStoreTimeout || f->ev->kind == LogKind::kRendezvousError)))
         init_fails.push_back(f);
     }
@@ -1045,8 +1237,8 @@ class LogAnalyzer {
     if (init_fails.empty() && !host_env) return false;
     r_.phase = "init";
     static const std::vector<std::string> kOrder = {"wrong_ifname",       "address_in_use", "dns_failure",
-                                                    "connection_refused", "shm_exhausted",  "rendezvous_timeout",
-                                                    "rendezvous_error"};
+                                                    "connection_refused", "nccl_shm",       "unique_id_exchange",
+                                                    "rendezvous_timeout", "store_timeout",  "rendezvous_error"};
     const Fail* pick = nullptr;
     for (const auto& cause : kOrder) {
       for (const Fail* f : init_fails) {
@@ -1057,6 +1249,7 @@ class LogAnalyzer {
       }
       if (pick) break;
     }
+    if (!pick && !init_fails.empty()) pick = init_fails.front();  // a cause the order does not list
     Fail host_fail;
     if (!pick && host_env) {
       host_fail = make_fail(*host_env, -1);
@@ -1064,7 +1257,19 @@ class LogAnalyzer {
       pick = &host_fail;
     }
     r_.cause = pick->cause;
-    r_.category = pick->cause == "wrong_ifname" ? "network" : pick->cause == "shm_exhausted" ? "resource_limit" : "rendezvous";
+    // A bus error in NCCL's threads may come at any time, not only while a communicator is set up.
+    if (pick->ev && pick->ev->kind == LogKind::kCrash) r_.phase = default_phase();
+    // The store torchrun's c10d rendezvous connects to is the rendezvous itself.
+    if (r_.cause == "store_timeout") {
+      for (const Fail* f : init_fails) {
+        if (f->ev && f->ev->kind == LogKind::kRendezvousError && f->ev->text.find("Rendezvous") != std::string::npos)
+          r_.cause = "rendezvous_timeout";
+      }
+    }
+    r_.category = !pick->category.empty()          ? pick->category
+                  : pick->cause == "wrong_ifname" ? "network"
+                  : pick->cause == "nccl_shm"     ? "resource_limit"
+                                                  : "rendezvous";
     // Who never showed up: ranks of a stated world without a single line; a store's
     // "N/M clients joined" says how many.
     std::vector<int> silent;
@@ -1087,11 +1292,13 @@ class LogAnalyzer {
         failed_ranks.push_back(f->rank);
     }
     std::sort(failed_ranks.begin(), failed_ranks.end());
+    if (joined_ev && of > joined && joined >= 0) partial_join_ = true;
     if (joined_ev) {
       add_evidence(ref(*joined_ev), fmt::format("{} of {} ranks joined the store: {}", joined, of,
                                                 short_text(joined_ev->text)));
     }
-    if (world_stated_ && !silent.empty() && (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
+    if (world_stated_ && silence_proves(silent.size()) &&
+        (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
       r_.missing_ranks = silent;
       r_.confidence = "high";
       add_evidence(fmt::format("(no log of rank {})", silent.front()),
@@ -1105,9 +1312,8 @@ class LogAnalyzer {
       set_first(f);
     } else {
       if (joined >= 0 && of > joined) {
-        note(fmt::format("the store counted {} of {} clients, but which rank is missing is not in these logs "
-                         "(every rank's log has lines)",
-                         joined, of));
+        note(fmt::format("the store counted {} of {} clients, but which rank is missing is not in these logs", joined,
+                         of));
       }
       r_.confidence = pick->ev && pick->ev->kind != LogKind::kStoreTimeout ? "high" : "medium";
       set_first(*pick);
@@ -1122,13 +1328,16 @@ class LogAnalyzer {
         {"address_in_use", "the rendezvous port is already in use"},
         {"dns_failure", "a host name did not resolve"},
         {"connection_refused", "the rendezvous store refused the connection"},
-        {"shm_exhausted", "NCCL could not create its /dev/shm segment"},
+        {"nccl_shm", "NCCL could not create its /dev/shm segment"},
+        {"unique_id_exchange", "a rank timed out fetching the NCCL unique id from rank 0 through the store (rank 0 "
+                               "never published it: it failed or was late)"},
         {"rendezvous_timeout", "ranks timed out waiting for each other in rendezvous"},
+        {"store_timeout", "a client timed out connecting to the TCPStore: nothing listened at MASTER_ADDR:MASTER_PORT"},
         {"rendezvous_error", "process-group creation failed"}};
     std::vector<std::string> parts;
     if (!r_.missing_ranks.empty()) parts.push_back(fmt::format("{} never logged", ranks_phrase(r_.missing_ranks)));
     if (!failed_ranks.empty()) parts.push_back(fmt::format("{} failed in init", ranks_phrase(failed_ranks)));
-    parts.push_back(kWhy.at(r_.cause));
+    if (auto w = kWhy.find(r_.cause); w != kWhy.end()) parts.push_back(w->second);
     r_.summary = fmt::format("{} ({}): {}", r_.category, r_.cause, fmt::join(parts, "; "));
     return true;
   }
@@ -1165,6 +1374,10 @@ class LogAnalyzer {
       const bool op_differs = odd->op != norm->op;
       r_.category = "collective_mismatch";
       r_.cause = "mismatched_collective";
+      if (!majority_proven(key.first, majority.size(), minority.size(), reps.size()) || tie) {
+        unnamed_mismatch(*odd, *norm, key.second, minority, majority);
+        return true;
+      }
       // A rank that ran out of data and went to its final barrier pairs that barrier with
       // its peers' next gradient collective: uneven batches, not a code-path branch.
       for (const LogEvent* e : rs_[minority.front()].evs) {
@@ -1223,8 +1436,25 @@ class LogAnalyzer {
         if (odd_seq < 0) odd_seq = seq;
       }
       std::sort(minority.begin(), minority.end());
+      const CollReport* odd0 = report_of(minority.front(), pg);
+      const CollReport* norm0 = report_of(maj->second.front(), pg);
+      // Different sizes or ops as well: the ranks run different collectives, not the same
+      // ones shifted by a skipped or extra call.
+      const bool differs = odd0 && norm0 && !odd0->op.empty() && !norm0->op.empty() &&
+                           (odd0->op != norm0->op ||
+                            (odd0->numel_in >= 0 && norm0->numel_in >= 0 && odd0->numel_in != norm0->numel_in));
+      size_t reporting = 0;
+      for (const auto& [sq, rk] : by) reporting += rk.size();
+      if (!majority_proven(pg, maj->second.size(), minority.size(), reporting)) {
+        if (!differs) continue;  // one rank a few collectives behind another, sides unknown: no rule decides
+        r_.category = "collective_mismatch";
+        r_.cause = "mismatched_collective";
+        unnamed_mismatch(*odd0, *norm0, std::min(odd_seq, maj->first), minority, maj->second);
+        return true;
+      }
       r_.category = "collective_mismatch";
-      r_.cause = odd_seq < maj->first ? "skipped_collective" : "extra_collective";
+      r_.cause = differs ? "mismatched_collective"
+                 : odd_seq < maj->first ? "skipped_collective" : "extra_collective";
       r_.missing_ranks = minority;
       r_.divergence_seq = std::min(odd_seq, maj->first);
       r_.confidence = "medium";
@@ -1247,6 +1477,38 @@ class LogAnalyzer {
       return true;
     }
     return try_reported_mismatch();
+  }
+
+  // The odd side of a mismatch is proven only when the majority would stay one if every
+  // rank that did not report had joined the minority.
+  bool majority_proven(const std::string& pg, size_t maj, size_t min, size_t reporting) const {
+    size_t members = static_cast<size_t>(std::max(world_, 0));
+    if (pg != "default") {
+      auto it = pg_members_.find(pg);
+      members = it != pg_members_.end() ? it->second.size() : reporting;
+    }
+    const size_t unreported = members > reporting ? members - reporting : 0;
+    return maj > min + unreported;
+  }
+
+  // A mismatch the logs prove without proving which side is odd: no rank is named.
+  void unnamed_mismatch(const CollReport& a, const CollReport& b, long long seq, const std::vector<int>& side_a,
+                        const std::vector<int>& side_b) {
+    r_.missing_ranks.clear();
+    r_.divergence_seq = seq;
+    r_.confidence = "low";
+    r_.phase = phase_of_rank(rs_[a.rank]);
+    Fail f = make_fail(*a.ev, a.rank);
+    f.what = fmt::format("{} ran {} SeqNum={} NumelIn={} while {} ran {} SeqNum={} NumelIn={}", ranks_phrase(side_a),
+                         a.op.empty() ? "?" : a.op, a.seq, a.numel_in, ranks_phrase(side_b), b.op.empty() ? "?" : b.op,
+                         b.seq, b.numel_in);
+    set_first_unblamed(f);
+    add_evidence(ref(*a.ev), fmt::format("rank {}: {} SeqNum={} NumelIn={}", a.rank, a.op, a.seq, a.numel_in));
+    add_evidence(ref(*b.ev), fmt::format("rank {}: {} SeqNum={} NumelIn={}", b.rank, b.op, b.seq, b.numel_in));
+    note("the ranks ran different collectives, but which side is the odd one is not provable from these logs: the "
+         "sides are the same size, or ranks that did not report could be on either side");
+    r_.summary = fmt::format("collective_mismatch ({}): {}; which side diverged is not in these logs", r_.cause,
+                             f.what);
   }
 
   // The backend said so itself: PyTorch's DETAIL-mode fingerprint check names the ranks;
@@ -1282,11 +1544,9 @@ class LogAnalyzer {
           unique = false;
         }
       }
-      if (unique) {
-        odd.push_back(best);
-      } else if (first->ranks.size() == 2) {
-        odd.push_back(first->ranks[0] == 0 ? first->ranks[1] : first->ranks[0]);
-      }
+      // One pair ("Rank 1 is running X, but Rank 0 is running Y") does not say which of the
+      // two is the odd one: only a rank named against several peers is.
+      if (unique && count >= 2) odd.push_back(best);
     } else {
       std::set<int> reporters;
       for (const LogEvent* e : sized) reporters.insert(e->rank);
@@ -1294,7 +1554,24 @@ class LogAnalyzer {
         odd.assign(reporters.begin(), reporters.end());
     }
     odd.erase(std::remove_if(odd.begin(), odd.end(), [&](int r) { return !valid_rank(r); }), odd.end());
-    if (odd.empty()) return false;
+    if (odd.empty()) {
+      // The backend proved the mismatch; the logs do not prove the side.
+      r_.category = "collective_mismatch";
+      r_.cause = "mismatched_collective";
+      r_.missing_ranks.clear();
+      r_.confidence = "medium";
+      if (first->seq >= 0) r_.divergence_seq = first->seq;
+      r_.phase = default_phase();
+      Fail f = make_fail(*first, valid_rank(first->rank) ? first->rank : -1);
+      f.what = "the backend detected ranks running different collectives: " + short_text(first->text, 200);
+      set_first_unblamed(f);
+      add_evidence(ref(*first), short_text(first->text));
+      note("the backend's check proves the ranks ran different collectives; which side is the odd one needs every "
+           "rank's fingerprint (one pair, or a check that names no rank, does not tell)");
+      r_.summary = "collective_mismatch (mismatched_collective): the backend detected a collective mismatch; which "
+                   "rank diverged is not in these logs";
+      return true;
+    }
     r_.category = "collective_mismatch";
     r_.cause = "mismatched_collective";
     r_.missing_ranks = odd;
@@ -1495,7 +1772,7 @@ class LogAnalyzer {
   }
 
   void set_root(const Fail& root, bool ordered) {
-    const RankState& s = rs_[root.rank];
+    const RankState& s = valid_rank(root.rank) ? rs_[root.rank] : anon_;
     r_.category = root.category.empty() ? "rank_exit" : root.category;
     r_.cause = root.cause.empty() ? "nonzero_exit" : root.cause;
     if ((r_.cause == "killed" || r_.cause == "nonzero_exit") && has_oom_evidence(s)) r_.cause = "oom";
@@ -1511,7 +1788,11 @@ class LogAnalyzer {
       // Ranks that failed the same way (the same message, e.g. a bad argument on every
       // rank) or at the same moment (a node going down) are all missing.
       const bool same_text = f->ev && root.ev && f->ev->text == root.ev->text && f->category == root.category;
-      if (f->rank == root.rank || same_text ||
+      // A crash signal (SIGSEGV, SIGBUS, SIGILL, SIGFPE) is the process's own, never an
+      // echo of another's death: every rank that died of it is missing.
+      const bool own_crash = root.signal == f->signal && (f->signal == 11 || f->signal == 7 || f->signal == 4 ||
+                                                          f->signal == 8);
+      if (f->rank == root.rank || same_text || own_crash ||
           (exact && f->t <= root.t + root.res + kTogetherS && f->category == root.category)) {
         const Fail* ff = rs_[f->rank].first_fail();
         if (ff && ff->role == Role::kEcho) continue;
@@ -1531,9 +1812,15 @@ class LogAnalyzer {
     }
     r_.missing_ranks = missing;
     r_.phase = phase_of_rank(s);
+    // A crash while exiting, after the work was done: no rank is missing from the work.
+    if (r_.phase == "shutdown") r_.missing_ranks.clear();
+    // DataLoader workers feed the training loop: their deaths are in training.
+    if (r_.phase == "unknown" && root.ev &&
+        (root.ev->kind == LogKind::kDataLoaderKilled || root.ev->kind == LogKind::kShmBusError))
+      r_.phase = "training";
     r_.confidence = !ordered ? "low" : root.has_t && root.ev && root.ev->t_exact ? "high" : "medium";
     set_first(root);
-    add_evidence(root.ref, fmt::format("rank {}: {}", root.rank, root.what));
+    add_evidence(root.ref, fmt::format("{}: {}", who(root.rank), root.what));
     // The rank's own exit, and its last step.
     if (!s.exit_ref.empty() && s.exit_ref != root.ref) {
       add_evidence(s.exit_ref, fmt::format("rank {} {}", root.rank,
@@ -1578,7 +1865,7 @@ class LogAnalyzer {
       }
     }
     const std::string when = root.has_t ? fmt::format(" at {}", clock(root.t, root.res)) : "";
-    r_.summary = fmt::format("{} ({}): rank {} {}{}", r_.category, r_.cause, root.rank, short_text(root.what, 140), when);
+    r_.summary = fmt::format("{} ({}): {} {}{}", r_.category, r_.cause, who(root.rank), short_text(root.what, 140), when);
     if (r_.stuck_collective && !waiting_.empty()) {
       r_.summary += fmt::format("; {} then failed in {}", ranks_phrase(waiting_), stuck_name());
     }
@@ -1710,6 +1997,16 @@ class LogAnalyzer {
       if (s.clean_end || s.left_loop) continue;
       if (!s.seen() && !world_stated_) continue;
       absent.push_back(rank);
+    }
+    {
+      size_t unseen = 0;
+      for (int rank : absent) unseen += rs_[rank].seen() ? 0 : 1;
+      if (unseen > 0 && !silence_proves(unseen)) {
+        note(fmt::format("{} rank(s) of the world have no line in these logs: an excerpt of some ranks' logs says "
+                         "nothing about the others, so they are not named missing",
+                         unseen));
+        absent.erase(std::remove_if(absent.begin(), absent.end(), [&](int r) { return !rs_[r].seen(); }), absent.end());
+      }
     }
     if (absent.empty()) return false;
     // The first timeout report of the peers.
@@ -1976,13 +2273,25 @@ class LogAnalyzer {
       r_.category = "unknown";
       r_.cause = "all_ranks_waiting";
       r_.confidence = "low";
-      if (first) set_first(*first);
+      if (first) set_first_unblamed(*first);
+      if (waiting_.size() < 2 || static_cast<int>(waiting_.size()) < world_) {
+        // Only some ranks of the world report the collective: the others are elsewhere (or
+        // not in these logs): not "all ranks waiting", and not provably one of them.
+        r_.cause = "unknown";
+        partial_wait_ = true;
+        note(fmt::format("only {} of the {} ranks report {}; the others' logs do not show it (absent, elsewhere, "
+                         "or not in these logs): which rank holds the job is undecidable here",
+                         ranks_phrase(waiting_), world_, stuck_name()));
+      }
       note("every rank reports the same collective and none is missing: a shared dependency (network, the store, "
            "storage) or a hang inside the collective itself; the logs do not say which");
     }
     if (first) add_evidence(first->ref, fmt::format("rank {}: {}", first->rank, short_text(first->what)));
-    r_.summary = fmt::format("{} ({}): all {} ranks report a failure in {}; no rank is missing", r_.category,
-                             r_.cause, waiting_.size(), stuck_name());
+    r_.summary = partial_wait_ ? fmt::format("unknown: {} report a failure in {}; the rest of the world of {} does "
+                                             "not, and these logs do not say why",
+                                             ranks_phrase(waiting_), stuck_name(), world_)
+                               : fmt::format("{} ({}): all {} ranks report a failure in {}; no rank is missing",
+                                             r_.category, r_.cause, waiting_.size(), stuck_name());
     return true;
   }
 
@@ -1994,6 +2303,7 @@ class LogAnalyzer {
         if (f.role != Role::kInfo && f.role != Role::kTeardown) return false;
       }
     }
+    if (use_anon_) return false;
     std::vector<int> done, running, silent;
     for (const auto& s : rs_) {
       if (s.clean_end) {
@@ -2035,8 +2345,8 @@ class LogAnalyzer {
     r_.category = "unknown";
     r_.cause = "no_error_logged";
     r_.confidence = "low";
-    r_.phase = training_started_ ? "training" : "init";
-    r_.missing_ranks = silent;
+    r_.phase = default_phase();
+    if (silence_proves(silent.size())) r_.missing_ranks = silent;
     note("no rank logged an error, a timeout or an exit: the job may still be running, or hang with timeouts longer "
          "than the logs cover (a blocked collective reports nothing until its timeout, MPI's never); which rank is "
          "missing is undecidable from these logs -- a stack dump of every rank (py-spy dump, gdb) or the run's "
@@ -2127,15 +2437,44 @@ class LogAnalyzer {
     return true;
   }
 
+  // The first failure of an answer that blames no rank: its line, without its rank as a
+  // culprit (the first rank to report a timeout is a witness, not the cause).
+  void set_first_unblamed(const Fail& f) {
+    Fail g = f;
+    g.what = fmt::format("{} (logged by {}: a witness, not a proven cause)", f.what, who(f.rank));
+    g.rank = -1;
+    set_first(g);
+  }
+
   void set_unknown() {
     r_.category = "unknown";
     r_.cause = "unknown";
     r_.confidence = "low";
-    r_.phase = training_started_ ? "training" : "init";
+    r_.phase = default_phase();
     const auto v = all_fails();
+    // Only heartbeat-monitor lines: the watchdog itself hung (a stuck CUDA/NCCL call); which
+    // rank caused it is not in them.
+    std::set<int> beat;
+    bool only_beats = false;
+    for (const Fail* f : v) {
+      if (f->role == Role::kInfo || f->role == Role::kTeardown) continue;
+      if (!f->ev || f->ev->kind != LogKind::kHeartbeatMonitor) {
+        only_beats = false;
+        break;
+      }
+      only_beats = true;
+      beat.insert(f->rank);
+    }
+    if (only_beats) {
+      r_.cause = "heartbeat_timeout";
+      every_rank_reported_ = world_ >= 2 && static_cast<int>(beat.size()) == world_ && !beat.count(-1);
+      note("ProcessGroupNCCL's heartbeat monitor fired: its watchdog thread made no progress (a CUDA or NCCL call "
+           "that never returned); the stuck call and the rank behind it are not in these lines -- the flight "
+           "recorder dump (TORCH_NCCL_DUMP_ON_TIMEOUT) or a stack dump would tell");
+    }
     for (const Fail* f : v) {
       if (f->role != Role::kInfo) {
-        set_first(*f);
+        set_first_unblamed(*f);
         add_evidence(f->ref, fmt::format("rank {}: {}", f->rank, short_text(f->what)));
         break;
       }
@@ -2183,10 +2522,29 @@ class LogAnalyzer {
     }
     if (r_.category == "none") {
       r_.scope = "none";
-    } else if (r_.missing_ranks.empty() || static_cast<int>(r_.missing_ranks.size()) >= world_) {
-      r_.scope = "all";
+    } else if (!r_.missing_ranks.empty()) {
+      // "all" needs the world: a lone rank in a paste is one of an unknown number.
+      r_.scope = static_cast<int>(r_.missing_ranks.size()) >= world_ && (world_stated_ || world_ >= 2) ? "all" : "subset";
+    } else if (r_.category == "collective_mismatch" || (r_.category == "rank_exit" && !use_anon_)) {
+      r_.scope = "subset";  // some ranks took another path / a process died, even where the logs cannot say which
+    } else if (r_.category == "unknown" && r_.cause != "all_ranks_waiting" && !every_rank_reported_ &&
+               !partial_wait_) {
+      r_.scope = "unknown";  // nothing proves that every rank, or which ones, are affected
+    } else if (partial_join_ || partial_wait_) {
+      r_.scope = "subset";  // fewer ranks arrived (store count) or report the collective than the world has
+    } else if (use_anon_ && (!r_.first_failure || r_.first_failure->rank < 0)) {
+      // A paste from one unnamed process: a death is one process of the job (a subset); a
+      // wrong interface fails every rank alike; anything else may or may not be everyone's.
+      if (r_.category == "rank_exit" || r_.category == "collective_mismatch" || r_.category == "straggler") {
+        r_.scope = "subset";
+      } else if (r_.cause == "wrong_ifname" || r_.cause == "time_limit" || r_.cause == "store_timeout" ||
+                 r_.cause == "rendezvous_timeout") {
+        r_.scope = "all";  // a wrong interface fails every rank alike; a job limit ends them all
+      } else {
+        r_.scope = "unknown";
+      }
     } else {
-      r_.scope = "subset";
+      r_.scope = "all";
     }
     // Per-rank rows.
     for (const auto& s : rs_) {

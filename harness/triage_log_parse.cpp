@@ -4,6 +4,7 @@
 // are tested most specific first (a DistBackendError whose text is a watchdog timeout
 // is an echo, not a generic exception).
 #include "triage_log_parse.hpp"
+#include "triage_log_patterns.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -1375,6 +1376,9 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kCheckpointBegin: return "checkpoint_begin";
     case LogKind::kCheckpointEnd: return "checkpoint_end";
     case LogKind::kEvalBegin: return "eval_begin";
+    case LogKind::kShutdown: return "shutdown";
+    case LogKind::kInitStep: return "init_step";
+    case LogKind::kProgress: return "progress";
     case LogKind::kEvalEnd: return "eval_end";
     case LogKind::kDataWait: return "data_wait";
     case LogKind::kWatchdogTimeout: return "watchdog_timeout";
@@ -1412,6 +1416,7 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kShmBusError: return "shm_bus_error";
     case LogKind::kOomKill: return "oom_kill";
     case LogKind::kDiskFull: return "disk_full";
+    case LogKind::kResourceLimit: return "resource_limit";
     case LogKind::kStorageError: return "storage_error";
     case LogKind::kDataError: return "data_error";
     case LogKind::kUsageError: return "usage_error";
@@ -1496,6 +1501,7 @@ bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o
   o.code = kNoCode;
   o.signal = 0;
   o.ranks.clear();
+  o.category = o.cause = {};
 
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
   // A progress bar rewrites its line with '\r': what the terminal showed is the last part.
@@ -1575,7 +1581,11 @@ bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o
   }
   const long long pid_before = o.pid;
   const sv host_before = o.host;
-  classify_text(body, o);
+  if (!match_line_pattern(body, o)) classify_text(body, o);
+  if (o.kind == LogKind::kNone) match_line_pattern(body, o, true);
+  if (o.kind == LogKind::kStoreTimeout || o.kind == LogKind::kException || o.kind == LogKind::kCommException) {
+    if (o.word.empty()) o.word = exception_class(body);
+  }
   // NCCL prefix pid/host stay unless the event named its own (OOM kill, launcher).
   if (o.pid < 0) o.pid = pid_before;
   if (o.host.empty()) o.host = host_before;

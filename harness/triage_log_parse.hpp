@@ -28,12 +28,15 @@ enum class LogKind : uint8_t {
   kLeftLoop,         // left the training loop but stays alive (final barrier, lingering)
   kDataExhausted,    // "data exhausted after 7 of 12 steps"
   kInitDone,         // process group / communicator ready
+  kInitStep,         // a line of communicator setup (NCCL's "NCCL INFO init.cc:1079 -> 3" error trace)
   kWorldSize,        // a statement of the world size only
   kPgInit,           // "[PG 1 Rank 2] ProcessGroupNCCL initialization options: size: 4, global rank: 6"
   kCheckpointBegin,  // saving a checkpoint
   kCheckpointEnd,
   kEvalBegin,        // validation / evaluation started
   kEvalEnd,
+  kProgress,         // training progress without a step number ("Epoch 1/1", "Starting epoch 1")
+  kShutdown,         // the program is exiting ("destroy_process_group() was not called before program exit")
   kDataWait,         // waiting for / loading data
   // PyTorch c10d ProcessGroupNCCL
   kWatchdogTimeout,   // "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=...)"
@@ -75,6 +78,7 @@ enum class LogKind : uint8_t {
   kShmBusError,       // "Unexpected bus error encountered in worker ... insufficient shared memory (shm)"
   kOomKill,           // kernel/cgroup/Kubernetes OOM kill ("Out of memory: Killed process 1234 (python)")
   kDiskFull,          // "No space left on device"
+  kResourceLimit,     // another limit that ended the job (Slurm's time limit); cause from the pattern table
   kStorageError,      // "Stale file handle", "nfs: server x not responding", "Input/output error"
   kDataError,         // hanglab workload: data error class
   kUsageError,        // hanglab workload: usage error class
@@ -146,6 +150,9 @@ struct LogLine {
   std::string_view word;   // exception class, workload error class, summary key, signal name
   std::string_view where;  // workload phase ("backward"), store address
   std::vector<int> ranks;  // rank lists of desync reports
+  // What the line proves, from the pattern table (triage_log_patterns.cpp); empty = the kind's default.
+  std::string_view category;
+  std::string_view cause;
 };
 
 struct LogLineContext {

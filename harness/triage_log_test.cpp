@@ -13,6 +13,7 @@
 
 #include "triage.hpp"
 #include "triage_log_parse.hpp"
+#include "triage_log_patterns.hpp"
 #include "triage_logs.hpp"
 
 namespace fs = std::filesystem;
@@ -186,7 +187,7 @@ TEST_CASE("misleading tool output: torchrun's whole-second Root Cause is overrul
 
 TEST_CASE("OOM cascade: same-host socket errors, watchdogs and srun aborts are echoes", "[triage_logs]") {
   const auto r = triage_logs({logs_dir() / "oom_cascade"});
-  CHECK(r.cause == "oom");
+  CHECK(r.cause == "cuda_oom");
   REQUIRE(r.first_failure);
   CHECK(r.first_failure->rank == 6);
   std::set<int> echo_ranks;
@@ -729,4 +730,131 @@ TEST_CASE("print the log reports", "[.dump_logs]") {
     std::cout << "==================== " << name << "\n"
               << render_text(triage_logs({logs_dir() / name}, options_from(exp.value("args", json::array())))) << "\n";
   }
+}
+
+TEST_CASE("pattern table: every entry's example line parses to that entry", "[triage_logs]") {
+  for (const auto& p : line_patterns()) {
+    INFO(p.example);
+    const auto l = parse(std::string(p.example));
+    CHECK(l.kind == p.kind);
+    CHECK(l.cause == p.cause);
+    CHECK(l.category == p.category);
+  }
+}
+
+TEST_CASE("pattern table: the fields its lines carry", "[triage_logs]") {
+  auto l = parse("RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for key: "
+                 "store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)");
+  CHECK(l.kind == LogKind::kStoreTimeout);
+  CHECK(l.world == 8);
+  CHECK(l.joined == 4);
+  CHECK(l.rank == -1);  // "on rank: 7" is the writer's own rank, but not a prefix: not used to attribute
+  l = parse("[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', "
+            "'main.py', '--local_rank=3'] exits with return code = -9");
+  CHECK(l.kind == LogKind::kLauncherExit);
+  CHECK(l.signal == 9);
+  CHECK(l.local_rank == 3);
+  l = parse("[node-0:391803] Signal: Aborted (6)");
+  CHECK(l.kind == LogKind::kCrash);
+  CHECK(l.signal == 6);
+  l = parse("[HOST:03599] Signal: Segmentation fault (11)");
+  CHECK(l.signal == 11);
+  l = parse("[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)");
+  CHECK(l.kind == LogKind::kCrash);
+  CHECK(l.signal == 7);
+  // "retreiving" as PyTorch 1.12 spelled it.
+  l = parse("RuntimeError: [2] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value "
+            "store by key '0', but store->get('0') got error: Socket Timeout");
+  CHECK(l.cause == "unique_id_exchange");
+  // An NCCL WARN about an IB completion with an error status, but an INFO line is not one.
+  CHECK(parse("mycl-g2:353236:353423 [6] transport/net_ib.cc:2244 NCCL WARN NET/IB: Got completion from peer "
+              "192.168.3.5<53908> with status=12 opcode=129 len=1048576 vendor err 129 (Recv)")
+            .kind == LogKind::kIbError);
+  CHECK(parse("node:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>").kind != LogKind::kIbError);
+}
+
+TEST_CASE("a paste from one process without a rank still gets its answer", "[triage_logs]") {
+  TempDir t("onepaste");
+  write_file(t.dir / "nccl.log",
+             "node08:27106:27302 [0] include/shm.h:27 NCCL WARN Call to shm_open failed : Permission denied\n"
+             "node08:27106:27302 [0] NCCL INFO include/shm.h:41 -> 2\n"
+             "node08:27106:27302 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+             "nccl-shm-recv-b7948f403864987a-0-3-0 (size 4460544)\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "nccl_shm");
+  CHECK(r.phase == "init");
+  CHECK(r.scope == "unknown");
+  CHECK(r.missing_ranks.empty());
+  TempDir t2("onepaste_bus");
+  write_file(t2.dir / "train.log",
+             "Traceback (most recent call last):\n"
+             "RuntimeError: DataLoader worker (pid 729) is killed by signal: Bus error. It is possible that "
+             "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.category == "data_loading");
+  CHECK(r.cause == "shm_exhausted");
+  CHECK(r.phase == "training");
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == -1);
+  CHECK(r.missing_ranks.empty());
+}
+
+TEST_CASE("a SIGBUS whose backtrace runs through libnccl is NCCL's /dev/shm, not a program bug", "[triage_logs]") {
+  TempDir t("ncclbus");
+  write_file(t.dir / "train.log",
+             "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+             "==== backtrace (tid:   3095) ====\n"
+             " 2 0x000000000007587d ncclGroupEnd()  ???:0\n"
+             " 5 0x00000000000489b1 ???()  /usr/lib/x86_64-linux-gnu/libnccl.so.2:0\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "nccl_shm");
+  CHECK(r.missing_ranks.empty());
+  TempDir t2("plainbus");
+  write_file(t2.dir / "train.log",
+             "[host:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+             " 2 0x000000000007587d my_kernel()  ???:0\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "crashed");
+}
+
+TEST_CASE("a mismatch whose odd side the logs cannot prove names no rank", "[triage_logs]") {
+  TempDir t("mismatch_sides");
+  // Ranks 1,2 vs rank 3 at the same SeqNum, rank 0 silent in a world of 4: 2 vs 1+1 is no majority.
+  std::string log;
+  for (int r : {1, 2})
+    log += "[rank" + std::to_string(r) + "]:[E ProcessGroupNCCL.cpp:563] [Rank " + std::to_string(r) +
+           "] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=4084, OpType=ALLREDUCE, NumelIn=4821568, "
+           "NumelOut=4821568, Timeout(ms)=600000) ran for 600077 milliseconds before timing out.\n";
+  log += "[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: "
+         "WorkNCCL(SeqNum=4084, OpType=BROADCAST, NumelIn=56623104, NumelOut=56623104, Timeout(ms)=600000) ran for "
+         "600059 milliseconds before timing out.\n";
+  write_file(t.dir / "train.log", log);
+  TriageOptions o;
+  o.world_size = 4;
+  auto r = triage_logs({t.dir}, o);
+  CHECK(r.category == "collective_mismatch");
+  CHECK(r.missing_ranks.empty());
+  CHECK(r.scope == "subset");
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == -1);
+  // With rank 0 on the majority's side too, rank 3 is provably the odd one.
+  log += "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
+         "WorkNCCL(SeqNum=4084, OpType=ALLREDUCE, NumelIn=4821568, NumelOut=4821568, Timeout(ms)=600000) ran for "
+         "600077 milliseconds before timing out.\n";
+  write_file(t.dir / "train.log", log);
+  r = triage_logs({t.dir}, o);
+  CHECK(r.missing_ranks == std::vector<int>{3});
+}
+
+TEST_CASE("one rank's log says nothing about the ranks whose logs were not given", "[triage_logs]") {
+  TempDir t("onerank");
+  write_file(t.dir / "rank0.log",
+             "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/8 clients joined.\n");
+  const auto r = triage_logs({t.dir});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.missing_ranks.empty());
+  CHECK(r.scope == "subset");
 }

@@ -71,6 +71,9 @@ struct FileScan {
   std::vector<LaunchFailure> launch;
   std::vector<std::pair<long long, int>> pid_rank;
   std::vector<WorldHint> world;
+  uint64_t unattributed_steps = 0;
+  uint64_t progress_lines = 0;
+  LogKind unattributed_phase = LogKind::kNone;
 };
 
 bool launcher_kind(LogKind k) {
@@ -180,6 +183,10 @@ class FileScanner {
   bool sum_in_entry_ = false;
   bool sum_seen_entry_ = false;
   LaunchFailure sum_cur_;
+  // A SIGBUS whose backtrace (the next lines) runs through libnccl: NCCL's /dev/shm segment
+  // could not be backed (a full /dev/shm), not a bug of the program.
+  size_t bus_ev_ = SIZE_MAX;
+  uint32_t bus_line_ = 0;
   // Open MPI "Process name: [[j,1],r]" ... "Exit code: c"
   int mpi_rank_ = -1;
   uint32_t mpi_line_ = 0;
@@ -207,6 +214,15 @@ class FileScanner {
     ++line_no_;
     ++out_.info.lines;
     parse_log_line(text, ctx_, l_);
+    if (bus_ev_ != SIZE_MAX) {
+      if (line_no_ - bus_line_ > 24) {
+        bus_ev_ = SIZE_MAX;
+      } else if (text.find("nccl") != std::string_view::npos && bus_ev_ < out_.events.size()) {
+        out_.events[bus_ev_].category = "resource_limit";
+        out_.events[bus_ev_].cause = "nccl_shm";
+        bus_ev_ = SIZE_MAX;
+      }
+    }
     // Attribution.
     int rank = l_.rank;
     RankSource src = l_.rank_src;
@@ -304,6 +320,7 @@ class FileScanner {
         case LogKind::kEvalBegin:
         case LogKind::kEvalEnd:
         case LogKind::kDataWait:
+        case LogKind::kShutdown:
           g.phase = l_.kind;
           g.phase_file = index_;
           g.phase_line = line_no_;
@@ -315,6 +332,15 @@ class FileScanner {
           break;
       }
     }
+    if (l_.kind == LogKind::kStep && rank < 0) ++out_.unattributed_steps;
+    if (l_.kind == LogKind::kProgress) {  // evidence of training only; never an event
+      ++out_.progress_lines;
+      return;
+    }
+    if (rank < 0 && (l_.kind == LogKind::kCheckpointBegin || l_.kind == LogKind::kCheckpointEnd ||
+                     l_.kind == LogKind::kEvalBegin || l_.kind == LogKind::kEvalEnd ||
+                     l_.kind == LogKind::kDataWait || l_.kind == LogKind::kShutdown))
+      out_.unattributed_phase = l_.kind;
     if (l_.kind == LogKind::kNone || l_.kind == LogKind::kStep) return;
 
     if (l_.world > 0 && (l_.kind == LogKind::kWorldSize || l_.kind == LogKind::kInitDone ||
@@ -381,7 +407,13 @@ class FileScanner {
     std::string_view msg = l_.msg;
     while (!msg.empty() && (msg.back() == ' ' || msg.back() == '\t')) msg.remove_suffix(1);
     e.text = std::string(msg.substr(0, kMaxEventText));
+    e.category = std::string(l_.category);
+    e.cause = std::string(l_.cause);
     e.ranks = l_.ranks;
+    if (e.kind == LogKind::kCrash && e.signal == 7) {
+      bus_ev_ = out_.events.size();
+      bus_line_ = line_no_;
+    }
     out_.events.push_back(std::move(e));
   }
 
@@ -397,8 +429,9 @@ class FileScanner {
         sum_root_ = l_.word == "root";
         return true;
       case LogKind::kSummaryEntry:
-        if (!sum_active_) return false;
+        // A bare "[i]:" line is an entry even when the paste starts below the block's header.
         flush_summary();
+        sum_active_ = true;
         sum_in_entry_ = true;
         sum_seen_entry_ = true;
         sum_cur_ = LaunchFailure{};
@@ -407,6 +440,14 @@ class FileScanner {
         sum_cur_.line = line_no_;
         return true;
       case LogKind::kSummaryField: {
+        if (!sum_in_entry_ && l_.word == "rank") {
+          // A paste that starts inside an entry (its "[i]:" header cut off): the rank field opens it.
+          sum_active_ = sum_in_entry_ = sum_seen_entry_ = true;
+          sum_cur_ = LaunchFailure{};
+          sum_cur_.root_claim = sum_root_;
+          sum_cur_.file = index_;
+          sum_cur_.line = line_no_;
+        }
         if (!sum_active_ || !sum_in_entry_) return false;
         const std::string_view v = l_.where;
         long long x = 0;
@@ -595,6 +636,9 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
   for (auto& s : scans) {
     c.bytes += s.info.bytes;
     c.lines += s.info.lines;
+    c.unattributed_steps += s.unattributed_steps;
+    c.progress_lines += s.progress_lines;
+    if (s.unattributed_phase != LogKind::kNone) c.unattributed_phase = s.unattributed_phase;
     c.files.push_back(std::move(s.info));
     for (auto& [rank, a] : s.ranks) {
       RankLog& g = c.ranks[rank];

@@ -65,6 +65,7 @@ struct LogEvent {
   int signal = 0;
   bool pg_default = false;
   std::string op, pg, host, word, where, text;
+  std::string category, cause;  // what the line proves (pattern table), empty = the kind's default
   std::vector<int> ranks;
 };
 
@@ -124,6 +125,9 @@ struct LogCorpus {
   bool year_known = false;
   uint64_t bytes = 0;
   uint64_t lines = 0;
+  uint64_t unattributed_steps = 0;  // step lines no rank could be named for (a one-process paste)
+  LogKind unattributed_phase = LogKind::kNone;  // the last phase marker among them
+  uint64_t progress_lines = 0;  // "Epoch 1/1"-style progress without a step number (any writer)
 };
 
 constexpr size_t kRecentSteps = 48;

@@ -320,7 +320,7 @@ def oom_cascade():
         out.append("srun: error: %s: task %d: Aborted (core dumped)" % (host(r), r))
     out.append("slurmstepd: error: *** STEP 88231.0 ON node-a CANCELLED AT 2026-11-29T09:09:05 ***")
     write_case("oom_cascade", {"slurm-88231.out": lines(*out)}, {
-        "category": "rank_exit", "cause": "oom", "missing_ranks": [6], "phase": "training", "scope": "subset",
+        "category": "rank_exit", "cause": "cuda_oom", "missing_ranks": [6], "phase": "training", "scope": "subset",
         "world_size": 8, "first_failure_rank": 6, "last_good_step": 180,
     }, "Slurm job, srun -l labels, 8 ranks on two nodes interleaved in one file. Rank 6 dies of CUDA OOM at step "
        "181; its node-b peers lose their NCCL sockets within a second, node-a's ranks hit the watchdog 30 min "
@@ -480,7 +480,7 @@ def srun_segfault():
     for r in (0, 2, 3):
         out.append("srun: error: node-%d: task %d: Aborted (core dumped)" % (0 if r < 2 else 1, r))
     write_case("srun_segfault", {"slurm-5120.out": lines(*out)}, {
-        "category": "rank_exit", "cause": "crashed", "missing_ranks": [1], "phase": "training", "scope": "subset",
+        "category": "rank_exit", "cause": "segfault", "missing_ranks": [1], "phase": "training", "scope": "subset",
         "world_size": 4, "first_failure_rank": 1,
     }, "Slurm srun -l output of a C++ trainer logging with glog (stamps without a year). Rank 1 segfaults "
        "(glog's failure handler, then srun's notice); the peers' gloo::IoException 'Connection reset by peer' and "
@@ -535,7 +535,7 @@ def nccl_shm_init():
                 "ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL "
                 "version 2.20.5" % (iso_us(te + 0.001), r)]
     write_case("nccl_shm_init", {"job.log": lines(*out)}, {
-        "category": "resource_limit", "cause": "shm_exhausted", "missing_ranks": [], "phase": "init",
+        "category": "resource_limit", "cause": "nccl_shm", "missing_ranks": [], "phase": "init",
         "scope": "all", "world_size": 4,
     }, "NCCL cannot create its /dev/shm segment while building the communicator (the container's /dev/shm is "
        "64 MiB): 'unhandled system error' on every rank before the first step.")

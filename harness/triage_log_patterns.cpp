@@ -1,0 +1,223 @@
+// The line pattern table (see triage_log_patterns.hpp). Each entry was written for a line
+// of a real incident log; the case that shows it is named in the comment above it.
+#include "triage_log_patterns.hpp"
+
+#include <string>
+
+namespace hanglab {
+
+namespace {
+
+using sv = std::string_view;
+constexpr size_t npos = sv::npos;
+
+long long int_after(sv s, sv key) {
+  const size_t k = s.find(key);
+  if (k == npos) return -1;
+  size_t p = k + key.size();
+  while (p < s.size() && s[p] == ' ') ++p;
+  long long v = 0;
+  bool any = false;
+  while (p < s.size() && s[p] >= '0' && s[p] <= '9' && v < 1000000000) {
+    v = v * 10 + (s[p] - '0');
+    ++p;
+    any = true;
+  }
+  return any ? v : -1;
+}
+
+int signal_named(sv m) {
+  struct Name {
+    sv n;
+    int sig;
+  };
+  static const Name kNames[] = {{"Segmentation fault", 11}, {"Bus error", 7},  {"Aborted", 6},
+                                {"Floating point", 8},      {"Illegal instruction", 4}, {"Killed", 9}};
+  for (const auto& n : kNames) {
+    if (m.find(n.n) != npos) return n.sig;
+  }
+  return 0;
+}
+
+// "Epoch 3", "Epoch: [0]", "epoch 12/40" at the start of the message or after a clock-like
+// prefix word: a progress line, not the word inside prose or a path.
+bool epoch_number(sv m) {
+  for (sv key : {sv("Epoch "), sv("Epoch: "), sv("epoch "), sv("Starting epoch ")}) {
+    const size_t k = m.find(key);
+    if (k == npos || k > 40) continue;
+    const size_t p = k + key.size();
+    if (p < m.size() && ((m[p] >= '0' && m[p] <= '9') || m[p] == '[')) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const std::vector<LinePattern>& line_patterns() {
+  static const std::vector<LinePattern> kTable = {
+      // NCCL's AWS OFI plugin cannot register a buffer with the EFA device (gh-awsome-distributed-ai-203).
+      {{"NET/OFI", "Unable to register memory"}, {}, LogKind::kIbError, "network", "efa_error", PatternFields::kNone,
+       "register_rail_mr_buffer:617 NCCL WARN NET/OFI Unable to register memory (type = 2) for device 4. RC: -22, "
+       "Error: Invalid argument"},
+      // An IB work completion with an error status (status=12: retry counter exceeded; error 4: local
+      // protection) in NCCL's proxy thread (gh-nccl-1405, gh-nccl-1698, gh-nccl-928).
+      {{"NET/IB", "Got completion"}, {"status=", "error ", "vendor err"}, LogKind::kIbError, "network", "ib_error",
+       PatternFields::kNone,
+       "kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+       "10.216.210.236<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv)"},
+      // c10d's store-based barrier at init: worker_count of world_size arrived (gh-megatron-deepspeed-338,
+      // gh-metaseq-52).
+      {{"Timed out initializing process group in store based barrier"}, {}, LogKind::kStoreTimeout, "rendezvous",
+       "rendezvous_timeout", PatternFields::kStoreBarrier,
+       "RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for key: "
+       "store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)"},
+      // A rank fetching the NCCL unique id from rank 0 through the store timed out: rank 0 never
+      // published it (gh-llamafactory-3698, gh-internevo-285, gh-pytorch-82091).
+      {{"ncclUniqueId", "store"}, {}, LogKind::kStoreTimeout, "rendezvous", "unique_id_exchange", PatternFields::kNone,
+       "torch.distributed.DistBackendError: [4] is setting up NCCL communicator and retrieving ncclUniqueId from [0] "
+       "via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout"},
+      // A client could not reach the TCPStore at all: nothing listens at MASTER_ADDR:PORT
+      // (gh-yolo-world-163, gh-ray-63803; under torchrun's c10d rendezvous: gh-pytorch-79388).
+      {{"client socket has timed out after"}, {}, LogKind::kStoreTimeout, "rendezvous", "store_timeout",
+       PatternFields::kNone,
+       "[E socket.cpp:957] [c10d] The client socket has timed out after 600s while trying to connect to (127.0.0.1, "
+       "3333)."},
+      // Gloo fell back to the loopback address: peers cannot reach it (gh-aws-do-eks-50).
+      {{"Unable to resolve hostname to a (local) address"}, {}, LogKind::kWrongIfname, "network", "wrong_ifname",
+       PatternFields::kNone,
+       "[rank8] Warning: Unable to resolve hostname to a (local) address. Using the loopback"},
+      // NCCL picked an interface of a family it cannot use (gh-nccl-210).
+      {{"Socket creation failed", "Address family not supported"}, {}, LogKind::kWrongIfname, "network",
+       "wrong_ifname", PatternFields::kNone,
+       "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol"},
+      // The DeepSpeed launcher's notice of a worker's exit (gh-deepspeed-3232).
+      {{"exits with return code = "}, {"--local_rank="}, LogKind::kLauncherExit, "", "", PatternFields::kLauncherCode,
+       "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
+       "'--local_rank=0', '--data_path', 'Dahoas/rm-static'] exits with return code = -9"},
+      // Slurm cancelled the job at its time limit (gh-zetta_utils-671).
+      {{"DUE TO TIME LIMIT"}, {"CANCELLED"}, LogKind::kResourceLimit, "resource_limit", "time_limit",
+       PatternFields::kNone,
+       "slurmstepd: error: *** JOB 494583 ON ... CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***"},
+      // torch.save could not write (a full volume or quota) (gh-h2o-llmstudio-214).
+      {{"PytorchStreamWriter failed writing file"}, {}, LogKind::kDiskFull, "resource_limit", "disk_full",
+       PatternFields::kNone,
+       "RuntimeError: [enforce fail at inline_container.cc:471] . PytorchStreamWriter failed writing file data/228: "
+       "file write failed"},
+      // Gloo's TCP transport timing out on a peer's socket: a collective's wait, an echo (gh-sentiment-discovery-43).
+      {{"gloo/transport/tcp/"}, {"] Read timeout", "] Write timeout"}, LogKind::kGlooTimeout, "", "",
+       PatternFields::kNone,
+       "RuntimeError: [/opt/conda/conda-bld/pytorch_1532579245307/work/third_party/gloo/gloo/transport/tcp/"
+       "buffer.cc:76] Read timeout [127.0.0.1]:32444"},
+      // A TCP-level timeout under NCCL's socket transport: the network, not a dead peer (gh-nccl-706).
+      {{"NCCL WARN", "failed : Connection timed out"}, {}, LogKind::kSocketError, "network", "connection_timeout",
+       PatternFields::kNone,
+       "[15]worker-23:83:2526 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from 100.96.188.199<41468> failed "
+       ": Connection timed out"},
+      // NCCL could not allocate GPU memory for its buffers (gh-nccl-1235).
+      {{"NCCL WARN"}, {"Cuda failure 'out of memory'", "Failed to CUDA calloc", "Failed to CUDA malloc"},
+       LogKind::kCudaOom, "resource_limit", "cuda_oom", PatternFields::kNone,
+       "ng30903:3063028:3066152 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'"},
+      // Open MPI's crash handler names the signal (gh-horovod-4020, gh-horovod-585).
+      {{"Signal: "},
+       {"Aborted (6)", "Bus error (7)", "Segmentation fault (11)", "Floating point exception (8)",
+        "Illegal instruction (4)"},
+       LogKind::kCrash, "", "", PatternFields::kSignalName, "[node-0:391803] Signal: Aborted (6)"},
+      // UCX's signal handler (gh-pipedream-76).
+      {{"Caught signal "}, {"(Bus error", "(Segmentation fault", "(Aborted", "(Illegal instruction"}, LogKind::kCrash,
+       "", "", PatternFields::kSignalName,
+       "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)"},
+      // NCCL's error propagating up through init.cc: the failure hit communicator setup (gh-nccl-1235).
+      {{"NCCL INFO init.cc:", " -> "}, {}, LogKind::kInitStep, "", "", PatternFields::kNone,
+       "ng30903:3063025:3066048 [0] NCCL INFO init.cc:1079 -> 3"},
+      // NCCL's own collective check (2.4: opCount) saw ranks issue different collectives (gh-nccl-296).
+      {{"NCCL WARN Mismatched collective detected"}, {}, LogKind::kCollMismatch, "collective_mismatch",
+       "mismatched_collective", PatternFields::kNone,
+       "init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank "
+       "39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs"},
+      // A traceback frame inside torch.save: the failure hit a checkpoint save (gh-dolly-139).
+      {{"File \"", "serialization.py\""}, {", in save", ", in _save"}, LogKind::kCheckpointBegin, "", "",
+       PatternFields::kNone,
+       "  File \"/opt/conda/lib/python3.7/site-packages/torch/serialization.py\", line 379, in save"},
+      // torchtune gathers the full state dict to save a checkpoint (gh-torchtune-2093).
+      {{"full model state dict"}, {}, LogKind::kCheckpointBegin, "", "", PatternFields::kNone,
+       "INFO:torchtune.utils._logging:Getting full model state dict took 114.73 secs"},
+      // PyTorch's exit-time warning: the program is past its work and exiting (gh-megatron-lm-1874).
+      {{"destroy_process_group() was not called before program exit"}, {}, LogKind::kShutdown, "", "",
+       PatternFields::kNone,
+       "[rank0]:[W1019 08:16:22.397556647 ProcessGroupNCCL.cpp:1477] Warning: WARNING: destroy_process_group() was "
+       "not called before program exit, which can leak resources."},
+      // Epoch progress (Keras "Epoch 1/1", "Epoch: [0][415/1736]", "Starting epoch 1: ..."): training
+      // had begun (gh-horovod-469, gh-arjunausers-52, gh-storage-172).
+      {{"poch"}, {"Epoch ", "Epoch: ", "epoch "}, LogKind::kProgress, "", "", PatternFields::kEpoch, "Epoch 1/1",
+       true},
+      // ProcessGroupNCCL's heartbeat monitor: the watchdog thread itself stopped making progress
+      // (gh-deim-105, gh-llamafactory-6953, gh-xdit-147).
+      {{"Heartbeat monitor timed out"}, {}, LogKind::kHeartbeatMonitor, "", "heartbeat_timeout", PatternFields::kNone,
+       "[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 1] Heartbeat monitor timed out! Process will be terminated "
+       "after dumping debug info. workMetaList_.size()=103"},
+      {{"watchdog got stuck for"}, {}, LogKind::kHeartbeatMonitor, "", "heartbeat_timeout", PatternFields::kNone,
+       "[rank1]:[F ProcessGroupNCCL.cpp:1169] [PG 0 Rank 1] [PG 0 Rank 1] ProcessGroupNCCL's watchdog got stuck for "
+       "600 seconds without making progress in monitoring enqueued collectives."},
+  };
+  return kTable;
+}
+
+bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
+  for (const auto& p : line_patterns()) {
+    if (p.fallback != fallback) continue;
+    bool ok = true;
+    for (sv n : p.all) {
+      if (m.find(n) == npos) {
+        ok = false;
+        break;
+      }
+    }
+    if (!ok) continue;
+    if (!p.any.empty()) {
+      ok = false;
+      for (sv n : p.any) {
+        if (m.find(n) != npos) {
+          ok = true;
+          break;
+        }
+      }
+      if (!ok) continue;
+    }
+    if (p.fields == PatternFields::kEpoch && !epoch_number(m)) continue;
+    o.kind = p.kind;
+    o.category = p.category;
+    o.cause = p.cause;
+    switch (p.fields) {
+      case PatternFields::kSignalName:
+        o.signal = signal_named(m);
+        if (!o.signal) o.signal = 6;
+        break;
+      case PatternFields::kStoreBarrier: {
+        const long long w = int_after(m, "world_size=");
+        const long long j = int_after(m, "worker_count=");
+        if (w > 0) o.world = static_cast<int>(w);
+        if (j >= 0 && w > 0) o.joined = static_cast<int>(j);
+        break;
+      }
+      case PatternFields::kLauncherCode: {
+        const size_t k = m.find("return code = ");
+        size_t p = k + 14;
+        const bool neg = p < m.size() && m[p] == '-';
+        const long long c = int_after(m.substr(neg ? p + 1 : p), "");
+        if (c >= 0) {
+          o.code = static_cast<int>(neg ? -c : c);
+          if (neg && c < 65) o.signal = static_cast<int>(c);
+        }
+        o.local_rank = static_cast<int>(int_after(m, "--local_rank="));
+        break;
+      }
+      case PatternFields::kNone:
+      case PatternFields::kEpoch:
+        break;
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace hanglab
