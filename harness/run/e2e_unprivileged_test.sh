@@ -10,9 +10,12 @@
 # its own must exit 4.
 # Exit 4 (skipped) where it cannot run as intended: not root, or no way to create or switch
 # to an unprivileged user.
-# usage: e2e_unprivileged_test.sh HANGLAB SOURCE_DIR WORK_DIR [SCENARIO_GLOB]
+# usage: e2e_unprivileged_test.sh HANGLAB SOURCE_DIR WORK_DIR [SCENARIO_NAME...]
+# (default: every scenarios/*.toml; a subset must use every fault kind the catalog uses)
 set -u
-hanglab=$1 src=$2 work=$3 only=${4:-*.toml}
+hanglab=$1 src=$2 work=$3
+shift 3
+only=("$@")
 user=hanglab-test
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "SKIP: $*"; exit 4; }
@@ -64,10 +67,22 @@ as_user test -x "$stage/bin/harness/hanglab" || skip "$user cannot reach $stage 
 as_user sh -c '[ "$(id -u)" != 0 ] && ! grep -q "^CapEff:.*[1-9a-f]" /proc/self/status' ||
   fail "the command run as $user still has root's uid or capabilities"
 
-cd "$stage/src/scenarios" || fail "cd"
-scenarios=(); for f in $only; do [ -f "$f" ] && scenarios+=("$stage/src/scenarios/$f"); done
-[ ${#scenarios[@]} -gt 0 ] || fail "no scenario matches $only"
-cd "$work" || fail "cd"
+scenarios=()
+if [ ${#only[@]} -eq 0 ]; then
+  scenarios=("$stage"/src/scenarios/*.toml)
+else
+  for n in "${only[@]}"; do
+    [ -f "$stage/src/scenarios/$n.toml" ] || fail "no scenario $n in $src/scenarios"
+    scenarios+=("$stage/src/scenarios/$n.toml")
+  done
+fi
+# A subset must still cover every fault kind the catalog uses.
+kinds_of() { sed -n 's/^kind *= *"\(.*\)".*/\1/p' "$@" | sort -u; }
+uncovered=$(comm -23 <(kinds_of "$stage"/src/scenarios/*.toml) <(kinds_of "${scenarios[@]}"))
+[ -z "$uncovered" ] || fail "the scenarios chosen leave fault kinds untested as $user: $(echo $uncovered)"
+
+# The user's own working directory: hanglab must need nothing writable but --results.
+cd "$stage/home" || fail "cd"
 
 # 1. The catalog, one invocation. Exit 0 (some passed, the rest skipped) or 4 (all skipped).
 t0=$(date +%s)
