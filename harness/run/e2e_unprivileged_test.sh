@@ -33,6 +33,8 @@ privilege_words='root|CAP_SYS_ADMIN|writable memory cgroup|[Pp]ermission denied'
 rm -rf "$work"; mkdir -p "$work"
 [ "$(id -u)" -eq 0 ] || skip "runs as root only, to create and switch to the unprivileged user $user (uid is $(id -u))"
 command -v setpriv > /dev/null || skip "setpriv (util-linux) is not installed"
+# Without it every torch scenario skips as "not built", and the root-only ones cannot be told apart.
+[ -x "$(dirname "$hanglab")/../workloads/torch_ddp" ] || skip "the torch_ddp workload is not built in this tree"
 
 # The user, once (two concurrent runs may race: the loser finds it made).
 if ! id -u "$user" > /dev/null 2>&1; then
