@@ -152,8 +152,9 @@ class OomRank : public HookInjector {
   // (the rank traces its `fault` event only after an allocation succeeded).
   bool in_process() const override { return false; }
 
-  std::string unsupported_reason(const HostInfo& host) const override {
-    if (!host.cgroup_v2 && !host.cgroup_v1_memory) return kNeeds;
+  std::string unsupported_reason(const HostInfo& /*host*/) const override {
+    // host.cgroup_v1_memory is false for an unprivileged user too (the hierarchy is there
+    // but not writable): the probes below say which, and what privilege would do.
     std::string why;
     auto mount = find_cgroup_mount("memory", why);
     if (!mount) return std::string(kNeeds) + ": " + why;

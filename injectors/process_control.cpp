@@ -159,8 +159,14 @@ std::string cgroup_parent_problem(const CgroupMount& m, const std::string& paren
   fs::path dir = m.root / fs::path(parent_rel).relative_path();
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return dir.string() + " is not a directory";
-  if (::access(dir.c_str(), W_OK) != 0)
-    return dir.string() + " is not writable: " + std::strerror(errno) + " (errno " + std::to_string(errno) + ")";
+  if (::access(dir.c_str(), W_OK) != 0) {
+    const int err = errno;
+    std::string why = dir.string() + " is not writable: " + std::strerror(err) + " (errno " + std::to_string(err) + ")";
+    // The usual case of an unprivileged user: say which privilege would do.
+    if (err == EACCES && ::geteuid() != 0)
+      why += "; needs root, or that cgroup delegated to uid " + std::to_string(::geteuid());
+    return why;
+  }
   if (m.v2) {
     auto sub = slurp(dir / "cgroup.subtree_control").value_or("");
     std::istringstream ss(sub);
