@@ -1623,6 +1623,16 @@ class LogAnalyzer {
       }
     }
     if (!dead_peer) return false;
+    // A closed connection proves that *some* peer went away. When another rank had
+    // already failed on its own before it (timed out waiting for a frozen rank, then
+    // exited), that rank's exit closed the connection: it says nothing of a silent rank,
+    // which may be frozen, not dead. Under load the peers' timeouts spread out, so which
+    // of them sees a timeout and which a closed connection is a race; the answer must not
+    // depend on it.
+    for (const Fail* f : all_fails()) {
+      if (f == dead_peer) break;
+      if (f->rank != dead_peer->rank && f->role != Role::kInfo && f->role != Role::kTeardown) return false;
+    }
     std::vector<int> gone;
     for (const auto& s : rs_) {
       if (!s.seen() || !s.fails.empty() || s.clean_end || s.left_loop) continue;
