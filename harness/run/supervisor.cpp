@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "run/proc_exit.hpp"
+#include "triage_log_parse.hpp"
 
 extern char** environ;
 
@@ -37,6 +38,7 @@ struct Supervisor::Rank {
   double last_hb_mono = 0;
   int last_step = 0;
   bool init_done = false;
+  bool spoke = false;  // wrote a trace event or an output line: the process is up
   bool hb_lost = false;
   bool exit_by_teardown = false;
   // Launcher mode: the rank is the launcher's child, not ours.
@@ -368,10 +370,19 @@ void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, d
     return;
   }
   write_all(is_err ? r.err_log : r.out_log, iso_time(t) + " " + line + "\n");
+  r.spoke = true;
   if (!r.has_trace) {
     // Without a trace, a rank's output is its only sign of progress and of errors.
     last_progress_mono_ = mono_now();
     if (const char* det = classify_backend_line(line)) detect(det, r.rank, line.substr(0, 300), t);
+    // ...and of its step: read with triage's own log parser, so that at_step triggers a
+    // fault in a bring-your-own rank at a step (not at a wall-clock guess of when training
+    // will have started), and the watchdog knows when its init is over.
+    LogLine ll;
+    if (parse_log_line(line, LogLineContext{}, ll) && (ll.rank < 0 || ll.rank == r.rank)) {
+      if (ll.kind == LogKind::kInitDone) r.init_done = true;
+      if (ll.kind == LogKind::kStep && ll.step > 0) r.init_done = true, r.last_step = std::max(r.last_step, ll.step);
+    }
   }
 }
 
@@ -462,7 +473,7 @@ void Supervisor::tail_trace(Rank& r) {
 }
 
 void Supervisor::on_trace_event(Rank& r, const json& ev) {
-  r.has_trace = true;
+  r.has_trace = r.spoke = true;
   std::string kind = ev.value("ev", "");
   double now = mono_now();
   if (kind == "hb") {
@@ -637,6 +648,18 @@ void Supervisor::check_detectors(double now) {
       }
       phase_limit = true;
     }
+  }
+  // Until every live rank has given a first sign of life (a trace event, an output line),
+  // processes are still starting (exec, `import torch`): part of init, bounded by init_s,
+  // not by the step watchdog. progress_s there made the verdict depend on how long a
+  // loaded host takes to start a Python rank that prints nothing while it imports.
+  int starting_rank = -1;
+  for (const auto& r : ranks_)
+    if (r->alive && r->gone_t == 0 && !r->spoke && starting_rank < 0) starting_rank = r->rank;
+  if (starting_rank >= 0 && sc_.timeouts.init_s > limit) {
+    limit = sc_.timeouts.init_s;
+    limit_name = "init_s";
+    where = fmt::format("; rank {} still starting", starting_rank);
   }
   if (!hang_declared_ && !all_exited() && now - last_progress_mono_ > limit) {
     hang_declared_ = true;
