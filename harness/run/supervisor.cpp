@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <sstream>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -39,6 +40,7 @@ struct Supervisor::Rank {
   int last_step = 0;
   bool init_done = false;
   bool spoke = false;  // wrote a trace event or an output line: the process is up
+  long long start_cpu_ticks = 0;  // CPU time used before that (see check_detectors)
   bool hb_lost = false;
   bool exit_by_teardown = false;
   // Launcher mode: the rank is the launcher's child, not ours.
@@ -62,6 +64,23 @@ namespace {
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+// utime + stime + cutime + cstime of a process (fields 14-17 of /proc/PID/stat), in
+// clock ticks; -1 when it cannot be read.
+long long process_cpu_ticks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return -1;
+  auto rp = stat.rfind(')');
+  if (rp == std::string::npos) return -1;
+  std::istringstream f(stat.substr(rp + 2));
+  std::string skip;
+  for (int field = 3; field < 14 && f >> skip; ++field) {
+  }
+  long long ut = 0, st = 0, cut = 0, cst = 0;
+  if (!(f >> ut >> st >> cut >> cst)) return -1;
+  return ut + st + cut + cst;
 }
 
 void set_nonblock(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
@@ -320,6 +339,7 @@ void Supervisor::finish_external(Rank& r, const std::string& how) {
   r.exit_by_teardown = ours || launcher_teardown;
   if (launcher_teardown && !ours) note_launcher_abort(ex.t);
   facts_.exits.push_back(ex);
+  if (first_sign_t_ == 0 || ex.t < first_sign_t_) first_sign_t_ = ex.t;
   tail_trace(r);
   harness_log_.write({{"t", ex.t},
                       {"ev", "exit"},
@@ -371,6 +391,7 @@ void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, d
   }
   write_all(is_err ? r.err_log : r.out_log, iso_time(t) + " " + line + "\n");
   r.spoke = true;
+  if (first_sign_t_ == 0 || t < first_sign_t_) first_sign_t_ = t;
   if (!r.has_trace) {
     // Without a trace, a rank's output is its only sign of progress and of errors.
     last_progress_mono_ = mono_now();
@@ -474,6 +495,7 @@ void Supervisor::tail_trace(Rank& r) {
 
 void Supervisor::on_trace_event(Rank& r, const json& ev) {
   r.has_trace = r.spoke = true;
+  if (const double te = ev.value("t", unix_now()); first_sign_t_ == 0 || te < first_sign_t_) first_sign_t_ = te;
   std::string kind = ev.value("ev", "");
   double now = mono_now();
   if (kind == "hb") {
@@ -567,6 +589,7 @@ void Supervisor::reap() {
       for (const auto& e : facts_.exits) r->exit_by_teardown = r->exit_by_teardown || e.signal || e.code.value_or(0) != 0;
     if (r->exit_by_teardown && !(in_teardown_ && ex.t >= teardown_t_)) note_launcher_abort(ex.t);
     facts_.exits.push_back(ex);
+    if (first_sign_t_ == 0 || ex.t < first_sign_t_) first_sign_t_ = ex.t;
     // Read what the rank wrote last before judging its exit.
     tail_trace(*r);
     harness_log_.write({{"t", ex.t},
@@ -605,16 +628,38 @@ void Supervisor::check_triggers(double now) {
       due = true;
     }
     if (!due) continue;
-    // A fault with no trigger is in effect from launch (an env or wrapper fault): date it
-    // there, so a rank that fails in its first milliseconds is not "before the fault".
-    double t = (f.spec->at_s || f.spec->at_step) ? unix_now() : facts_.start_t;
     f.fired_mono = now;
     std::string detail = f.injector->fire(*this);
-    record_fault(f, detail, t);
+    if (f.spec->at_s || f.spec->at_step) {
+      record_fault(f, detail, unix_now());
+    } else {
+      // A fault with no trigger is in effect from launch (an env or wrapper fault), but
+      // nothing can notice it before a rank runs: it is dated at the job's first sign of
+      // life (a rank's first trace event, output line or exit), so that its detection
+      // latency does not include how long the host took to start the processes (seconds
+      // of loading LibTorch under load), and a rank failing in its first milliseconds is
+      // still not "before the fault".
+      f.fired = true;
+      f.record_pending = true;
+      f.pending_detail = detail;
+    }
   }
+  for (auto& f : faults_)
+    if (f.record_pending && first_sign_t_ > 0) f.record_pending = false, record_fault(f, f.pending_detail, first_sign_t_);
 }
 
 void Supervisor::check_detectors(double now) {
+  // Before its first word (a trace event, an output line) a rank is starting: exec, the
+  // dynamic loading of LibTorch, `import torch`. That prints nothing for seconds — many
+  // on a loaded host — yet it is progress, and its only sign is the CPU time the process
+  // uses. Without it the watchdog declared a hang while ranks were still loading, and the
+  // verdict depended on how long a loaded host takes to start a process. A starting rank
+  // that uses no CPU at all (blocked before it ever ran) still trips the watchdog.
+  for (auto& r : ranks_) {
+    if (!r->alive || r->spoke || r->pid <= 0 || r->gone_t > 0) continue;
+    const long long cpu = process_cpu_ticks(r->pid);
+    if (cpu > r->start_cpu_ticks) r->start_cpu_ticks = cpu, last_progress_mono_ = now;
+  }
   const double hb_limit = 3 * sc_.timeouts.heartbeat_s;
   for (auto& r : ranks_) {
     if (!r->alive || !r->has_trace || r->hb_lost || r->gone_t > 0) continue;  // dead, status pending: not silent
@@ -648,18 +693,6 @@ void Supervisor::check_detectors(double now) {
       }
       phase_limit = true;
     }
-  }
-  // Until every live rank has given a first sign of life (a trace event, an output line),
-  // processes are still starting (exec, `import torch`): part of init, bounded by init_s,
-  // not by the step watchdog. progress_s there made the verdict depend on how long a
-  // loaded host takes to start a Python rank that prints nothing while it imports.
-  int starting_rank = -1;
-  for (const auto& r : ranks_)
-    if (r->alive && r->gone_t == 0 && !r->spoke && starting_rank < 0) starting_rank = r->rank;
-  if (starting_rank >= 0 && sc_.timeouts.init_s > limit) {
-    limit = sc_.timeouts.init_s;
-    limit_name = "init_s";
-    where = fmt::format("; rank {} still starting", starting_rank);
   }
   if (!hang_declared_ && !all_exited() && now - last_progress_mono_ > limit) {
     hang_declared_ = true;
@@ -900,8 +933,11 @@ RunFacts Supervisor::run() {
     drain_fd(*r, r->err_fd, r->err_buf, r->err_log, true, true);
     tail_trace(*r);
   }
-  for (auto& f : faults_)
+  for (auto& f : faults_) {
+    if (f.record_pending)  // no rank ever gave a sign of life: dated at launch
+      f.record_pending = false, record_fault(f, f.pending_detail, first_sign_t_ > 0 ? first_sign_t_ : facts_.start_t);
     if (!f.fired) harness_log_.write({{"t", unix_now()}, {"ev", "fault_not_fired"}, {"kind", f.spec->kind}});
+  }
   facts_.end_t = unix_now();
   facts_.outcome = compute_outcome();
   harness_log_.write({{"t", facts_.end_t},

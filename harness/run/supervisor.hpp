@@ -30,6 +30,9 @@ struct ArmedFault {
   Injector* injector = nullptr;
   bool fired = false;
   double fired_mono = 0;
+  // A fault in effect from launch is recorded once the job shows its first sign of life.
+  bool record_pending = false;
+  std::string pending_detail;
 };
 
 struct SupervisorOptions {
@@ -104,6 +107,7 @@ class Supervisor : public Job {
   JsonlWriter harness_log_;
   RunFacts facts_;
   double launch_mono_ = 0;
+  double first_sign_t_ = 0;       // first trace event, output line or exit of any rank (Unix s)
   double last_progress_mono_ = 0;
   bool in_teardown_ = false;
   bool hang_declared_ = false;
