@@ -298,8 +298,9 @@ TEST_CASE("at_step fires in a bring-your-own rank at the step its log lines repo
 }
 
 TEST_CASE("a launcher's rank is dated at its death and its signal read from /proc, however late the launcher reaps it") {
-  // A stand-in for mpirun: starts two ranks (each traces `start` with its pid), reports
-  // nothing, reaps nothing for 3 s, then SIGTERMs the survivor and exits 137.
+  // A stand-in for mpirun: starts two ranks (each traces `start` with its pid and the end
+  // of its init), reports nothing, reaps nothing for 3 s, then SIGTERMs the survivor and
+  // exits 137.
   auto dir = fresh_dir("launcher-late-reap");
   const std::string launcher = R"PY(
 import os, signal, subprocess, sys, time
@@ -307,8 +308,11 @@ d = sys.argv[1]
 ps = []
 for r in range(2):
     os.makedirs(f"{d}/ranks/{r}", exist_ok=True)
-    ps.append(subprocess.Popen(["sh", "-c", "printf '{\"t\":%s,\"rank\":%s,\"ev\":\"start\",\"pid\":%s}\\n' "
-                                "$(date +%s.%N) " + str(r) + " $$ >> " + f"{d}/ranks/{r}/events.jsonl; exec sleep 30"]))
+    t = f"{d}/ranks/{r}/events.jsonl"
+    ps.append(subprocess.Popen(["sh", "-c",
+        "printf '{\"t\":%s,\"rank\":%s,\"ev\":\"start\",\"pid\":%s}\\n' $(date +%s.%N) " + str(r) + " $$ >> " + t +
+        "; printf '{\"t\":%s,\"rank\":%s,\"ev\":\"phase\",\"name\":\"init\",\"edge\":\"end\"}\\n' $(date +%s.%N) "
+        + str(r) + " >> " + t + "; exec sleep 30"]))
 time.sleep(3)
 ps[0].terminate()
 for p in ps: p.wait()
@@ -316,11 +320,12 @@ sys.exit(137)
 )PY";
   auto sc = shell_scenario(2, "unused");
   sc.timeouts.progress_s = 20;
-  toml::table t = toml::parse("kind = \"kill_rank\"\nranks = [1]\nat_s = 0.8\n");
+  // at_step = 1: once rank 1 has traced the end of its init (and so its pid).
+  toml::table t = toml::parse("kind = \"kill_rank\"\nranks = [1]\nat_step = 1\n");
   FaultSpec fs_;
   fs_.kind = "kill_rank";
   fs_.ranks = {1};
-  fs_.at_s = 0.8;
+  fs_.at_step = 1;
   fs_.table = t;
   sc.faults.push_back(fs_);
   auto inj = find_injector("kill_rank")->make();
