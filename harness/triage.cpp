@@ -253,6 +253,10 @@ class Analyzer {
       }
       f.obs_end = f.exited ? f.exit_t : end_t_;
       if (f.teardown_exit) f.obs_end = std::min(f.exit_t, h.teardown_t.value_or(f.exit_t));
+      // The harness's stack capture stops the ranks it attaches to (ptrace), for as long as
+      // gdb takes (up to stack_timeout_s, seconds under load): their silence from then on
+      // is ours. Counting it made a rank that was merely waiting look frozen.
+      if (h.stacks_t) f.obs_end = std::min(f.obs_end, *h.stacks_t);
       f.has_hb = !o.hb_t.empty();
       // Without heartbeats, silence is counted from the first sign of life: the start
       // event, else the first event, else the launch.

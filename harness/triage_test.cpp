@@ -520,6 +520,42 @@ TEST_CASE("a rank killed by SIGPIPE after a peer failed is an echo, not a second
   }
 }
 
+TEST_CASE("ranks silent only while the harness captured stacks are not frozen", "[triage]") {
+  // gdb stops every rank it attaches to; under load a capture lasts seconds. Rank 3's
+  // heartbeats stop 5 s before the teardown, just after the capture began.
+  for (bool capture_logged : {true, false}) {
+    ScratchCopy copy("frozen");
+    std::stringstream in(read_file(copy.dir / "harness.jsonl"));
+    std::string out;
+    double teardown_t = 0;
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line);
+      if (j["ev"] == "teardown") teardown_t = j["t"].get<double>();
+      out += line + "\n";
+    }
+    REQUIRE(teardown_t > 0);
+    if (capture_logged) out += nlohmann::json({{"t", teardown_t - 5.5}, {"ev", "stack_capture"}}).dump() + "\n";
+    write_file(copy.dir / "harness.jsonl", out);
+    std::stringstream ev(read_file(copy.dir / "ranks/3/events.jsonl"));
+    std::string kept;
+    for (std::string line; std::getline(ev, line);) {
+      auto j = nlohmann::json::parse(line);
+      if (j["ev"] == "hb" && j["t"].get<double>() > teardown_t - 5) continue;
+      kept += line + "\n";
+    }
+    write_file(copy.dir / "ranks/3/events.jsonl", kept);
+    const auto r = triage_run_dir(copy.dir);
+    INFO("stack_capture logged: " << capture_logged);
+    CHECK(r.cause == "frozen");
+    if (capture_logged) {
+      CHECK(r.missing_ranks == std::vector<int>{2});
+      CHECK(liveness(r) == std::vector<std::string>{"hung", "hung", "frozen", "hung"});
+    } else {
+      CHECK(r.missing_ranks == std::vector<int>{2, 3});  // what the record said before the capture was logged
+    }
+  }
+}
+
 TEST_CASE("teardown kills are recognised by time when exits lack by_teardown", "[triage]") {
   ScratchCopy copy("frozen");
   std::stringstream in(read_file(copy.dir / "harness.jsonl"));

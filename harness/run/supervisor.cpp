@@ -711,6 +711,9 @@ void Supervisor::capture_stacks() {
   };
   std::vector<Capture> caps;
   if (opts_.on_state) opts_.on_state("hang declared: capturing stacks");
+  // gdb and py-spy stop each rank while they read it: triage must not count the ranks'
+  // silence from here on as theirs.
+  harness_log_.write({{"t", unix_now()}, {"ev", "stack_capture"}, {"timeout_s", opts_.stack_timeout_s}});
   for (auto& r : ranks_) {
     if (!r->alive || r->gone_t > 0) continue;
     std::error_code ec;
