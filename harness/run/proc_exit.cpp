@@ -50,4 +50,19 @@ ProcExit probe_proc_exit(pid_t pid) {
   return e;
 }
 
+long long process_cpu_ticks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return -1;
+  auto rp = stat.rfind(')');
+  if (rp == std::string::npos || rp + 2 >= stat.size()) return -1;
+  std::istringstream f(stat.substr(rp + 2));
+  std::string skip;
+  for (int field = 3; field < 14 && f >> skip; ++field) {
+  }
+  long long ut = 0, st = 0, cut = 0, cst = 0;
+  if (!(f >> ut >> st >> cut >> cst)) return -1;
+  return ut + st + cut + cst;
+}
+
 }  // namespace hanglab

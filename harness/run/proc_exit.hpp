@@ -1,6 +1,6 @@
-// Watching the exit of a process that is not our child: a rank started by a launcher
-// (mpirun) is the launcher's child, so waitpid() cannot see it, and its wait status
-// is gone once the launcher reaps it.
+// Reading a rank's process from /proc; mostly, watching the exit of a process that is not
+// our child: a rank started by a launcher (mpirun) is the launcher's child, so waitpid()
+// cannot see it, and its wait status is gone once the launcher reaps it.
 //
 // - pidfd_open(2) gives a descriptor that poll(2) reports readable the moment the process
 //   has exited: the supervisor adds it to its poll set and dates the death then, not a
@@ -27,5 +27,10 @@ struct ProcExit {
 
 // Reads /proc/PID/stat once. A running or stopped process is not gone.
 ProcExit probe_proc_exit(pid_t pid);
+
+// CPU time a process has used, its own and its reaped children's (utime + stime + cutime
+// + cstime, fields 14-17 of /proc/PID/stat), in clock ticks; -1 when unreadable. The
+// supervisor's sign of progress for a rank that has not written anything yet.
+long long process_cpu_ticks(pid_t pid);
 
 }  // namespace hanglab

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <chrono>
 #include <thread>
 
 using namespace hanglab;
@@ -101,6 +102,16 @@ TEST_CASE("a grandchild that exits 3: its code from /proc", "[proc_exit]") {
   REQUIRE(e.wait_status);
   CHECK(WIFEXITED(*e.wait_status));
   CHECK(WEXITSTATUS(*e.wait_status) == 3);
+}
+
+TEST_CASE("process_cpu_ticks grows while a process computes", "[proc_exit]") {
+  const long long before = process_cpu_ticks(::getpid());
+  REQUIRE(before >= 0);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(150);
+  volatile unsigned long x = 0;
+  while (std::chrono::steady_clock::now() < end) x = x + 1;
+  CHECK(process_cpu_ticks(::getpid()) > before);
+  CHECK(process_cpu_ticks(999999999) == -1);
 }
 
 TEST_CASE("a reaped process is gone without a status", "[proc_exit]") {
