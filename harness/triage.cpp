@@ -253,6 +253,10 @@ class Analyzer {
       }
       f.obs_end = f.exited ? f.exit_t : end_t_;
       if (f.teardown_exit) f.obs_end = std::min(f.exit_t, h.teardown_t.value_or(f.exit_t));
+      // The harness's stack capture stops the ranks it attaches to (ptrace), for as long as
+      // gdb takes (up to stack_timeout_s, seconds under load): their silence from then on
+      // is ours. Counting it made a rank that was merely waiting look frozen.
+      if (h.stacks_t) f.obs_end = std::min(f.obs_end, *h.stacks_t);
       f.has_hb = !o.hb_t.empty();
       // Without heartbeats, silence is counted from the first sign of life: the start
       // event, else the first event, else the launch.
@@ -279,6 +283,34 @@ class Analyzer {
     }
     // Observations need every rank's facts (a vanished rank is seen in its peers' errors).
     for (auto& f : f_) build_obs(f);
+    demote_sigpipe_echoes();
+  }
+
+  // SIGPIPE kills a process that writes to a socket or pipe whose reader is gone. A rank
+  // that dies of it after a peer failed wrote to that peer's closed connection: the same
+  // echo as a "Connection closed by peer" error (which is what a Python rank, ignoring
+  // SIGPIPE, raises instead), not a second rank that failed on its own. The peer's
+  // failure may be recorded a little after it (the supervisor's reaping order), hence
+  // the slack. A SIGPIPE with no earlier failure anywhere stays a root.
+  void demote_sigpipe_echoes() {
+    constexpr int kSigpipe = 13;
+    for (auto& f : f_) {
+      for (auto& x : f.obs) {
+        if (x.kind != ObsKind::kRoot || x.cls != "signal" || x.signal != kSigpipe) continue;
+        bool peer_failed = false;
+        for (const auto& g : f_) {
+          if (g.rank == f.rank) continue;
+          for (const auto& y : g.obs) {
+            peer_failed = peer_failed || (y.kind == ObsKind::kRoot && y.signal != kSigpipe &&
+                                          y.t <= x.t + kExitReportSlackS);
+          }
+        }
+        if (!peer_failed) continue;
+        x.kind = ObsKind::kEcho;
+        x.cls = "comm";
+        x.what += ": wrote to the connection of a peer that had already failed";
+      }
+    }
   }
 
   // Plain logs (no supervisor record): a rank whose trace simply stops, without an exit

@@ -310,6 +310,8 @@ void read_harness(const fs::path& file, HarnessObservations& h) {
         h.teardown_reason = get_or<std::string>(j, "reason", "");
         h.teardown_line = ln;
       }
+    } else if (ev == "stack_capture") {
+      if (!h.stacks_t) h.stacks_t = t;
     } else if (ev == "run_end") {
       h.end_t = t;
     }

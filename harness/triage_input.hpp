@@ -144,6 +144,8 @@ struct HarnessObservations {
   std::vector<HarnessDetect> detections;
   std::optional<double> teardown_t;
   std::string teardown_reason;
+  // When the harness began capturing stacks (gdb/py-spy stop every rank they attach to).
+  std::optional<double> stacks_t;
   int teardown_line = 0;
   std::optional<double> end_t;  // run_end
 };

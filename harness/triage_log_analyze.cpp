@@ -1902,8 +1902,14 @@ class LogAnalyzer {
 
   // ---- a rank that vanished -----------------------------------------------------------------
 
-  bool try_vanished() {
-    // Dead-peer echoes: a closed or reset connection, NCCL's "remote process exited".
+  // The first dead-peer echo (a closed or reset connection, NCCL's "remote process
+  // exited") that only a death explains. A closed connection proves that *some* peer went
+  // away; when another rank had already failed on its own before it (a Gloo rank that
+  // times out closes all its connections, then exits), that rank closed it, and it says
+  // nothing of a silent rank, which may be frozen, not dead. Which peers time out and
+  // which see the closed connection is a race of a few ms between their deadlines, so the
+  // answer must not depend on it: null then.
+  const Fail* dead_peer_echo() const {
     const Fail* dead_peer = nullptr;
     for (const Fail* f : all_fails()) {
       if (f->role == Role::kEcho && f->ev &&
@@ -1913,6 +1919,16 @@ class LogAnalyzer {
         break;
       }
     }
+    if (!dead_peer) return nullptr;
+    for (const Fail* f : all_fails()) {
+      if (f == dead_peer) break;
+      if (f->rank != dead_peer->rank && f->role != Role::kInfo && f->role != Role::kTeardown) return nullptr;
+    }
+    return dead_peer;
+  }
+
+  bool try_vanished() {
+    const Fail* dead_peer = dead_peer_echo();
     if (!dead_peer) return false;
     std::vector<int> gone;
     for (const auto& s : rs_) {
@@ -2017,11 +2033,7 @@ class LogAnalyzer {
     }
     const double t_first = first && first->ev->has_t ? first->ev->t : 0;
     const bool gloo = first && (first->ev->kind == LogKind::kGlooTimeout);
-    bool dead_peer_seen = false;
-    for (const Fail* f : all_fails()) {
-      if (f->ev && (f->ev->kind == LogKind::kCommClosed || f->ev->kind == LogKind::kNcclRemoteError))
-        dead_peer_seen = true;
-    }
+    const bool dead_peer_seen = dead_peer_echo() != nullptr;
     // Desync reports name lagging ranks.
     std::set<int> desync;
     const LogEvent* desync_ev = nullptr;

@@ -468,6 +468,94 @@ TEST_CASE("a rank that froze and was later killed from outside is frozen, not ki
   CHECK(mentions(r.first_failure->what, "heartbeats stopped"));
 }
 
+// Rank 0 of the exception fixture, instead of raising "Connection closed by peer", dies of
+// SIGPIPE writing to rank 1's closed socket (a rank without signal hygiene). `exit_dt`
+// places its recorded death relative to rank 1's exit.
+TriageResult exception_with_sigpipe_rank0(double exit_dt) {
+  ScratchCopy copy("exception");
+  std::stringstream in(read_file(copy.dir / "harness.jsonl"));
+  double rank1_exit_t = 0;
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(nlohmann::json::parse(line));
+    if (lines.back()["ev"] == "exit" && lines.back()["rank"] == 1) rank1_exit_t = lines.back()["t"].get<double>();
+  }
+  REQUIRE(rank1_exit_t > 0);
+  std::string out;
+  for (auto& j : lines) {
+    if (j["ev"] == "exit" && j["rank"] == 0) {
+      j["t"] = rank1_exit_t + exit_dt;
+      j["code"] = nullptr;
+      j["signal"] = 13;
+      j["status"] = 141;
+    }
+    out += j.dump() + "\n";
+  }
+  write_file(copy.dir / "harness.jsonl", out);
+  // A SIGPIPE death leaves no error and no exit event in the trace.
+  std::stringstream ev(read_file(copy.dir / "ranks/0/events.jsonl"));
+  std::string kept;
+  for (std::string line; std::getline(ev, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["ev"] != "error" && j["ev"] != "exit") kept += line + "\n";
+  }
+  write_file(copy.dir / "ranks/0/events.jsonl", kept);
+  return triage_run_dir(copy.dir);
+}
+
+TEST_CASE("a rank killed by SIGPIPE after a peer failed is an echo, not a second missing rank", "[triage]") {
+  for (double dt : {0.18, -0.0005}) {  // after rank 1's recorded exit, or reaped a hair before it
+    INFO("rank 0's SIGPIPE death at rank 1's exit " << dt << " s");
+    const auto r = exception_with_sigpipe_rank0(dt);
+    CHECK(r.category == "rank_exit");
+    CHECK(r.cause == "exception");
+    CHECK(r.missing_ranks == std::vector<int>{1});
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 1);
+    CHECK(r.per_rank[0].signal == 13);
+    CHECK(r.per_rank[0].liveness == "hung");
+    bool echoed = false;
+    for (const auto& e : r.echoes) echoed = echoed || (e.rank == 0 && mentions(e.what, "SIGPIPE"));
+    CHECK(echoed);
+  }
+}
+
+TEST_CASE("ranks silent only while the harness captured stacks are not frozen", "[triage]") {
+  // gdb stops every rank it attaches to; under load a capture lasts seconds. Rank 3's
+  // heartbeats stop 5 s before the teardown, just after the capture began.
+  for (bool capture_logged : {true, false}) {
+    ScratchCopy copy("frozen");
+    std::stringstream in(read_file(copy.dir / "harness.jsonl"));
+    std::string out;
+    double teardown_t = 0;
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line);
+      if (j["ev"] == "teardown") teardown_t = j["t"].get<double>();
+      out += line + "\n";
+    }
+    REQUIRE(teardown_t > 0);
+    if (capture_logged) out += nlohmann::json({{"t", teardown_t - 5.5}, {"ev", "stack_capture"}}).dump() + "\n";
+    write_file(copy.dir / "harness.jsonl", out);
+    std::stringstream ev(read_file(copy.dir / "ranks/3/events.jsonl"));
+    std::string kept;
+    for (std::string line; std::getline(ev, line);) {
+      auto j = nlohmann::json::parse(line);
+      if (j["ev"] == "hb" && j["t"].get<double>() > teardown_t - 5) continue;
+      kept += line + "\n";
+    }
+    write_file(copy.dir / "ranks/3/events.jsonl", kept);
+    const auto r = triage_run_dir(copy.dir);
+    INFO("stack_capture logged: " << capture_logged);
+    CHECK(r.cause == "frozen");
+    if (capture_logged) {
+      CHECK(r.missing_ranks == std::vector<int>{2});
+      CHECK(liveness(r) == std::vector<std::string>{"hung", "hung", "frozen", "hung"});
+    } else {
+      CHECK(r.missing_ranks == std::vector<int>{2, 3});  // what the record said before the capture was logged
+    }
+  }
+}
+
 TEST_CASE("teardown kills are recognised by time when exits lack by_teardown", "[triage]") {
   ScratchCopy copy("frozen");
   std::stringstream in(read_file(copy.dir / "harness.jsonl"));

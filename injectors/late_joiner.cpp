@@ -1,8 +1,12 @@
 // late_joiner: the chosen ranks start `delay_s` seconds after their peers — a node that
 // booted late, a container image still pulling, a scheduler that staggers the launch.
 // When the delay exceeds the rendezvous timeout ([timeouts] init_s) the peers give up
-// waiting before the late rank ever arrives. The rank is exec'd through
-// `sh -c 'sleep N; exec "$0" "$@"'`: same pid, so signals and stacks reach it.
+// waiting before the late rank ever arrives. "After their peers" is counted from the
+// first peer's first sign of life (its trace or output file is no longer empty), not from
+// the launch: starting LibTorch takes seconds on a loaded host, and a delay counted from
+// launch was used up by the peers' own start, so the late rank joined in time. The rank
+// is exec'd through a `sh -c '...; sleep N; exec "$0" "$@"'` wrapper: same pid, so
+// signals and stacks reach it.
 //
 // Needs nothing of the workload. Manifested when a targeted rank's first trace event came
 // at least delay_s after launch, or the run ended while it was still in its delay.
@@ -10,6 +14,7 @@
 #include "network_common.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 namespace hanglab {
 
@@ -31,7 +36,18 @@ class LateJoiner : public Injector {
   }
 
   void prepare_rank(int rank, LaunchSpec& spec) override {
-    if (is_targeted(ranks_, rank)) prepend_wrapper(spec, delayed_start_wrapper(delay_s_));
+    if (!is_targeted(ranks_, rank)) return;
+    int peer = 0;
+    while (is_targeted(ranks_, peer)) ++peer;
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.3f", delay_s_);
+    // The peer's files sit beside this rank's trace (ranks/<r>/events.jsonl). Without a
+    // trace path (run by hand) the delay counts from now.
+    const std::string peer_dir = "\"${HANGLAB_TRACE%/*/*}/" + std::to_string(peer) + "\"";
+    prepend_wrapper(spec, {"sh", "-c",
+                           "if [ -n \"$HANGLAB_TRACE\" ]; then until [ -s " + peer_dir + "/events.jsonl ] || [ -s " +
+                               peer_dir + "/stdout.log ] || [ -s " + peer_dir +
+                               "/stderr.log ]; do sleep 0.05; done; fi; sleep " + secs + "; exec \"$0\" \"$@\""});
   }
 
   Manifest manifested(const RunFactsView& run) const override {
@@ -59,7 +75,7 @@ class LateJoiner : public Injector {
     for (int r : ranks_) rs += (rs.empty() ? "" : ",") + std::to_string(r);
     char d[32];
     std::snprintf(d, sizeof d, "%g", delay_s_);
-    return "rank(s) " + rs + " sleep " + d + " s before exec";
+    return "rank(s) " + rs + " start " + d + " s after their first peer's first sign of life";
   }
 
  private:
@@ -71,7 +87,8 @@ class LateJoiner : public Injector {
 
 InjectorInfo late_joiner_info() {
   return {"late_joiner", "the chosen ranks start delay_s seconds after their peers (beyond init_s: rendezvous fails)",
-          "argv wrapper `sh -c 'sleep N; exec \"$0\" \"$@\"'` (acts from launch: leave at_step/at_s out)",
+          "argv wrapper `sh -c 'wait for a peer's trace/output; sleep N; exec \"$0\" \"$@\"'` (acts from launch: "
+          "leave at_step/at_s out)",
           late_keys(), [] { return std::make_unique<LateJoiner>(); }};
 }
 

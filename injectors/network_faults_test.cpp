@@ -15,11 +15,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "injector.hpp"
 #include "network_common.hpp"
 
 using namespace hanglab;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -279,7 +282,9 @@ TEST_CASE("late_joiner wraps only the chosen ranks, and the wrapper execs the ra
   auto inj = make("late_joiner", {1}, "delay_s = 0.3\n");
   auto specs = prepare_all(*inj);
   for (const auto& s : specs) CHECK(s.wrapper.empty() == (s.rank != 1));
-  REQUIRE(specs[1].wrapper == std::vector<std::string>{"sh", "-c", "sleep 0.300; exec \"$0\" \"$@\""});
+  REQUIRE(specs[1].wrapper.size() == 3);
+  CHECK(specs[1].wrapper[1] == "-c");
+  CHECK(specs[1].wrapper[2].find("sleep 0.300; exec \"$0\" \"$@\"") != std::string::npos);
 
   const auto t0 = std::chrono::steady_clock::now();
   auto [out, rc] = run_argv(specs[1].wrapper, {"printf", "%s|", "a b", "", "c'd"});
@@ -290,6 +295,29 @@ TEST_CASE("late_joiner wraps only the chosen ranks, and the wrapper execs the ra
 
   CHECK_THROWS_AS(make("late_joiner", {1}, "delay_s = 0\n"), ConfigError);
   CHECK_THROWS_AS(make("late_joiner", {1}, "delay_s = \"5\"\n"), ConfigError);
+}
+
+TEST_CASE("late_joiner counts its delay from the first peer's first sign of life, not from launch") {
+  auto inj = make("late_joiner", {1}, "delay_s = 0.2\n");
+  auto specs = prepare_all(*inj);
+  const fs::path ranks = fs::temp_directory_path() / ("hanglab_late_joiner_" + std::to_string(::getpid())) / "ranks";
+  fs::remove_all(ranks.parent_path());
+  fs::create_directories(ranks / "0");
+  std::ofstream(ranks / "0" / "stdout.log").close();  // exists, empty: rank 0 has not spoken yet
+  std::vector<std::string> w = {"env", "HANGLAB_TRACE=" + (ranks / "1" / "events.jsonl").string()};
+  w.insert(w.end(), specs[1].wrapper.begin(), specs[1].wrapper.end());
+  std::thread peer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    std::ofstream(ranks / "0" / "stdout.log") << "rank 0 up\n";
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto [out, rc] = run_argv(w, {"printf", "joined"});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  peer.join();
+  CHECK(rc == 0);
+  CHECK(out == "joined");
+  CHECK(took >= 0.59);  // 0.4 s until rank 0 spoke, then the 0.2 s delay
+  fs::remove_all(ranks.parent_path());
 }
 
 TEST_CASE("wrappers compose: the last prepended runs first and each execs the rest") {

@@ -262,7 +262,11 @@ TEST_CASE("throttle_cpu falls back to a SIGSTOP/SIGCONT duty cycle without a cpu
   double share = used / (since() - s0);
   INFO("cpu share under a 20% duty cycle: " << share);
   CHECK(share <= 0.32);
-  CHECK(share >= 0.08);
+  // The duty cycle bounds the share from above only: while resumed the child gets what the
+  // host gives it, which on a loaded host is less than a CPU (0.074 seen with two scenario
+  // matrices running: a ">= 0.08" here failed for the load, not for the throttle). That it
+  // is resumed at all is what the fallback must guarantee.
+  CHECK(used > 0);
   inj->revert(job);
   CHECK(wait_for([&] { return process_state(pid) != 'T'; }));
   CHECK_NOTHROW(inj->revert(job));

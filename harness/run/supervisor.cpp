@@ -1,3 +1,6 @@
+// Over 800 lines: the detectors (check_detectors) and the launcher-mode bookkeeping move
+// to harness/detect/ and run/launchers/ when those areas are reworked (DESIGN.md target
+// layout); until then they live beside the loop that drives them.
 #include "run/supervisor.hpp"
 
 #include <cerrno>
@@ -14,6 +17,8 @@
 #include <fmt/format.h>
 
 #include "run/state.hpp"
+#include "run/proc_exit.hpp"
+#include "triage_log_parse.hpp"
 
 extern char** environ;
 
@@ -37,6 +42,8 @@ struct Supervisor::Rank {
   double last_hb_mono = 0;
   int last_step = 0;
   bool init_done = false;
+  bool spoke = false;  // wrote a trace event or an output line: the process is up
+  long long start_cpu_ticks = 0;  // CPU time used before that (see check_detectors)
   bool hb_lost = false;
   bool exit_by_teardown = false;
   // Launcher mode: the rank is the launcher's child, not ours.
@@ -44,7 +51,11 @@ struct Supervisor::Rank {
   std::optional<int> traced_exit;       // from the trace's `exit` event
   std::optional<int> reported_code;     // from the launcher's report
   std::optional<int> reported_signal;
-  double gone_mono = 0;                 // when its pid vanished (exit pending the report)
+  // When the process died, as first seen (its pidfd turned readable, or /proc said so):
+  // the time its exit is dated at, however much later its status becomes known.
+  double gone_t = 0;
+  int pidfd = -1;                       // readable once the process has exited
+  std::optional<int> proc_status;       // its wait status, read from /proc while a zombie
   // Inside a checkpoint / eval phase (begin traced, end not yet): the watchdog then
   // applies that phase's limit, since a slow save or eval is silent but healthy.
   bool in_checkpoint = false;
@@ -117,7 +128,7 @@ Supervisor::~Supervisor() {
   }
   if (launcher_) ranks_.push_back(std::move(launcher_));  // closed with the ranks below
   for (auto& r : ranks_) {
-    for (int* fd : {&r->out_fd, &r->err_fd, &r->out_log, &r->err_log})
+    for (int* fd : {&r->out_fd, &r->err_fd, &r->out_log, &r->err_log, &r->pidfd})
       if (*fd >= 0) ::close(*fd), *fd = -1;
   }
 }
@@ -199,6 +210,7 @@ void Supervisor::launch(Rank& r, const LaunchSpec& spec) {
   set_nonblock(r.out_fd);
   set_nonblock(r.err_fd);
   r.pid = pid;
+  if (!is_launcher) r.pidfd = open_pidfd(pid);
   r.launched = r.alive = true;
   r.last_hb_mono = mono_now();
   json argv_json = argv;
@@ -270,28 +282,53 @@ void Supervisor::note_launcher_abort(double t) {
   harness_log_.write({{"t", t - 1e-3}, {"ev", "teardown"}, {"reason", "launcher_abort"}});
 }
 
+void Supervisor::note_gone(Rank& r) {
+  if (r.gone_t > 0) return;
+  r.gone_t = unix_now();
+  if (r.pidfd >= 0) ::close(r.pidfd), r.pidfd = -1;
+  // Read how it ended while it is still a zombie: a launcher's rank is reaped by the
+  // launcher, and after that only the launcher's report (if any) could tell.
+  if (r.external) r.proc_status = probe_proc_exit(r.pid).wait_status;
+}
+
 void Supervisor::finish_external(Rank& r, const std::string& how) {
   r.alive = false;
   RankExit ex;
   ex.rank = r.rank;
-  ex.t = unix_now();
-  if (r.reported_signal)
+  // Dated when it died, not when its status became known (the launcher may report it
+  // seconds later): a later rank's death must never appear to precede it.
+  ex.t = r.gone_t > 0 ? r.gone_t : unix_now();
+  if (r.proc_status) {
+    if (WIFSIGNALED(*r.proc_status))
+      ex.signal = WTERMSIG(*r.proc_status);
+    else
+      ex.code = WEXITSTATUS(*r.proc_status);
+  } else if (r.reported_signal) {
     ex.signal = r.reported_signal;
-  else if (r.traced_exit)
+  } else if (r.traced_exit) {
     ex.code = r.traced_exit;
-  else if (r.reported_code)
+  } else if (r.reported_code) {
     ex.code = r.reported_code;
-  else if (in_teardown_)
-    // Reaped by the launcher rather than by us: it died of the signal our teardown sent.
-    ex.signal = teardown_signal_;
-  // A rank with no exit of its own that vanished after another rank failed was killed by
-  // the launcher's own teardown (mpirun aborts the job on the first failure): an echo.
+  } else if (in_teardown_ && ex.t >= teardown_t_) {
+    // Died after our teardown began and was reaped by the launcher rather than by us: it
+    // died of the signal our teardown had sent by then.
+    ex.signal = teardown_kill_t_ > 0 && ex.t >= teardown_kill_t_ ? SIGKILL : SIGTERM;
+  }
+  // mpirun aborts the whole job on the first failure: a rank that ends by SIGTERM or
+  // SIGKILL, or without a known status, after another rank had already failed was killed
+  // by that abort — an echo. Ranks are finished in the order they died, so every earlier
+  // death is in facts_.exits by now.
+  const bool killed = (!ex.code && !ex.signal) || (ex.signal && (*ex.signal == SIGTERM || *ex.signal == SIGKILL));
   bool launcher_teardown = false;
-  if (!ex.code && !ex.signal)
-    for (const auto& e : facts_.exits) launcher_teardown = launcher_teardown || e.signal || e.code.value_or(0) != 0;
-  r.exit_by_teardown = in_teardown_ || launcher_teardown;
-  if (launcher_teardown && !in_teardown_) note_launcher_abort(ex.t);
+  if (killed)
+    for (const auto& e : facts_.exits)
+      launcher_teardown = launcher_teardown ||
+                          (e.rank != r.rank && e.t <= ex.t && (e.signal || e.code.value_or(0) != 0 || !e.code));
+  const bool ours = in_teardown_ && ex.t >= teardown_t_;
+  r.exit_by_teardown = ours || launcher_teardown;
+  if (launcher_teardown && !ours) note_launcher_abort(ex.t);
   facts_.exits.push_back(ex);
+  if (first_sign_t_ == 0 || ex.t < first_sign_t_) first_sign_t_ = ex.t;
   tail_trace(r);
   harness_log_.write({{"t", ex.t},
                       {"ev", "exit"},
@@ -300,7 +337,7 @@ void Supervisor::finish_external(Rank& r, const std::string& how) {
                       {"signal", ex.signal ? json(*ex.signal) : json(nullptr)},
                       {"status", ex.status()},
                       {"by_teardown", r.exit_by_teardown},
-                      {"seen", launcher_teardown ? "killed by the launcher after an earlier failure" : how}});
+                      {"seen", launcher_teardown && !ours ? "killed by the launcher after an earlier failure" : how}});
   bool bad = ex.signal || ex.code.value_or(0) != 0 || (!ex.code && !ex.signal);
   if (!r.exit_by_teardown && bad) {
     std::string what = ex.signal ? fmt::format("rank {} killed by {}", r.rank, signal_name(*ex.signal))
@@ -311,27 +348,28 @@ void Supervisor::finish_external(Rank& r, const std::string& how) {
 }
 
 void Supervisor::poll_external_ranks(bool launcher_gone) {
-  const double now = mono_now();
   for (auto& r : ranks_) {
     if (!r->external || !r->alive) continue;
     if (r->pid <= 0) {
       if (launcher_gone) finish_external(*r, "never started");
       continue;
     }
-    bool gone = true;
-    std::ifstream in("/proc/" + std::to_string(r->pid) + "/stat");
-    std::string stat;
-    if (std::getline(in, stat)) {
-      auto rp = stat.rfind(')');
-      gone = rp != std::string::npos && rp + 2 < stat.size() && (stat[rp + 2] == 'Z' || stat[rp + 2] == 'X');
-    }
-    if (!gone) continue;
-    if (r->gone_mono == 0) r->gone_mono = now;
-    // The launcher reports a rank's signal or code a moment after it died; wait for it
-    // briefly so the record says how the rank ended rather than "vanished".
-    bool known = r->reported_signal || r->reported_code || r->traced_exit;
-    if (known || launcher_gone || in_teardown_ || now - r->gone_mono > 2.0)
-      finish_external(*r, known ? "exited" : "vanished");
+    // The pidfd wakes the poll loop at the death; /proc is the fallback without pidfds.
+    if (r->gone_t == 0 && probe_proc_exit(r->pid).gone) note_gone(*r);
+  }
+  // Finish the dead in the order they died. One whose status is not known yet (its
+  // zombie was reaped before we read it, and the launcher has not reported it) holds
+  // back those that died after it, so that their echo-or-not is judged against it. The
+  // launcher reports a rank's signal or code before it exits; its exit (or our teardown,
+  // or the deadline that forces one) bounds the wait.
+  for (;;) {
+    Rank* next = nullptr;
+    for (auto& r : ranks_)
+      if (r->external && r->alive && r->gone_t > 0 && (!next || r->gone_t < next->gone_t)) next = r.get();
+    if (!next) break;
+    const bool known = next->proc_status || next->reported_signal || next->reported_code || next->traced_exit;
+    if (!known && !launcher_gone && !in_teardown_) break;
+    finish_external(*next, known ? "exited" : "vanished");
   }
 }
 
@@ -341,10 +379,20 @@ void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, d
     return;
   }
   write_all(is_err ? r.err_log : r.out_log, iso_time(t) + " " + line + "\n");
+  r.spoke = true;
+  if (first_sign_t_ == 0 || t < first_sign_t_) first_sign_t_ = t;
   if (!r.has_trace) {
     // Without a trace, a rank's output is its only sign of progress and of errors.
     last_progress_mono_ = mono_now();
     if (const char* det = classify_backend_line(line)) detect(det, r.rank, line.substr(0, 300), t);
+    // ...and of its step: read with triage's own log parser, so that at_step triggers a
+    // fault in a bring-your-own rank at a step (not at a wall-clock guess of when training
+    // will have started), and the watchdog knows when its init is over.
+    LogLine ll;
+    if (parse_log_line(line, LogLineContext{}, ll) && (ll.rank < 0 || ll.rank == r.rank)) {
+      if (ll.kind == LogKind::kInitDone) r.init_done = true;
+      if (ll.kind == LogKind::kStep && ll.step > 0) r.init_done = true, r.last_step = std::max(r.last_step, ll.step);
+    }
   }
 }
 
@@ -391,10 +439,18 @@ void Supervisor::pump_output(double timeout_s) {
     if (launcher_->err_fd >= 0) pfds.push_back({launcher_->err_fd, POLLIN, 0}), owners.push_back({launcher_.get(), true});
   }
   if (opts_.interrupt_fd >= 0) pfds.push_back({opts_.interrupt_fd, POLLIN, 0}), owners.push_back({nullptr, false});
+  // A rank's pidfd turns readable the moment it dies: the loop wakes then, and the death
+  // is dated then, whatever the pipes, the tick or the launcher do.
+  const size_t first_pidfd = pfds.size();
+  std::vector<Rank*> pidfd_owners;
+  for (auto& r : ranks_)
+    if (r->alive && r->pidfd >= 0) pfds.push_back({r->pidfd, POLLIN, 0}), pidfd_owners.push_back(r.get());
   int ms = static_cast<int>(timeout_s * 1000);
   int n = ::poll(pfds.data(), pfds.size(), ms);
   if (n <= 0) return;
-  for (size_t i = 0; i < pfds.size(); ++i) {
+  for (size_t i = first_pidfd; i < pfds.size(); ++i)
+    if (pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) note_gone(*pidfd_owners[i - first_pidfd]);
+  for (size_t i = 0; i < first_pidfd; ++i) {
     if (!(pfds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     Rank* r = owners[i].first;
     if (!r) continue;  // the interrupt pipe is checked by the loop
@@ -427,7 +483,8 @@ void Supervisor::tail_trace(Rank& r) {
 }
 
 void Supervisor::on_trace_event(Rank& r, const json& ev) {
-  r.has_trace = true;
+  r.has_trace = r.spoke = true;
+  if (const double te = ev.value("t", unix_now()); first_sign_t_ == 0 || te < first_sign_t_) first_sign_t_ = te;
   std::string kind = ev.value("ev", "");
   double now = mono_now();
   if (kind == "hb") {
@@ -440,6 +497,7 @@ void Supervisor::on_trace_event(Rank& r, const json& ev) {
   if (kind == "start" && r.external && r.pid <= 0) {
     r.pid = ev.value("pid", 0);
     if (opts_.state && r.pid > 0) opts_.state->process(r.pid, fmt::format("rank {} (via the launcher)", r.rank));
+    r.pidfd = open_pidfd(r.pid);
   } else if (kind == "exit" && r.external) {
     r.traced_exit = ev.value("code", 0);
   }
@@ -490,6 +548,10 @@ void Supervisor::reap() {
     if (pid <= 0) break;
     if (launcher_ && pid == launcher_->pid && launcher_->alive) {
       launcher_->alive = false;
+      // Its last lines (the report of how the first failed rank ended) are read before
+      // the ranks still pending a status are finished without one.
+      drain_fd(*launcher_, launcher_->out_fd, launcher_->out_buf, launcher_->out_log, false, false);
+      drain_fd(*launcher_, launcher_->err_fd, launcher_->err_buf, launcher_->err_log, true, false);
       harness_log_.write({{"t", unix_now()}, {"ev", "launcher_exit"}, {"pid", pid},
                           {"code", WIFEXITED(st) ? json(WEXITSTATUS(st)) : json(nullptr)},
                           {"signal", WIFSIGNALED(st) ? json(WTERMSIG(st)) : json(nullptr)}});
@@ -500,20 +562,24 @@ void Supervisor::reap() {
       if (x->pid == pid && x->alive) r = x.get();
     if (!r) continue;  // a reparented grandchild
     r->alive = false;
+    if (r->pidfd >= 0) ::close(r->pidfd), r->pidfd = -1;
     RankExit ex;
     ex.rank = r->rank;
-    ex.t = unix_now();
+    ex.t = r->gone_t > 0 ? r->gone_t : unix_now();  // dated at the death its pidfd reported
     if (WIFSIGNALED(st))
       ex.signal = WTERMSIG(st);
     else
       ex.code = WEXITSTATUS(st);
-    r->exit_by_teardown = in_teardown_;
+    // Killed by our teardown only if it died after the teardown began (a rank that died
+    // during the stack capture is reaped here too, but died on its own).
+    r->exit_by_teardown = in_teardown_ && ex.t >= teardown_t_;
     // Under a launcher, a rank that dies by SIGTERM/SIGKILL after another rank failed was
     // killed by the launcher aborting the job (mpirun does): an echo, not a fault.
     if (r->external && ex.signal && (*ex.signal == SIGTERM || *ex.signal == SIGKILL))
       for (const auto& e : facts_.exits) r->exit_by_teardown = r->exit_by_teardown || e.signal || e.code.value_or(0) != 0;
-    if (r->exit_by_teardown && !in_teardown_) note_launcher_abort(ex.t);
+    if (r->exit_by_teardown && !(in_teardown_ && ex.t >= teardown_t_)) note_launcher_abort(ex.t);
     facts_.exits.push_back(ex);
+    if (first_sign_t_ == 0 || ex.t < first_sign_t_) first_sign_t_ = ex.t;
     // Read what the rank wrote last before judging its exit.
     tail_trace(*r);
     harness_log_.write({{"t", ex.t},
@@ -552,19 +618,41 @@ void Supervisor::check_triggers(double now) {
       due = true;
     }
     if (!due) continue;
-    // A fault with no trigger is in effect from launch (an env or wrapper fault): date it
-    // there, so a rank that fails in its first milliseconds is not "before the fault".
-    double t = (f.spec->at_s || f.spec->at_step) ? unix_now() : facts_.start_t;
     f.fired_mono = now;
     std::string detail = f.injector->fire(*this);
-    record_fault(f, detail, t);
+    if (f.spec->at_s || f.spec->at_step) {
+      record_fault(f, detail, unix_now());
+    } else {
+      // A fault with no trigger is in effect from launch (an env or wrapper fault), but
+      // nothing can notice it before a rank runs: it is dated at the job's first sign of
+      // life (a rank's first trace event, output line or exit), so that its detection
+      // latency does not include how long the host took to start the processes (seconds
+      // of loading LibTorch under load), and a rank failing in its first milliseconds is
+      // still not "before the fault".
+      f.fired = true;
+      f.record_pending = true;
+      f.pending_detail = detail;
+    }
   }
+  for (auto& f : faults_)
+    if (f.record_pending && first_sign_t_ > 0) f.record_pending = false, record_fault(f, f.pending_detail, first_sign_t_);
 }
 
 void Supervisor::check_detectors(double now) {
+  // Before its first word (a trace event, an output line) a rank is starting: exec, the
+  // dynamic loading of LibTorch, `import torch`. That prints nothing for seconds — many
+  // on a loaded host — yet it is progress, and its only sign is the CPU time the process
+  // uses. Without it the watchdog declared a hang while ranks were still loading, and the
+  // verdict depended on how long a loaded host takes to start a process. A starting rank
+  // that uses no CPU at all (blocked before it ever ran) still trips the watchdog.
+  for (auto& r : ranks_) {
+    if (!r->alive || r->spoke || r->pid <= 0 || r->gone_t > 0) continue;
+    const long long cpu = process_cpu_ticks(r->pid);
+    if (cpu > r->start_cpu_ticks) r->start_cpu_ticks = cpu, last_progress_mono_ = now;
+  }
   const double hb_limit = 3 * sc_.timeouts.heartbeat_s;
   for (auto& r : ranks_) {
-    if (!r->alive || !r->has_trace || r->hb_lost) continue;
+    if (!r->alive || !r->has_trace || r->hb_lost || r->gone_t > 0) continue;  // dead, status pending: not silent
     if (now - r->last_hb_mono > hb_limit) {
       r->hb_lost = true;
       detect("heartbeat_loss", r->rank,
@@ -613,8 +701,11 @@ void Supervisor::capture_stacks() {
   };
   std::vector<Capture> caps;
   if (opts_.on_state) opts_.on_state("hang declared: capturing stacks");
+  // gdb and py-spy stop each rank while they read it: triage must not count the ranks'
+  // silence from here on as theirs.
+  harness_log_.write({{"t", unix_now()}, {"ev", "stack_capture"}, {"timeout_s", opts_.stack_timeout_s}});
   for (auto& r : ranks_) {
-    if (!r->alive) continue;
+    if (!r->alive || r->gone_t > 0) continue;
     std::error_code ec;
     std::string exe = fs::read_symlink("/proc/" + std::to_string(r->pid) + "/exe", ec).filename().string();
     bool python = exe.rfind("python", 0) == 0;
@@ -724,24 +815,25 @@ void Supervisor::teardown(const std::string& reason) {
   if (in_teardown_ && reason != "error") return;
   in_teardown_ = true;
   facts_.teardown_reason = reason;
-  harness_log_.write({{"t", unix_now()}, {"ev", "teardown"}, {"reason", reason}});
+  teardown_t_ = unix_now();
+  harness_log_.write({{"t", teardown_t_}, {"ev", "teardown"}, {"reason", reason}});
   if (opts_.on_state) opts_.on_state("tearing down (" + reason + ")");
   for (auto& r : ranks_) {
-    if (!r->alive || r->pid <= 0) continue;
+    // A dead launcher's rank may already be reaped and its pid reused.
+    if (!r->alive || r->pid <= 0 || (r->external && r->gone_t > 0)) continue;
     ::kill(-r->pid, SIGTERM);
     ::kill(-r->pid, SIGCONT);  // a stopped rank cannot act on SIGTERM
     if (r->external) ::kill(r->pid, SIGTERM), ::kill(r->pid, SIGCONT);
   }
   if (launcher_ && launcher_->alive) ::kill(-launcher_->pid, SIGTERM);
-  teardown_signal_ = SIGTERM;
   double grace_end = mono_now() + opts_.term_grace_s;
   while (!all_exited() && mono_now() < grace_end) {
     pump_output(0.02);
     reap();
   }
-  teardown_signal_ = SIGKILL;
+  teardown_kill_t_ = unix_now();
   for (auto& r : ranks_)
-    if (r->alive && r->pid > 0) ::kill(-r->pid, SIGKILL), ::kill(r->pid, SIGKILL);
+    if (r->alive && r->pid > 0 && !(r->external && r->gone_t > 0)) ::kill(-r->pid, SIGKILL), ::kill(r->pid, SIGKILL);
   if (launcher_ && launcher_->alive) ::kill(-launcher_->pid, SIGKILL);
   double kill_end = mono_now() + 10;
   while (!all_exited() && mono_now() < kill_end) {
@@ -750,7 +842,7 @@ void Supervisor::teardown(const std::string& reason) {
   }
   // Process groups may hold more than the rank itself.
   for (auto& r : ranks_)
-    if (r->launched && r->pid > 0) ::kill(-r->pid, SIGKILL);
+    if (r->launched && r->pid > 0 && !(r->external && r->gone_t > 0)) ::kill(-r->pid, SIGKILL);
   if (launcher_) ::kill(-launcher_->pid, SIGKILL);
   kill_stray_children();
 }
@@ -835,8 +927,11 @@ RunFacts Supervisor::run() {
     drain_fd(*r, r->err_fd, r->err_buf, r->err_log, true, true);
     tail_trace(*r);
   }
-  for (auto& f : faults_)
+  for (auto& f : faults_) {
+    if (f.record_pending)  // no rank ever gave a sign of life: dated at launch
+      f.record_pending = false, record_fault(f, f.pending_detail, first_sign_t_ > 0 ? first_sign_t_ : facts_.start_t);
     if (!f.fired) harness_log_.write({{"t", unix_now()}, {"ev", "fault_not_fired"}, {"kind", f.spec->kind}});
+  }
   facts_.end_t = unix_now();
   facts_.outcome = compute_outcome();
   harness_log_.write({{"t", facts_.end_t},

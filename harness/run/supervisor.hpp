@@ -32,6 +32,9 @@ struct ArmedFault {
   Injector* injector = nullptr;
   bool fired = false;
   double fired_mono = 0;
+  // A fault in effect from launch is recorded once the job shows its first sign of life.
+  bool record_pending = false;
+  std::string pending_detail;
 };
 
 struct SupervisorOptions {
@@ -46,7 +49,8 @@ struct SupervisorOptions {
   // Launcher mode (e.g. mpirun): this one process is exec'd and starts every rank itself;
   // the per-rank specs then only describe the ranks. Rank pids are learned from the
   // ranks' trace `start` events, their output arrives tagged `[1,N]<stdout>:` on the
-  // launcher's pipes, and their exits are seen by polling /proc plus the launcher's report.
+  // launcher's pipes, and their deaths are seen through pidfds (or /proc) and dated then;
+  // how each ended comes from /proc while it is a zombie, else the launcher's report.
   std::optional<LaunchSpec> launcher;
   // The run's state file (run/state.hpp): every process forked here is recorded in it, so
   // a sweep can end them if hanglab itself is killed. Null = not recorded (unit tests).
@@ -76,6 +80,7 @@ class Supervisor : public Job {
   void on_launcher_line(const std::string& line, bool is_err, double t);
   void poll_external_ranks(bool launcher_gone);
   void finish_external(Rank& r, const std::string& how);
+  void note_gone(Rank& r);
   void note_launcher_abort(double t);
   void pump_output(double timeout_s);
   void drain_fd(Rank& r, int& fd, std::string& buf, int log_fd, bool is_err, bool flush_all);
@@ -101,11 +106,13 @@ class Supervisor : public Job {
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unique_ptr<Rank> launcher_;  // launcher mode only
   bool launcher_abort_logged_ = false;
-  int launcher_named_rank_ = -1;
-  int teardown_signal_ = SIGTERM;   // the signal our teardown sent last  // rank of the last "Process name:" line of the launcher
+  int launcher_named_rank_ = -1;  // rank of the last "Process name:" line of the launcher
+  double teardown_t_ = 0;         // when our teardown sent SIGTERM (Unix s); 0: not begun
+  double teardown_kill_t_ = 0;    // ...and SIGKILL
   JsonlWriter harness_log_;
   RunFacts facts_;
   double launch_mono_ = 0;
+  double first_sign_t_ = 0;       // first trace event, output line or exit of any rank (Unix s)
   double last_progress_mono_ = 0;
   bool in_teardown_ = false;
   bool hang_declared_ = false;

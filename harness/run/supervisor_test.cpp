@@ -245,3 +245,110 @@ TEST_CASE("inside a checkpoint phase the watchdog waits checkpoint_s instead of 
     CHECK(w->t - f.start_t >= 0.8);
   }
 }
+
+TEST_CASE("a rank still starting (silent, but using CPU) is progress for the watchdog") {
+  // Rank 1 says nothing for 1.5 s at start: busy (an interpreter importing its libraries),
+  // or blocked without running at all.
+  const std::string busy = "t=$(( $(date +%s%N) + 1500000000 )); while [ $(date +%s%N) -lt $t ]; do :; done; ";
+  SECTION("busy: no alarm") {
+    auto dir = fresh_dir("start-busy");
+    auto sc = shell_scenario(2, "if [ $RANK = 1 ]; then " + busy + "fi; echo up; sleep 0.2; exit 0");
+    sc.timeouts.progress_s = 0.5;
+    Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+    RunFacts f = sup.run();
+    CHECK(f.outcome == "completed");
+    CHECK(find_detection(f, "harness_watchdog", -1) == nullptr);
+  }
+  SECTION("blocked: the watchdog fires after progress_s") {
+    auto dir = fresh_dir("start-blocked");
+    auto sc = shell_scenario(2, "if [ $RANK = 1 ]; then sleep 1.5; fi; echo up; sleep 0.2; exit 0");
+    sc.timeouts.progress_s = 0.5;
+    Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+    RunFacts f = sup.run();
+    const Detection* w = find_detection(f, "harness_watchdog", -1);
+    REQUIRE(w != nullptr);
+    CHECK(w->t - f.start_t >= 0.5);
+  }
+}
+
+TEST_CASE("at_step fires in a bring-your-own rank at the step its log lines report") {
+  auto dir = fresh_dir("byo-at-step");
+  // Steps 1 and 2 quickly, then a long step 3: the kill (at_step = 3) lands inside it.
+  auto sc = shell_scenario(2, "echo \"[rank $RANK] process group ready\"; for s in 1 2; do "
+                              "echo \"[rank $RANK] step $s/5 loss 0.5 dur_ms 10\"; sleep 0.05; done; sleep 5; "
+                              "echo \"[rank $RANK] step 3/5 loss 0.5 dur_ms 10\"; exit 0");
+  sc.workload.steps = 5;
+  toml::table t = toml::parse("kind = \"kill_rank\"\nranks = [1]\nat_step = 3\n");
+  FaultSpec fs_;
+  fs_.kind = "kill_rank";
+  fs_.ranks = {1};
+  fs_.at_step = 3;
+  fs_.table = t;
+  sc.faults.push_back(fs_);
+  auto inj = find_injector("kill_rank")->make();
+  inj->configure(sc.faults[0], "inline.toml");
+  Supervisor sup(sc, dir, specs_for(sc), {{&sc.faults[0], inj.get(), false}}, quick());
+  RunFacts f = sup.run();
+  REQUIRE(f.faults.size() == 1);
+  CHECK(f.faults[0].t - f.start_t < 4.0);
+  CHECK(find_detection(f, "exit_monitor", 1) != nullptr);
+  std::string out = read_file(dir / "ranks/1/stdout.log");
+  CHECK(out.find("step 2/5") != std::string::npos);
+  CHECK(out.find("step 3/5") == std::string::npos);
+}
+
+TEST_CASE("a launcher's rank is dated at its death and its signal read from /proc, however late the launcher reaps it") {
+  // A stand-in for mpirun: starts two ranks (each traces `start` with its pid and the end
+  // of its init), reports nothing, reaps nothing for 3 s, then SIGTERMs the survivor and
+  // exits 137.
+  auto dir = fresh_dir("launcher-late-reap");
+  const std::string launcher = R"PY(
+import os, signal, subprocess, sys, time
+d = sys.argv[1]
+ps = []
+for r in range(2):
+    os.makedirs(f"{d}/ranks/{r}", exist_ok=True)
+    t = f"{d}/ranks/{r}/events.jsonl"
+    ps.append(subprocess.Popen(["sh", "-c",
+        "printf '{\"t\":%s,\"rank\":%s,\"ev\":\"start\",\"pid\":%s}\\n' $(date +%s.%N) " + str(r) + " $$ >> " + t +
+        "; printf '{\"t\":%s,\"rank\":%s,\"ev\":\"phase\",\"name\":\"init\",\"edge\":\"end\"}\\n' $(date +%s.%N) "
+        + str(r) + " >> " + t + "; exec sleep 30"]))
+time.sleep(3)
+ps[0].terminate()
+for p in ps: p.wait()
+sys.exit(137)
+)PY";
+  auto sc = shell_scenario(2, "unused");
+  sc.timeouts.progress_s = 20;
+  // at_step = 1: once rank 1 has traced the end of its init (and so its pid).
+  toml::table t = toml::parse("kind = \"kill_rank\"\nranks = [1]\nat_step = 1\n");
+  FaultSpec fs_;
+  fs_.kind = "kill_rank";
+  fs_.ranks = {1};
+  fs_.at_step = 1;
+  fs_.table = t;
+  sc.faults.push_back(fs_);
+  auto inj = find_injector("kill_rank")->make();
+  inj->configure(sc.faults[0], "inline.toml");
+  auto opts = quick();
+  LaunchSpec l;
+  l.rank = -1;
+  l.argv = {"python3", "-c", launcher, dir.string()};
+  opts.launcher = l;
+  Supervisor sup(sc, dir, specs_for(sc), {{&sc.faults[0], inj.get(), false}}, opts);
+  RunFacts f = sup.run();
+  REQUIRE(f.faults.size() == 1);
+  REQUIRE(f.faults[0].detail.find("sent SIGKILL to rank 1") != std::string::npos);
+  std::optional<RankExit> e0, e1;
+  for (const auto& e : f.exits) (e.rank == 0 ? e0 : e1) = e;
+  REQUIRE(e1);
+  CHECK(e1->signal == SIGKILL);               // from /proc: the launcher never says
+  CHECK(e1->t - f.faults[0].t < 1.0);         // at the death, not at the reap 2 s later
+  const Detection* d = find_detection(f, "exit_monitor", 1);
+  REQUIRE(d != nullptr);
+  CHECK(d->t - f.faults[0].t < 1.0);
+  // The survivor the launcher terminated afterwards is its abort's echo, not a failure.
+  REQUIRE(e0);
+  CHECK(e0->t > e1->t);
+  CHECK(find_detection(f, "exit_monitor", 0) == nullptr);
+}

@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "exit_codes.hpp"
+#include "signals.hpp"
 #include "trace.hpp"
 
 namespace hanglab {
@@ -269,4 +270,7 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace hanglab
 
-int main(int argc, char** argv) { return hanglab::run(argc, argv); }
+int main(int argc, char** argv) {
+  hanglab::init_rank_signals();
+  return hanglab::run(argc, argv);
+}

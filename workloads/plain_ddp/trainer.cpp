@@ -23,6 +23,7 @@
 #include "loader.hpp"
 #include "mlp.hpp"
 #include "runtime.hpp"
+#include "signals.hpp"
 #include "trace.hpp"
 #include "workload_args.hpp"
 
@@ -769,6 +770,8 @@ RankEnv read_rank_env(const BackendSpec& spec) {
 }
 
 int workload_main(int argc, char** argv, const BackendSpec& spec) {
+  // Every backend's main() is a call of this: signal hygiene for mpi_ddp, nccl_ddp and any later one.
+  init_rank_signals();
   const Options options = parse_command_line(argc, argv, spec);
   RankEnv env;
   try {

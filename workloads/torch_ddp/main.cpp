@@ -42,6 +42,7 @@
 #include "exit_codes.hpp"
 #include "hooks.hpp"
 #include "loader.hpp"
+#include "signals.hpp"
 #include "trace.hpp"
 #include "workload_args.hpp"
 
@@ -1113,4 +1114,7 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace hanglab
 
-int main(int argc, char** argv) { return hanglab::run(argc, argv); }
+int main(int argc, char** argv) {
+  hanglab::init_rank_signals();
+  return hanglab::run(argc, argv);
+}

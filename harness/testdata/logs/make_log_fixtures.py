@@ -428,6 +428,40 @@ def gloo_peer_closed():
        "rank_3.log ends mid-line.")
 
 
+def gloo_frozen_peer_timeout():
+    """Like gloo_peer_closed, but rank 2 is frozen (alive), not dead: the first peer to time
+    out closes its connections, and the others, whose own deadlines were a few ms later,
+    get 'Connection closed by peer' from it -- echoes of a timeout, not of a death."""
+    files = {}
+    t = T0 + 600.0
+    for r in range(4):
+        out = ["%s - trainer - INFO - torch.distributed initialized: backend=gloo world_size=4 rank=%d"
+               % (pylog(t + 0.02 * r), r)]
+        for s in range(100, 121):
+            ts = t + 20 + 0.8 * s + 0.003 * r
+            out.append("%s - trainer - INFO - step %d loss %.4f" % (pylog(ts), s, 0.5 - s / 1000))
+        te = t + 20 + 0.8 * 121 + 5.0 + 0.03 * (r != 0)
+        if r == 0:
+            err = ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
+                   "5000ms for recv operation to complete")
+        elif r != 2:
+            err = ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+                   "[127.0.0.1]:%d" % (28315 + r))
+        if r != 2:
+            out += ["%s - trainer - ERROR - allreduce failed at step 121" % pylog(te),
+                    "Traceback (most recent call last):",
+                    '  File "train.py", line 201, in <module>',
+                    "    loss.backward()",
+                    err]
+        files["rank_%d.log" % r] = "\n".join(out) + "\n"
+    write_case("gloo_frozen_peer_timeout", files, {
+        "category": "straggler", "cause": "unresponsive", "missing_ranks": [2], "phase": "training",
+        "scope": "subset", "world_size": 4, "first_failure_rank": 2,
+    }, "Rank 2 froze after step 120 (alive, silent). Rank 0 times out in step 121's allreduce; ranks 1,3 then get "
+       "'Connection closed by peer' from rank 0, which closed its connections on its timeout. A closed "
+       "connection after a peer's own failure proves no death: not rank_exit/killed.")
+
+
 def mpi_signal():
     """mpirun --tag-output, no clocks at all."""
     out = []
@@ -815,7 +849,7 @@ def k8s_oomkilled():
 
 def main():
     for case in (nccl_absent_rank, absent_top_rank, numel_mismatch_eval, oom_cascade, torchrun_misleading_root,
-                 gloo_peer_closed, mpi_signal, srun_segfault, dataloader_bus_error, nccl_shm_init, wrong_ifname_nccl,
+                 gloo_peer_closed, gloo_frozen_peer_timeout, mpi_signal, srun_segfault, dataloader_bus_error, nccl_shm_init, wrong_ifname_nccl,
                  store_timeout, slow_rank_step_jump, checkpoint_stall, ib_link_down, all_stuck_no_clue, healthy,
                  desync_data_stall, subgroup_pg_ranks, k8s_oomkilled):
         case()
