@@ -11,7 +11,14 @@
 // stopped, so the harness can tell "alive but blocked" (hb, no progress) from "frozen"
 // (no hb while the process exists).
 //
-// A Trace built from an unset HANGLAB_TRACE is disabled and every call is a no-op.
+// A Trace built from an unset HANGLAB_TRACE is disabled and every call is a no-op; so is
+// one built while HANGLAB_TRACE_OFF is set (non-empty, not "0"): the documented switch that
+// turns the whole trace off, heartbeats included, to measure what tracing costs
+// (`hanglab bench`). The harness then sees the rank's stdout/stderr only.
+//
+// Also provides StepTimes: step durations kept in memory and written at the end of
+// training when HANGLAB_STEP_TIMES is set, so step time is measured the same way with the
+// trace on and off.
 #pragma once
 
 #include <atomic>
@@ -22,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 namespace hanglab {
 
@@ -31,6 +39,9 @@ using TraceFields = nlohmann::ordered_json;
 // Wall-clock time as Unix seconds with microsecond resolution.
 double unix_time_now();
 
+// True when HANGLAB_TRACE_OFF is set to anything but "" or "0".
+bool trace_switched_off();
+
 class Trace {
  public:
   // Disabled trace: emit() does nothing.
@@ -38,7 +49,8 @@ class Trace {
   // Opens (creating parents and the file) `path` for appending. Throws std::system_error
   // naming the syscall and path when it cannot.
   Trace(const std::string& path, int rank);
-  // From HANGLAB_TRACE; disabled when unset or empty. Throws like the constructor.
+  // From HANGLAB_TRACE; disabled when unset or empty, or when trace_switched_off().
+  // Throws like the constructor.
   static Trace from_env(int rank);
 
   Trace(const Trace&) = delete;
@@ -63,6 +75,28 @@ class Trace {
   int fd_ = -1;
   int rank_ = -1;
   mutable std::atomic<bool> warned_{false};
+};
+
+// Step timing for benchmarks, independent of the trace. From HANGLAB_STEP_TIMES (a path;
+// `%r` is replaced by the rank); disabled (every call a no-op) when unset. begin_step()
+// costs one steady-clock read and a vector append; write() (at the end of training, by the
+// workload's main thread) writes one line per step, "STEP MS" with MS the time from that
+// step's start to the next one's (the last: to end()), to a microsecond, so everything a
+// step costs -- the trace writes of its events and its log line included -- is counted.
+// A write failure is reported once on stderr and otherwise ignored.
+class StepTimes {
+ public:
+  StepTimes() = default;
+  static StepTimes from_env(int rank);
+  bool enabled() const { return !path_.empty(); }
+  void begin_step(int step);
+  void end();
+  void write() const noexcept;
+
+ private:
+  std::string path_;
+  std::vector<std::pair<int, std::chrono::steady_clock::time_point>> starts_;
+  std::chrono::steady_clock::time_point end_{};
 };
 
 class Heartbeat {
