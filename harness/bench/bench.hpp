@@ -5,8 +5,8 @@
 //   detectors      each detector's latency divided by its configured bound, from repeated
 //                  kill_rank / freeze_rank / skip_collective_linger runs (scenarios/). The
 //                  latency is measured from the moment the detector's own clock starts,
-//                  read from the run's files: exit_monitor from the fault (kill(2)), bound =
-//                  the supervisor tick; backend_timeout from the detecting rank entering the
+//                  read from the run's files: exit_monitor from the fault (kill(2)) of the
+//                  rank it names, bound = the supervisor tick (it polls: up to ~1 tick); backend_timeout from the detecting rank entering the
 //                  collective that timed out, bound = collective_s; heartbeat_loss from the
 //                  frozen rank's last heartbeat, bound = 3 x heartbeat_s; harness_watchdog
 //                  from the last progress event of any rank, bound = progress_s (or the
@@ -15,11 +15,12 @@
 //   verdicts       fault -> verdict known (run_scenario returned: teardown, triage and the
 //                  expectation check done) for a crash (kill_rank) and a hang (freeze_rank),
 //                  with fault -> first detection and fault -> last rank gone.
-//   trace_overhead tracing on vs off (HANGLAB_TRACE_OFF=1) for the same healthy torch_ddp
-//                  workload, alternating ABBA in this one command; step times from
-//                  HANGLAB_STEP_TIMES (in memory, the same with the trace on and off);
-//                  ratio of the pooled median step times with a 90 % bootstrap interval
-//                  (runs, then steps, resampled), against the goal < 1 %.
+//   trace_overhead tracing on vs off for the same healthy torch_ddp workload, alternating
+//                  ABBA by step inside one run (HANGLAB_TRACE_OFF=ab: steps 4k+1, 4k+4
+//                  traced, 4k+2, 4k+3 not), so both arms share the machine's drift; step
+//                  times from HANGLAB_STEP_TIMES (in memory, the same for both arms); ratio
+//                  of the median step times with a 90 % paired bootstrap interval (ABBA
+//                  quads, then steps, resampled), against the goal < 1 %.
 //   cpu_share      a healthy torch_ddp run at 16, 32 and 64 ranks: the hanglab process's
 //                  own CPU (getrusage RUSAGE_SELF) while supervising, vs the ranks'
 //                  (RUSAGE_CHILDREN) and the wall time.
@@ -60,11 +61,12 @@ struct RatioEstimate {
   double lo = 0;      // 90 % bootstrap interval
   double hi = 0;
 };
-// a, b: per-run samples (e.g. step times of each traced / untraced run). The interval
-// resamples runs with replacement within each arm, then samples within each run, with a
-// fixed seed (the same data give the same interval).
+// a, b: samples in clusters (e.g. step times per run, or per ABBA block). The interval
+// resamples clusters with replacement -- the same cluster indices for both arms when
+// `paired` (a and b of equal size, cluster i of a beside cluster i of b) -- then samples
+// within each cluster, with a fixed seed (the same data give the same interval).
 RatioEstimate ratio_of_medians(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
-                               int iterations = 2000);
+                               int iterations = 2000, bool paired = false);
 
 // "met" (interval below 1 + goal), "missed" (interval above it), or "not shown" (the
 // interval straddles it: the noise on this machine is larger than the goal).

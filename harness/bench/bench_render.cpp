@@ -64,8 +64,8 @@ std::string render_bench_text(const json& j) {
                      bound_text(d), d["bound_s"].is_null() ? "-" : spread(d.value("ratio", json()), "{:.3f}x"),
                      d["bound_s"].is_null() ? "-" : spread_s(d.value("after_trigger_s", json())),
                      spread_s(d.value("after_fault_s", json())));
-  o += "  triggers: exit_monitor the kill; backend_timeout the rank entering the collective; heartbeat_loss the\n"
-       "  rank's last heartbeat; harness_watchdog the last progress of any rank; backend_error: no bound.\n";
+  o += "  triggers: exit_monitor the kill (due within ~1 tick); backend_timeout the rank entering the collective;\n"
+       "  heartbeat_loss the rank's last heartbeat; harness_watchdog the last progress of any rank; backend_error: no bound.\n";
 
   o += "\nVerdict latency (after the fault; median [min-max])\n";
   o += fmt::format("  {:<23} {:<8} {:<24} {:<24} {}\n", "scenario", "outcome", "first detection", "all ranks gone",
@@ -76,8 +76,8 @@ std::string render_bench_text(const json& j) {
                      spread_s(v.value("to_verdict_s", json())));
 
   const json& t = j.value("trace_overhead", json::object());
-  o += fmt::format("\nTrace overhead, tracing on vs off in this run ({}; {} ABBA pairs)\n", t.value("workload", "-"),
-                   arr(t, "pairs").size());
+  o += fmt::format("\nTrace overhead, tracing on vs off ({}; {} run(s); {})\n", t.value("workload", "-"),
+                   arr(t, "runs").size(), t.value("design", "-"));
   if (t.contains("ratio")) {
     o += fmt::format("  median step: traced {:.3f} ms ({} steps), untraced {:.3f} ms ({} steps)\n",
                      num(t, "median_on_ms"), t.value("steps_on", 0), num(t, "median_off_ms"), t.value("steps_off", 0));
@@ -85,8 +85,8 @@ std::string render_bench_text(const json& j) {
                      num(t, "overhead_pct"), t["ci90"][0].get<double>(), t["ci90"][1].get<double>(),
                      100 * num(t, "goal_fraction", 0.01), t.value("goal", "-"));
     std::string pairs;
-    for (const auto& p : arr(t, "pairs")) pairs += fmt::format(" {:.4f}", num(p, "ratio"));
-    o += "  per pair (traced/untraced median):" + pairs + "\n";
+    for (const auto& p : arr(t, "runs")) pairs += fmt::format(" {:.4f}", num(p, "ratio"));
+    o += "  per run (traced/untraced median):" + pairs + "\n";
   } else {
     o += "  not measured\n";
   }
@@ -233,7 +233,8 @@ std::string render_bench_html(const json& j) {
   // Detectors.
   h += "<h2>Detection latency / configured bound</h2><p class=\"muted\">Latency from the detector's own trigger "
        "divided by its bound: 1.0 = fires exactly at its setting (dashed line); below 1 would be early (a bug), far "
-       "above 1 slow. Bars: median; dots: each run.</p>";
+       "above 1 slow. exit_monitor's bound is the supervisor's polling tick: it is due within about one tick. "
+       "Bars: median; dots: each run.</p>";
   std::vector<Bar> bars;
   for (const auto& d : arr(j, "detectors")) {
     if (d["bound_s"].is_null() || !d.contains("ratio") || !d["ratio"].is_object()) continue;
@@ -283,23 +284,23 @@ std::string render_bench_html(const json& j) {
   h += "<h2>Trace overhead</h2>";
   if (t.contains("ratio")) {
     const std::string goal = t.value("goal", "");
-    h += fmt::format("<p>{}: median step traced {:.3f} ms vs untraced {:.3f} ms &rarr; ratio <b>{:.4f}</b> ({:+.2f} %), "
+    h += fmt::format("<p>{} ({}): median step traced {:.3f} ms vs untraced {:.3f} ms &rarr; ratio <b>{:.4f}</b> ({:+.2f} %), "
                      "90 % interval {:.4f}&ndash;{:.4f}; goal &lt; {:.0f} %: <span class=\"goal-{}\">{}</span></p>",
-                     html_escape(t.value("workload", "")), num(t, "median_on_ms"), num(t, "median_off_ms"), num(t, "ratio"),
+                     html_escape(t.value("workload", "")), html_escape(t.value("design", "")), num(t, "median_on_ms"), num(t, "median_off_ms"), num(t, "ratio"),
                      num(t, "overhead_pct"), t["ci90"][0].get<double>(), t["ci90"][1].get<double>(),
                      100 * num(t, "goal_fraction", 0.01), goal == "met" ? "met" : goal == "missed" ? "missed" : "not",
                      html_escape(goal));
     bars.clear();
     int i = 0;
-    for (const auto& p : arr(t, "pairs")) {
+    for (const auto& p : arr(t, "runs")) {
       Bar b;
-      b.label = fmt::format("pair {} ({})", ++i, p.value("on_first", true) ? "on, off" : "off, on");
+      b.label = fmt::format("run {} ({} steps)", ++i, p.value("steps", 0));
       b.value = num(p, "ratio");
       b.text = fmt::format("{:.4f} ({:.2f} / {:.2f} ms)", b.value, num(p, "on_ms"), num(p, "off_ms"));
       bars.push_back(b);
     }
     Bar all;
-    all.label = "pooled (90 % interval)";
+    all.label = "all runs (90 % interval)";
     all.value = num(t, "ratio");
     all.lo = t["ci90"][0].get<double>();
     all.hi = t["ci90"][1].get<double>();

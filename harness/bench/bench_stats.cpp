@@ -22,7 +22,7 @@ double median_of(std::vector<double> v) {
 }
 
 RatioEstimate ratio_of_medians(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
-                               int iterations) {
+                               int iterations, bool paired) {
   RatioEstimate r;
   const auto pooled = [](const std::vector<std::vector<double>>& runs) {
     std::vector<double> all;
@@ -36,11 +36,13 @@ RatioEstimate ratio_of_medians(const std::vector<std::vector<double>>& a, const 
   // Two-level bootstrap: the noise between runs (a run landing on a busy moment of a shared
   // machine) and within them both widen the interval.
   std::mt19937_64 rng(20261201);
-  const auto resample = [&rng](const std::vector<std::vector<double>>& runs) {
+  paired = paired && a.size() == b.size();
+  std::vector<size_t> picks;
+  const auto resample = [&rng](const std::vector<std::vector<double>>& runs, const std::vector<size_t>* given) {
     std::vector<double> all;
     std::uniform_int_distribution<size_t> pick_run(0, runs.size() - 1);
     for (size_t i = 0; i < runs.size(); ++i) {
-      const auto& run = runs[pick_run(rng)];
+      const auto& run = runs[given ? (*given)[i] : pick_run(rng)];
       if (run.empty()) continue;
       std::uniform_int_distribution<size_t> pick(0, run.size() - 1);
       for (size_t k = 0; k < run.size(); ++k) all.push_back(run[pick(rng)]);
@@ -50,8 +52,15 @@ RatioEstimate ratio_of_medians(const std::vector<std::vector<double>>& a, const 
   std::vector<double> ratios;
   ratios.reserve(static_cast<size_t>(std::max(iterations, 1)));
   for (int i = 0; i < iterations; ++i) {
-    const double den = resample(b);
-    if (den > 0) ratios.push_back(resample(a) / den);
+    const std::vector<size_t>* given = nullptr;
+    if (paired) {
+      std::uniform_int_distribution<size_t> pick(0, a.size() - 1);
+      picks.resize(a.size());
+      for (auto& p : picks) p = pick(rng);
+      given = &picks;
+    }
+    const double den = resample(b, given);
+    if (den > 0) ratios.push_back(resample(a, given) / den);
   }
   if (ratios.empty()) return r;
   std::sort(ratios.begin(), ratios.end());

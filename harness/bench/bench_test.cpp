@@ -50,7 +50,7 @@ json canned() {
       {"scenario": "kill_rank", "outcome": "crash", "to_detection_s": {"n": 1, "median": 0.02, "min": 0.02, "max": 0.02},
        "to_all_gone_s": {"n": 1, "median": 0.3, "min": 0.3, "max": 0.3}, "to_verdict_s": {"n": 1, "median": 0.5, "min": 0.5, "max": 0.5}}
     ],
-    "trace_overhead": {"workload": "torch_ddp", "pairs": [{"on_ms": 21.1, "off_ms": 21.0, "ratio": 1.0048, "on_first": true}],
+    "trace_overhead": {"workload": "torch_ddp", "design": "in-run ABBA", "runs": [{"on_ms": 21.1, "off_ms": 21.0, "ratio": 1.0048, "steps": 116}],
       "goal_fraction": 0.01, "median_on_ms": 21.1, "median_off_ms": 21.0, "steps_on": 27, "steps_off": 27,
       "ratio": 1.0048, "ci90": [0.99, 1.02], "overhead_pct": 0.48, "goal": "not shown"},
     "cpu_share": [{"ranks": 16, "steps": 8, "step_ms": 50, "wall_s": 12.0, "harness_cpu_s": 0.4, "triage_cpu_s": 0.1,
@@ -103,6 +103,17 @@ TEST_CASE("ratio_of_medians: a 10 % slower arm misses a 1 % goal; noise makes it
   CHECK(wide.hi - wide.lo > 0.05);
   CHECK(goal_verdict(wide, 0.01) == "not shown");
   CHECK(goal_verdict(RatioEstimate{}, 0.01) == "not measured");
+  // Paired: a drift common to both arms (cluster i of each 1.5x the last) cancels.
+  std::vector<std::vector<double>> on, off;
+  for (int q = 0; q < 30; ++q) {
+    const double drift = 20 * (1 + 0.5 * (q % 5));
+    on.push_back({drift * 1.002, drift * 1.003});
+    off.push_back({drift, drift * 1.001});
+  }
+  const RatioEstimate paired = ratio_of_medians(on, off, 2000, true);
+  const RatioEstimate unpaired = ratio_of_medians(on, off, 2000, false);
+  CHECK(paired.hi - paired.lo < unpaired.hi - unpaired.lo);
+  CHECK(goal_verdict(paired, 0.01) == "met");
 }
 
 TEST_CASE("check_bench_json accepts a complete bench.json and names what is missing", "[bench]") {

@@ -42,7 +42,12 @@ Trace::Trace(const std::string& path, int rank) : rank_(rank) {
 
 bool trace_switched_off() {
   const char* off = std::getenv("HANGLAB_TRACE_OFF");
-  return off != nullptr && *off != '\0' && std::strcmp(off, "0") != 0;
+  return off != nullptr && *off != '\0' && std::strcmp(off, "0") != 0 && std::strcmp(off, "ab") != 0;
+}
+
+bool trace_alternating() {
+  const char* off = std::getenv("HANGLAB_TRACE_OFF");
+  return off != nullptr && std::strcmp(off, "ab") == 0;
 }
 
 Trace Trace::from_env(int rank) {
@@ -97,7 +102,7 @@ std::string Trace::format_line(double t, int rank, std::string_view ev, const Tr
 }
 
 void Trace::emit(std::string_view ev, const TraceFields& fields) const noexcept {
-  if (fd_ < 0) return;
+  if (fd_ < 0 || paused_) return;
   std::string line;
   try {
     line = format_line(unix_time_now(), rank_, ev, fields);
@@ -131,9 +136,9 @@ StepTimes StepTimes::from_env(int rank) {
   return st;
 }
 
-void StepTimes::begin_step(int step) {
+void StepTimes::begin_step(int step, bool traced) {
   if (path_.empty()) return;
-  starts_.emplace_back(step, std::chrono::steady_clock::now());
+  starts_.push_back({step, traced, std::chrono::steady_clock::now()});
 }
 
 void StepTimes::end() {
@@ -150,10 +155,10 @@ void StepTimes::write() const noexcept {
       return;
     }
     for (size_t i = 0; i < starts_.size(); ++i) {
-      const auto next = i + 1 < starts_.size() ? starts_[i + 1].second : end_;
-      if (next < starts_[i].second) break;  // end() never called: the last step has no end
-      std::fprintf(f, "%d %.3f\n", starts_[i].first,
-                   std::chrono::duration<double, std::milli>(next - starts_[i].second).count());
+      const auto next = i + 1 < starts_.size() ? starts_[i + 1].t : end_;
+      if (next < starts_[i].t) break;  // end() never called: the last step has no end
+      std::fprintf(f, "%d %.3f %d\n", starts_[i].step,
+                   std::chrono::duration<double, std::milli>(next - starts_[i].t).count(), starts_[i].traced ? 1 : 0);
     }
     std::fclose(f);
   } catch (...) {
