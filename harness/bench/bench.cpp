@@ -220,7 +220,8 @@ json Bench::detectors() {
     Timeouts t;
     t.init_s = 30;
     t.collective_s = 2;
-    t.progress_s = 4;
+    // The watchdog runs from launch: it must outlast loading LibTorch on a loaded machine.
+    t.progress_s = 8;
     t.heartbeat_s = 0.5;
     quick_t = t;
   }
@@ -332,7 +333,7 @@ json Bench::trace_overhead() {
   // arms share the machine's drift, which on a shared 2-core box dwarfs a 1 % effect
   // between separate runs. Step times from HANGLAB_STEP_TIMES, the same for both arms.
   const int runs = o_.quick ? 1 : repeat_;
-  const int steps = o_.quick ? 120 : 300, step_ms = 20, ranks = 2, skip = 4;
+  const int steps = o_.quick ? 120 : 400, step_ms = 20, ranks = 2, skip = 4;
   std::vector<std::vector<double>> on_quads, off_quads;  // per ABBA quad: its two steps of each arm
   json run_list = json::array();
   for (int k = 0; k < runs && !interrupted(); ++k) {
@@ -385,6 +386,7 @@ json Bench::trace_overhead() {
   j["ratio"] = e.ratio;
   j["ci90"] = {e.lo, e.hi};
   j["overhead_pct"] = (e.ratio - 1) * 100;
+  j["overhead_us_per_step"] = (median_of(all_on) - median_of(all_off)) * 1000;
   j["goal"] = goal_verdict(e, 0.01);
   return j;
 }

@@ -79,8 +79,9 @@ std::string render_bench_text(const json& j) {
   o += fmt::format("\nTrace overhead, tracing on vs off ({}; {} run(s); {})\n", t.value("workload", "-"),
                    arr(t, "runs").size(), t.value("design", "-"));
   if (t.contains("ratio")) {
-    o += fmt::format("  median step: traced {:.3f} ms ({} steps), untraced {:.3f} ms ({} steps)\n",
-                     num(t, "median_on_ms"), t.value("steps_on", 0), num(t, "median_off_ms"), t.value("steps_off", 0));
+    o += fmt::format("  median step: traced {:.3f} ms ({} steps), untraced {:.3f} ms ({} steps): {:+.0f} us per step\n",
+                     num(t, "median_on_ms"), t.value("steps_on", 0), num(t, "median_off_ms"), t.value("steps_off", 0),
+                     num(t, "overhead_us_per_step"));
     o += fmt::format("  ratio {:.4f} ({:+.2f} %), 90 % interval {:.4f}-{:.4f}; goal < {:.0f} %: {}\n", num(t, "ratio"),
                      num(t, "overhead_pct"), t["ci90"][0].get<double>(), t["ci90"][1].get<double>(),
                      100 * num(t, "goal_fraction", 0.01), t.value("goal", "-"));
