@@ -119,10 +119,11 @@ std::vector<DetectorSample> detector_samples(const Scenario& sc, const RunResult
         return ev.value("ev", "") == "coll" && ev.value("edge", "") == "begin";
       });
     } else if (d.detector == "heartbeat_loss") {
-      s.trigger = "the rank's last heartbeat";
+      // Any trace line is a sign of life to the supervisor, not only `hb`.
+      s.trigger = "the rank's last trace event";
       s.bound_name = "3 x heartbeat_s";
       s.bound_s = 3 * sc.timeouts.heartbeat_s;
-      from = last_event_before(traces, d.rank, d.t, [](const json& ev) { return ev.value("ev", "") == "hb"; });
+      from = last_event_before(traces, d.rank, d.t, [](const json&) { return true; });
     } else if (d.detector == "harness_watchdog") {
       s.trigger = "the last progress of any rank";
       s.bound_name = "progress_s";

@@ -6,9 +6,10 @@
 //                  kill_rank / freeze_rank / skip_collective_linger runs (scenarios/). The
 //                  latency is measured from the moment the detector's own clock starts,
 //                  read from the run's files: exit_monitor from the fault (kill(2)) of the
-//                  rank it names, bound = the supervisor tick (it polls: up to ~1 tick); backend_timeout from the detecting rank entering the
+//                  rank it names, bound = the supervisor's polling tick (due within a few); backend_timeout from the detecting rank entering the
 //                  collective that timed out, bound = collective_s; heartbeat_loss from the
-//                  frozen rank's last heartbeat, bound = 3 x heartbeat_s; harness_watchdog
+//                  frozen rank's last trace line (hb or any other: each is a sign of life),
+//                  bound = 3 x heartbeat_s; harness_watchdog
 //                  from the last progress event of any rank, bound = progress_s (or the
 //                  checkpoint_s / eval_s in force). backend_error has no configured bound:
 //                  seconds after the fault only. Latency after the fault is kept too.

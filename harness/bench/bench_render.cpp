@@ -64,8 +64,9 @@ std::string render_bench_text(const json& j) {
                      bound_text(d), d["bound_s"].is_null() ? "-" : spread(d.value("ratio", json()), "{:.3f}x"),
                      d["bound_s"].is_null() ? "-" : spread_s(d.value("after_trigger_s", json())),
                      spread_s(d.value("after_fault_s", json())));
-  o += "  triggers: exit_monitor the kill (due within ~1 tick); backend_timeout the rank entering the collective;\n"
-       "  heartbeat_loss the rank's last heartbeat; harness_watchdog the last progress of any rank; backend_error: no bound.\n";
+  o += "  triggers: exit_monitor the kill (the bound is the 20 ms polling tick); backend_timeout the rank entering the\n"
+       "  collective; heartbeat_loss the rank's last trace line; harness_watchdog the last progress of any rank;\n"
+       "  backend_error: no bound.\n";
 
   o += "\nVerdict latency (after the fault; median [min-max])\n";
   o += fmt::format("  {:<23} {:<8} {:<24} {:<24} {}\n", "scenario", "outcome", "first detection", "all ranks gone",
@@ -234,7 +235,7 @@ std::string render_bench_html(const json& j) {
   // Detectors.
   h += "<h2>Detection latency / configured bound</h2><p class=\"muted\">Latency from the detector's own trigger "
        "divided by its bound: 1.0 = fires exactly at its setting (dashed line); below 1 would be early (a bug), far "
-       "above 1 slow. exit_monitor's bound is the supervisor's polling tick: it is due within about one tick. "
+       "above 1 slow. exit_monitor's bound is the supervisor's 20 ms polling tick: it is due within a few ticks. "
        "Bars: median; dots: each run.</p>";
   std::vector<Bar> bars;
   for (const auto& d : arr(j, "detectors")) {

@@ -118,12 +118,12 @@ std::string render_run_report(const Scenario& sc, const RunResult& res) {
   for (const auto& l : merged) {
     std::string text = l.text;
     if (!l.group.empty()) {
-      const bool is_exit = l.group.rfind("exit ", 0) == 0;
-      const std::string name = is_exit ? "exit     " : "detect    " + l.group.substr(7);
       const std::string span = l.ranks.size() > 1 ? fmt::format(" (to {:+.3f})", l.last_t - f.start_t) : "";
-      text = is_exit ? fmt::format("exit      {} {}{}", rank_word(l.ranks), l.text, span)
-                     : fmt::format("{} {}{}: {}{}", name, rank_word(l.ranks), span,
-                                   l.ranks.size() > 1 ? fmt::format("rank {}: ", l.ranks.front()) : "", l.text);
+      if (l.group.rfind("exit ", 0) == 0)
+        text = fmt::format("exit      {} {}{}", rank_word(l.ranks), l.text, span);
+      else  // the first rank's detail stands for the group
+        text = fmt::format("detect    {} {}{}: {}{}", l.group.substr(7), rank_word(l.ranks), span,
+                           l.ranks.size() > 1 ? fmt::format("rank {}: ", l.ranks.front()) : "", l.text);
     }
     out += fmt::format("  {:+8.3f}  {}\n", l.t - f.start_t, text);
   }
