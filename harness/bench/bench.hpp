@@ -69,8 +69,8 @@ struct RatioEstimate {
 RatioEstimate ratio_of_medians(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
                                int iterations = 2000, bool paired = false);
 
-// "met" (interval below 1 + goal), "missed" (interval above it), or "not shown" (the
-// interval straddles it: the noise on this machine is larger than the goal).
+// "met" (the whole interval within 1 +- goal), "missed" (the interval above 1 + goal), or
+// "not shown" (otherwise: the noise on this machine is larger than the goal).
 std::string goal_verdict(const RatioEstimate& r, double goal_fraction);
 
 // The problems of a bench.json (a missing figure, a non-positive ratio...); empty = sane.

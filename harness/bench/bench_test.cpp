@@ -103,6 +103,9 @@ TEST_CASE("ratio_of_medians: a 10 % slower arm misses a 1 % goal; noise makes it
   CHECK(wide.hi - wide.lo > 0.05);
   CHECK(goal_verdict(wide, 0.01) == "not shown");
   CHECK(goal_verdict(RatioEstimate{}, 0.01) == "not measured");
+  CHECK(goal_verdict(RatioEstimate{0.9, 0.85, 0.95}, 0.01) == "not shown");  // faster when traced: noise
+  CHECK(goal_verdict(RatioEstimate{1.003, 0.995, 1.008}, 0.01) == "met");
+  CHECK(goal_verdict(RatioEstimate{1.003, 0.985, 1.008}, 0.01) == "not shown");
   // Paired: a drift common to both arms (cluster i of each 1.5x the last) cancels.
   std::vector<std::vector<double>> on, off;
   for (int q = 0; q < 30; ++q) {
