@@ -17,7 +17,7 @@ add_library(hanglab_triage STATIC
 )
 find_package(Threads REQUIRED)
 target_link_libraries(hanglab_triage PUBLIC Threads::Threads)
-target_link_libraries(hanglab_triage PUBLIC hanglab_headers)
+target_link_libraries(hanglab_triage PUBLIC hanglab_headers hanglab_util)
 
 # Canned run directories live in harness/testdata/triage/<case>/ (see make_fixtures.py there).
 hanglab_unit_test(triage_test ${CMAKE_CURRENT_SOURCE_DIR}/triage_test.cpp hanglab_triage)

@@ -28,6 +28,7 @@
 
 #include "exit_codes.hpp"
 #include "triage_input.hpp"
+#include "util.hpp"
 
 namespace hanglab {
 
@@ -59,9 +60,9 @@ std::string exit_code_meaning(int code) {
   return "unknown code";
 }
 
-std::string join_ranks(const std::vector<int>& ranks) { return fmt::format("{}", fmt::join(ranks, ",")); }
+std::string join_ranks(const std::vector<int>& ranks) { return rank_ranges(ranks); }
 
-// "rank 1" / "ranks 0,2,3"
+// "rank 1" / "ranks 0,2,3" / "ranks 0-36,38-63"
 std::string ranks_phrase(const std::vector<int>& ranks) {
   return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", join_ranks(ranks));
 }

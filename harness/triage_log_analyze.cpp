@@ -32,6 +32,7 @@
 #include <unordered_map>
 
 #include "triage_logs.hpp"
+#include "util.hpp"
 
 namespace hanglab {
 
@@ -61,15 +62,7 @@ std::string signal_name(int sig) {
 // "rank 3" / "ranks 0,2,3" / "ranks 0-1022,1024-16383 (16383 ranks)"
 std::string ranks_phrase(const std::vector<int>& v) {
   if (v.size() == 1) return fmt::format("rank {}", v[0]);
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < v.size();) {
-    size_t j = i;
-    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
-    parts.push_back(j - i >= 2 ? fmt::format("{}-{}", v[i], v[j])
-                               : (j == i ? std::to_string(v[i]) : fmt::format("{},{}", v[i], v[j])));
-    i = j + 1;
-  }
-  std::string s = fmt::format("ranks {}", fmt::join(parts, ","));
+  std::string s = "ranks " + rank_ranges(v);
   if (v.size() > 8) s += fmt::format(" ({} ranks)", v.size());
   return s;
 }

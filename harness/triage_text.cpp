@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "triage.hpp"
+#include "util.hpp"
 
 namespace hanglab {
 
@@ -29,22 +30,11 @@ std::string coll_text(const RankTimeline& t) {
   return fmt::format("{} {} {}", t.last_coll_seq, t.last_coll_op, t.last_coll_edge);
 }
 
-// "[0,2,3]", "[0-8192,8194-16383]": runs of three or more consecutive ranks as ranges, so
-// a 16k-rank job's lists stay one short line.
+// "[0,2,3]", "[0-8192,8194-16383]" (util.hpp: rank_ranges), so a 16k-rank job's lists stay
+// one short line.
 std::string ranks_text(const std::vector<int>& v) {
   if (v.empty()) return "none";
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < v.size();) {
-    size_t j = i;
-    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
-    if (j - i >= 2) {
-      parts.push_back(fmt::format("{}-{}", v[i], v[j]));
-    } else {
-      for (size_t k = i; k <= j; ++k) parts.push_back(std::to_string(v[k]));
-    }
-    i = j + 1;
-  }
-  return fmt::format("[{}]", fmt::join(parts, ","));
+  return "[" + rank_ranges(v) + "]";
 }
 
 std::string range_text(int a, int b) { return a == b ? std::to_string(a) : fmt::format("{}-{}", a, b); }

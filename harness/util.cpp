@@ -1,5 +1,6 @@
 #include "util.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -45,6 +46,24 @@ std::string iso_time(double unix_t) {
   char buf[40];
   strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tmv);
   return fmt::format("{}.{:06d}Z", buf, us);
+}
+
+std::string rank_ranges(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    if (j - i >= 2) {
+      out += fmt::format("{}-{}", ranks[i], ranks[j]);
+    } else {
+      for (size_t k = i; k <= j; ++k) out += (k > i ? "," : "") + std::to_string(ranks[k]);
+    }
+    i = j + 1;
+  }
+  return out;
 }
 
 void throw_system_error(const std::string& call, const std::string& context) {

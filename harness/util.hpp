@@ -1,9 +1,10 @@
 // Small system helpers shared by the harness: clocks, time stamps, whole-file I/O,
-// an O_APPEND JSON-lines writer, and errno-carrying system errors.
+// an O_APPEND JSON-lines writer, errno-carrying system errors, and rank lists for humans.
 #pragma once
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,12 @@ std::string iso_time(double unix_t);    // 2026-11-29T08:26:59.123456Z
 
 std::string read_file(const std::filesystem::path& p);  // throws SystemError
 void write_file(const std::filesystem::path& p, const std::string& data);  // temp + rename
+
+// A rank list as people read it: sorted, duplicates dropped, runs of three or more
+// consecutive ranks as ranges: {0,1,2,5} -> "0-2,5", {0..36,38..63} -> "0-36,38-63",
+// {4,5} -> "4,5", {} -> "". Every rank list printed for humans goes through it (a 16k-rank
+// job's missing ranks stay one short line); JSON keeps arrays of ints.
+std::string rank_ranges(std::vector<int> ranks);
 
 // A std::runtime_error naming the syscall, errno text and context.
 [[noreturn]] void throw_system_error(const std::string& call, const std::string& context);

@@ -1,5 +1,5 @@
 // hanglab: the command-line entry point: subcommand dispatch. Subcommands: run (cli/run_cmd.cpp),
-// triage, validate, report, history, list, describe.
+// triage, validate, report, history, list, describe, clean, bench.
 // Exit codes (design): 0 all expectations met, 1 an expectation failed, 2 scenario or
 // usage error (nothing ran), 3 internal error or unknown verdict, 4 skipped, 130 interrupted.
 #include <algorithm>
@@ -27,6 +27,7 @@
 #include "triage.hpp"
 #include "util.hpp"
 #include "validate/validate_run.hpp"
+#include "bench/bench.hpp"
 #include "run/workloads.hpp"
 
 using namespace hanglab;
@@ -252,6 +253,15 @@ int main(int argc, char** argv) {
   history->add_option("--last", hist_last, "runs shown per scenario")->capture_default_str();
   history->add_flag("--strict", hist_strict, "exit 1 when the newest run of a scenario is a regression");
 
+  BenchOptions bopts;
+  std::string bench_out = "results/bench";
+  auto* bench = app.add_subcommand(
+      "bench", "measure detection latency vs bounds, verdict latency, trace overhead, harness CPU and triage at scale; "
+               "writes bench.json, bench.txt, bench.html");
+  bench->add_option("--out", bench_out, "where bench.json, bench.html and the runs go")->capture_default_str();
+  bench->add_flag("--quick", bopts.quick, "fewer repeats and ranks, shorter timeouts: a smoke test (~1 min)");
+  bench->add_option("--repeat", bopts.repeat, "runs per detector scenario (default 3; --quick 1)")->check(CLI::Range(1, 50));
+
   auto* list = app.add_subcommand("list", "list workloads, faults and detectors");
   std::string kind;
   auto* describe = app.add_subcommand("describe", "print a fault's or workload's keys, defaults and units");
@@ -296,6 +306,13 @@ int main(int argc, char** argv) {
     }
     if (*report) return cmd_report(report_dirs, report_format, report_matrix);
     if (*history) return cmd_history(results, hist_scenario, hist_last, hist_strict);
+    if (*bench) {
+      install_interrupt_handlers();
+      bopts.out = bench_out;
+      bopts.interrupt_fd = g_interrupt_pipe[0];
+      bopts.interrupted = &g_interrupted;
+      return run_bench(bopts);
+    }
     if (*list) return cmd_list();
     if (*describe) return cmd_describe(kind);
     if (*clean) {

@@ -281,7 +281,7 @@ RunView load_view(const fs::path& dir) {
       if (e.contains("ranks") && e["ranks"].is_array())
         for (const auto& r : e["ranks"])
           if (r.is_number_integer()) m.ranks.push_back(r.get<int>());
-      m.title = fmt::format("fault {} fired on rank(s) {}: {}", e.value("kind", ""), fmt::join(m.ranks, ","),
+      m.title = fmt::format("fault {} fired on rank(s) {}: {}", e.value("kind", ""), rank_ranges(m.ranks),
                             e.value("detail", ""));
       if (!v.fault_t || t < *v.fault_t) v.fault_t = t;
       v.marks.push_back(m);
@@ -706,12 +706,19 @@ std::string triage_panel(const json& tr) {
                    html_escape(tr.value("confidence", "-")), tr.value("last_good_step", 0));
   if (tr.contains("missing_ranks") && tr["missing_ranks"].is_array() && !tr["missing_ranks"].empty())
     h += fmt::format("<p>missing ranks: <b style=\"color:#cf222e\">{}</b></p>",
-                     html_escape(fmt::format("{}", fmt::join(tr["missing_ranks"].get<std::vector<int>>(), ", "))));
+                     html_escape(rank_ranges(tr["missing_ranks"].get<std::vector<int>>())));
   if (tr.contains("stuck_collective") && tr["stuck_collective"].is_object()) {
     const json& s = tr["stuck_collective"];
+    const auto ranks = [&](const char* key) {
+      const json& v = s.value(key, json::array());
+      std::vector<int> out;
+      for (const auto& x : v)
+        if (x.is_number_integer()) out.push_back(x.get<int>());
+      return out.empty() ? std::string("none") : rank_ranges(out);
+    };
     h += fmt::format("<p>stuck collective: <code>{} seq {}</code>, waiting ranks {}, absent ranks {}</p>",
-                     html_escape(s.value("op", "")), s.value("seq", 0LL), html_escape(s.value("waiting_ranks", json::array()).dump()),
-                     html_escape(s.value("absent_ranks", json::array()).dump()));
+                     html_escape(s.value("op", "")), s.value("seq", 0LL), html_escape(ranks("waiting_ranks")),
+                     html_escape(ranks("absent_ranks")));
   }
   if (tr.contains("first_failure") && tr["first_failure"].is_object()) {
     const json& f = tr["first_failure"];

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <map>
 #include <cstring>
+#include <map>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -15,6 +16,11 @@ namespace hanglab {
 using nlohmann::json;
 
 namespace {
+
+// "rank 2" / "ranks 0,2-63"
+std::string rank_word(const std::vector<int>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + rank_ranges(ranks);
+}
 
 std::string signal_text(int sig) {
   const char* abbrev = sigabbrev_np(sig);
@@ -118,19 +124,59 @@ std::string render_run_report(const Scenario& sc, const RunResult& res) {
     }
   }
   out += "\nTimeline (seconds after launch):\n";
+  // The same detector firing on several ranks, and ranks ending the same way, are one line
+  // at the first time, with the ranks compressed ("ranks 0-36,38-63") and the last time: a
+  // 64-rank hang is a handful of lines, not 63 copies of the same timeout.
   struct Line {
     double t;
-    std::string text;
+    std::string group;  // lines of one group are merged; empty: never merged
+    std::vector<int> ranks;
+    std::string text;   // after "ranks ..."
+    double last_t = 0;
   };
   std::vector<Line> lines;
-  for (const auto& x : f.faults) lines.push_back({x.t, fmt::format("fault     {} -> {}", x.kind, x.detail)});
-  for (const auto& d : f.detections)
-    lines.push_back({d.t, fmt::format("detect    {}{}: {}", d.detector, d.rank >= 0 ? fmt::format(" rank {}", d.rank) : "", d.detail)});
-  for (const auto& e : f.exits)
-    lines.push_back({e.t, fmt::format("exit      rank {} {}", e.rank,
-                                      e.signal ? "signal " + signal_text(*e.signal) : "code " + std::to_string(e.code.value_or(-1)))});
+  for (const auto& x : f.faults)
+    lines.push_back({x.t, "", {}, fmt::format("fault     {}{} -> {}", x.kind,
+                                              x.ranks.empty() ? "" : " on " + rank_word(x.ranks), x.detail)});
+  for (const auto& d : f.detections) {
+    if (d.rank < 0)
+      lines.push_back({d.t, "", {}, fmt::format("detect    {}: {}", d.detector, d.detail)});
+    else
+      lines.push_back({d.t, "detect " + d.detector, {d.rank}, d.detail});
+  }
+  for (const auto& e : f.exits) {
+    const std::string how = e.signal ? "signal " + signal_text(*e.signal) : "code " + std::to_string(e.code.value_or(-1));
+    lines.push_back({e.t, "exit " + how, {e.rank}, how});
+  }
   std::stable_sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.t < b.t; });
-  for (const auto& l : lines) out += fmt::format("  {:+8.3f}  {}\n", l.t - f.start_t, l.text);
+  std::map<std::string, size_t> first_of;
+  std::vector<Line> merged;
+  for (auto& l : lines) {
+    if (!l.group.empty()) {
+      auto it = first_of.find(l.group);
+      if (it != first_of.end()) {
+        Line& m = merged[it->second];
+        m.ranks.push_back(l.ranks.front());
+        m.last_t = l.t;
+        continue;
+      }
+      first_of[l.group] = merged.size();
+    }
+    l.last_t = l.t;
+    merged.push_back(std::move(l));
+  }
+  for (const auto& l : merged) {
+    std::string text = l.text;
+    if (!l.group.empty()) {
+      const std::string span = l.ranks.size() > 1 ? fmt::format(" (to {:+.3f})", l.last_t - f.start_t) : "";
+      if (l.group.rfind("exit ", 0) == 0)
+        text = fmt::format("exit      {} {}{}", rank_word(l.ranks), l.text, span);
+      else  // the first rank's detail stands for the group
+        text = fmt::format("detect    {} {}{}: {}{}", l.group.substr(7), rank_word(l.ranks), span,
+                           l.ranks.size() > 1 ? fmt::format("rank {}: ", l.ranks.front()) : "", l.text);
+    }
+    out += fmt::format("  {:+8.3f}  {}\n", l.t - f.start_t, text);
+  }
   out += "\n" + render_text(res.triage);
   return out;
 }

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "util.hpp"
+
 namespace hanglab {
 
 namespace {
@@ -20,10 +22,8 @@ constexpr const char* kObserved = "observed";
 
 std::string seconds(double s) { return fmt::format("{:.2f} s", s); }
 
-std::string rank_list(std::vector<int> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  return fmt::format("[{}]", fmt::join(ranks, ", "));
-}
+// "[1]", "[0-36,38-63]": the compressed form people read (util.hpp: rank_ranges).
+std::string rank_list(const std::vector<int>& ranks) { return "[" + rank_ranges(ranks) + "]"; }
 
 // Everything the individual rules need, computed once.
 class Checker {

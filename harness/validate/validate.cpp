@@ -661,7 +661,7 @@ std::string opt_value(const std::optional<double>& v) { return v ? fmt::format("
 
 std::string who(const Finding& f) {
   if (f.detector.empty()) return "";
-  if (f.ranks.size() > 1) return fmt::format("{} ranks {}", f.detector, fmt::join(f.ranks, ","));
+  if (f.ranks.size() > 1) return fmt::format("{} ranks {}", f.detector, rank_ranges(f.ranks));
   return f.detector + (f.rank >= 0 ? fmt::format(" rank {}", f.rank) : "");
 }
 

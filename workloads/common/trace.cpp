@@ -40,9 +40,19 @@ Trace::Trace(const std::string& path, int rank) : rank_(rank) {
   }
 }
 
+bool trace_switched_off() {
+  const char* off = std::getenv("HANGLAB_TRACE_OFF");
+  return off != nullptr && *off != '\0' && std::strcmp(off, "0") != 0 && std::strcmp(off, "ab") != 0;
+}
+
+bool trace_alternating() {
+  const char* off = std::getenv("HANGLAB_TRACE_OFF");
+  return off != nullptr && std::strcmp(off, "ab") == 0;
+}
+
 Trace Trace::from_env(int rank) {
   const char* path = std::getenv("HANGLAB_TRACE");
-  if (path == nullptr || *path == '\0') {
+  if (path == nullptr || *path == '\0' || trace_switched_off()) {
     Trace disabled;
     disabled.rank_ = rank;
     return disabled;
@@ -92,7 +102,7 @@ std::string Trace::format_line(double t, int rank, std::string_view ev, const Tr
 }
 
 void Trace::emit(std::string_view ev, const TraceFields& fields) const noexcept {
-  if (fd_ < 0) return;
+  if (fd_ < 0 || paused_) return;
   std::string line;
   try {
     line = format_line(unix_time_now(), rank_, ev, fields);
@@ -111,6 +121,47 @@ void Trace::emit(std::string_view ev, const TraceFields& fields) const noexcept 
     std::fprintf(stderr, "[rank %d] hanglab: trace write failed (%s); later trace lines may be lost\n",
                  rank_, n < 0 ? std::strerror(err) : "short write");
     std::fflush(stderr);
+  }
+}
+
+StepTimes StepTimes::from_env(int rank) {
+  StepTimes st;
+  const char* path = std::getenv("HANGLAB_STEP_TIMES");
+  if (path == nullptr || *path == '\0') return st;
+  st.path_ = path;
+  const std::string r = std::to_string(rank);
+  for (size_t pos = 0; (pos = st.path_.find("%r", pos)) != std::string::npos; pos += r.size())
+    st.path_.replace(pos, 2, r);
+  st.starts_.reserve(4096);
+  return st;
+}
+
+void StepTimes::begin_step(int step, bool traced) {
+  if (path_.empty()) return;
+  starts_.push_back({step, traced, std::chrono::steady_clock::now()});
+}
+
+void StepTimes::end() {
+  if (!path_.empty()) end_ = std::chrono::steady_clock::now();
+}
+
+void StepTimes::write() const noexcept {
+  if (path_.empty()) return;
+  try {
+    make_parent_dirs(path_);
+    FILE* f = std::fopen(path_.c_str(), "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "hanglab: cannot write HANGLAB_STEP_TIMES %s: %s\n", path_.c_str(), std::strerror(errno));
+      return;
+    }
+    for (size_t i = 0; i < starts_.size(); ++i) {
+      const auto next = i + 1 < starts_.size() ? starts_[i + 1].t : end_;
+      if (next < starts_[i].t) break;  // end() never called: the last step has no end
+      std::fprintf(f, "%d %.3f %d\n", starts_[i].step,
+                   std::chrono::duration<double, std::milli>(next - starts_[i].t).count(), starts_[i].traced ? 1 : 0);
+    }
+    std::fclose(f);
+  } catch (...) {
   }
 }
 

@@ -123,6 +123,73 @@ TEST_CASE("disabled trace when HANGLAB_TRACE is unset", "[trace]") {
   hb.stop();
 }
 
+TEST_CASE("HANGLAB_TRACE_OFF switches the trace off; \"0\" or empty leaves it on", "[trace]") {
+  const std::string path = temp_path("off.jsonl");
+  ::setenv("HANGLAB_TRACE", path.c_str(), 1);
+  ::setenv("HANGLAB_TRACE_OFF", "1", 1);
+  CHECK(hanglab::trace_switched_off());
+  {
+    Trace trace = Trace::from_env(0);
+    CHECK_FALSE(trace.enabled());
+    trace.emit("step", {{"step", 1}});
+  }
+  CHECK_FALSE(std::ifstream(path).good());
+  for (const char* on : {"0", "", "ab"}) {
+    ::setenv("HANGLAB_TRACE_OFF", on, 1);
+    CHECK_FALSE(hanglab::trace_switched_off());
+    CHECK(hanglab::trace_alternating() == (std::string(on) == "ab"));
+    CHECK(Trace::from_env(0).enabled());
+  }
+  ::unsetenv("HANGLAB_TRACE_OFF");
+  ::unsetenv("HANGLAB_TRACE");
+}
+
+TEST_CASE("a paused trace writes nothing; the ABBA rule of HANGLAB_TRACE_OFF=ab", "[trace]") {
+  const std::string path = temp_path("paused.jsonl");
+  Trace trace(path, 0);
+  trace.emit("step", {{"step", 1}});
+  trace.pause(true);
+  trace.emit("step", {{"step", 2}});
+  trace.pause(false);
+  trace.emit("step", {{"step", 3}});
+  const auto events = parse_all(path);
+  REQUIRE(events.size() == 2);
+  CHECK(events[1]["step"] == 3);
+  std::vector<int> traced;
+  for (int s = 1; s <= 8; ++s)
+    if (hanglab::trace_step_traced(s)) traced.push_back(s);
+  CHECK(traced == std::vector<int>{1, 4, 5, 8});
+}
+
+TEST_CASE("StepTimes writes each step's start-to-next-start time, with %r as the rank", "[trace]") {
+  const std::string path = temp_path("steps.%r.txt");
+  ::setenv("HANGLAB_STEP_TIMES", path.c_str(), 1);
+  hanglab::StepTimes st = hanglab::StepTimes::from_env(3);
+  ::unsetenv("HANGLAB_STEP_TIMES");
+  REQUIRE(st.enabled());
+  for (int s = 1; s <= 3; ++s) {
+    st.begin_step(s, s != 2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  st.end();
+  st.write();
+  std::string want = path;
+  want.replace(want.find("%r"), 2, "3");
+  std::ifstream in(want);
+  REQUIRE(in.good());
+  int step = 0, n = 0, traced = 0;
+  double ms = 0;
+  while (in >> step >> ms >> traced) {
+    ++n;
+    CHECK(step == n);
+    CHECK(traced == (n != 2 ? 1 : 0));
+    CHECK(ms >= 19.5);
+    CHECK(ms < 500);
+  }
+  CHECK(n == 3);
+  CHECK_FALSE(hanglab::StepTimes().enabled());
+}
+
 TEST_CASE("from_env opens HANGLAB_TRACE and fails loudly on a bad path", "[trace]") {
   const std::string path = temp_path("env.jsonl");
   ::setenv("HANGLAB_TRACE", path.c_str(), 1);

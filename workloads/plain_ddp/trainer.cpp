@@ -784,7 +784,8 @@ int workload_main(int argc, char** argv, const BackendSpec& spec) {
   Trace trace;
   const std::string trace_pattern = env_str("HANGLAB_TRACE");
   try {
-    if (!trace_pattern.empty()) trace = Trace(trace_path_for_rank(trace_pattern, env.rank), env.rank);
+    if (!trace_pattern.empty() && !trace_switched_off())
+      trace = Trace(trace_path_for_rank(trace_pattern, env.rank), env.rank);
   } catch (const std::exception& e) {
     log_error("ERROR (usage) in startup at step 0: cannot open HANGLAB_TRACE: %s", e.what());
     return kExitUsage;

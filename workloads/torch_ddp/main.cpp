@@ -655,6 +655,9 @@ class Trainer {
     build_model();
     prepare_data();
     train_loop();
+    if (g_trace != nullptr) g_trace->pause(false);
+    step_times_.end();
+    step_times_.write();  // HANGLAB_STEP_TIMES (trace.hpp), for `hanglab bench`
     stop_loader();  // the epoch iterator is done: its workers exit, as PyTorch's do
     after_loop();
     // The parameter checksum is equal on every rank exactly when gradient sync kept the
@@ -771,6 +774,9 @@ class Trainer {
       for (const auto& batch : batches) {
         if (last_step_ == o_.steps) break;
         const int step = last_step_ + 1;
+        const bool traced = !trace_ab_ || trace_step_traced(step);
+        if (trace_ab_ && g_trace != nullptr) g_trace->pause(!traced);  // HANGLAB_TRACE_OFF=ab
+        step_times_.begin_step(step, traced);
         hooks_.begin_step(step, unix_time_now());
         if (hooks_.sampler_exhausted(step)) {
           report_fault(HookKind::kUnevenBatches, step,
@@ -1051,6 +1057,8 @@ class Trainer {
   std::unique_ptr<ShmLoader> loader_;
   int epochs_ = 1;
   int last_step_ = 0;
+  StepTimes step_times_ = StepTimes::from_env(env_.rank);
+  const bool trace_ab_ = trace_alternating();
   double last_loss_ = std::nan("");
   bool first_grad_collective_ = true;
   std::vector<std::unique_ptr<char[]>> ballast_;
