@@ -12,6 +12,9 @@ jobs=$(nproc 2>/dev/null || echo 2)
 rc=0
 (cd build && ctest --output-on-failure -j"$jobs" "$@") || rc=$?
 
+# Plain-log triage under libFuzzer + ASan + UBSan for a bounded time (clang, build-fuzz/).
+bash ci/fuzz.sh "${HANGLAB_FUZZ_SECONDS:-60}" || rc=$?
+
 echo "ci/test.sh: unit tests under ASan+UBSan (build-asan)"
 t0=$(date +%s)
 bash ci/build.sh build-asan -DHANGLAB_SANITIZE=address,undefined -DHANGLAB_WITH_TORCH=OFF
