@@ -86,6 +86,9 @@ std::string render_bench_text(const json& j) {
     o += fmt::format("  ratio {:.4f} ({:+.2f} %), 90 % interval {:.4f}-{:.4f}; goal < {:.0f} %: {}\n", num(t, "ratio"),
                      num(t, "overhead_pct"), t["ci90"][0].get<double>(), t["ci90"][1].get<double>(),
                      100 * num(t, "goal_fraction", 0.01), t.value("goal", "-"));
+    o += fmt::format("  trace writer alone: {:.1f} us per event (emit() timed in-process) x {:.1f} events per traced step = "
+                     "{:.3f} % of an untraced step\n",
+                     num(t, "emit_us"), num(t, "events_per_step"), num(t, "writer_pct"));
     std::string pairs;
     for (const auto& p : arr(t, "runs")) pairs += fmt::format(" {:.4f}", num(p, "ratio"));
     o += "  per run (traced/untraced median):" + pairs + "\n";
@@ -292,6 +295,9 @@ std::string render_bench_html(const json& j) {
                      num(t, "overhead_pct"), t["ci90"][0].get<double>(), t["ci90"][1].get<double>(),
                      100 * num(t, "goal_fraction", 0.01), goal == "met" ? "met" : goal == "missed" ? "missed" : "not",
                      html_escape(goal));
+    h += fmt::format("<p>The trace writer alone: {:.1f} &micro;s per event (emit() timed in-process) &times; {:.1f} "
+                     "events per traced step = <b>{:.3f} %</b> of an untraced step.</p>",
+                     num(t, "emit_us"), num(t, "events_per_step"), num(t, "writer_pct"));
     bars.clear();
     int i = 0;
     for (const auto& p : arr(t, "runs")) {
