@@ -21,6 +21,7 @@
 #include "report/run_report.hpp"
 #include "run/runner.hpp"
 #include "run/supervisor.hpp"
+#include "trace.hpp"  // workloads/common: the ranks' trace writer, timed in-process below
 #include "util.hpp"
 #include "validate/validate.hpp"
 
@@ -297,6 +298,44 @@ json Bench::detectors() {
   return {{"detectors", dets}, {"verdicts", verdicts}};
 }
 
+// The trace writer alone: microseconds per emit() of a collective-sized event onto a file in
+// `dir` (one write(2) each, as in a rank), the median of 5 rounds of 4,000.
+double emit_cost_us(const fs::path& dir) {
+  const fs::path f = dir / "emit_cost.jsonl";
+  std::vector<double> rounds;
+  for (int round = 0; round < 5; ++round) {
+    std::error_code ec;
+    fs::remove(f, ec);
+    Trace trace(f.string(), 0);
+    const int n = 4000;
+    const double t0 = mono_now();
+    for (int i = 0; i < n; ++i)
+      trace.emit("coll", {{"edge", i % 2 ? "end" : "begin"}, {"seq", i}, {"op", "allreduce"}, {"numel", 4160},
+                          {"step", i / 16}});
+    rounds.push_back((mono_now() - t0) / n * 1e6);
+  }
+  std::error_code ec;
+  fs::remove(f, ec);
+  return median_of(rounds);
+}
+
+// Trace lines a traced step writes: rank 0's non-heartbeat events of steps after the first
+// quad, per traced step.
+double events_per_traced_step(const fs::path& run_dir, int first_step) {
+  std::ifstream in(run_dir / "ranks" / "0" / "events.jsonl");
+  std::set<int> steps;
+  size_t events = 0;
+  for (std::string line; std::getline(in, line);) {
+    const json ev = json::parse(line, nullptr, false);
+    if (!ev.is_object() || ev.value("ev", "") == "hb" || !ev.contains("step") || !ev["step"].is_number_integer()) continue;
+    const int s = ev["step"].get<int>();
+    if (s < first_step) continue;
+    steps.insert(s);
+    ++events;
+  }
+  return steps.empty() ? 0 : static_cast<double>(events) / static_cast<double>(steps.size());
+}
+
 // A healthy torch_ddp scenario, written to <out>/scenarios/ so the runs can be repeated.
 std::string healthy_toml(const std::string& name, int ranks, int steps, int step_ms, const std::string& env,
                          double init_s) {
@@ -337,6 +376,7 @@ json Bench::trace_overhead() {
   const int steps = o_.quick ? 120 : 400, step_ms = 20, ranks = 2, skip = 4;
   std::vector<std::vector<double>> on_quads, off_quads;  // per ABBA quad: its two steps of each arm
   json run_list = json::array();
+  double events_per_step = 0;
   for (int k = 0; k < runs && !interrupted(); ++k) {
     const std::string name = fmt::format("trace_ab_{}", k + 1);
     const fs::path times = fs::absolute(o_.out / "trace_ab" / (name + ".rank%r.txt"));
@@ -363,6 +403,7 @@ json Bench::trace_overhead() {
                                     r.facts.outcome));
       continue;
     }
+    events_per_step = events_per_traced_step(r.run_dir, skip + 1);
     for (auto& [i, q] : quads) {
       if (q.first.empty() || q.second.empty()) continue;
       on_quads.push_back(q.first);
@@ -388,6 +429,12 @@ json Bench::trace_overhead() {
   j["ci90"] = {e.lo, e.hi};
   j["overhead_pct"] = (e.ratio - 1) * 100;
   j["overhead_us_per_step"] = (median_of(all_on) - median_of(all_off)) * 1000;
+  // The writer's own cost, precise where the step-time A/B is noisy: emit() timed here,
+  // times the lines a traced step writes, against the untraced median step.
+  const double us = emit_cost_us(o_.out / "trace_ab");
+  j["emit_us"] = us;
+  j["events_per_step"] = events_per_step;
+  j["writer_pct"] = 100 * us * events_per_step / 1000 / std::max(1e-9, median_of(all_off));
   j["goal"] = goal_verdict(e, 0.01);
   return j;
 }

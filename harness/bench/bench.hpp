@@ -21,7 +21,9 @@
 //                  traced, 4k+2, 4k+3 not), so both arms share the machine's drift; step
 //                  times from HANGLAB_STEP_TIMES (in memory, the same for both arms); ratio
 //                  of the median step times with a 90 % paired bootstrap interval (ABBA
-//                  quads, then steps, resampled), against the goal < 1 %.
+//                  quads, then steps, resampled), against the goal < 1 %. Beside it, the
+//                  writer alone: Trace::emit() timed in-process (us per event) x the lines
+//                  a traced step writes, as a share of the untraced step.
 //   cpu_share      a healthy torch_ddp run at 16, 32 and 64 ranks: the hanglab process's
 //                  own CPU (getrusage RUSAGE_SELF) while supervising, vs the ranks'
 //                  (RUSAGE_CHILDREN) and the wall time.

@@ -127,6 +127,8 @@ std::vector<std::string> check_bench_json(const json& j) {
     const json& t = j["trace_overhead"];
     const double ratio = t["ratio"].get<double>();
     if (!(ratio > 0.5 && ratio < 2)) p.push_back(fmt::format("bench.json: trace_overhead: ratio {} is not plausible", ratio));
+    if (!positive(t, "emit_us") || !positive(t, "events_per_step") || !positive(t, "writer_pct"))
+      p.push_back("bench.json: trace_overhead: no trace writer cost");
     if (!t.contains("ci90") || !t["ci90"].is_array() || t["ci90"].size() != 2 || t["ci90"][0].get<double>() > ratio ||
         t["ci90"][1].get<double>() < ratio)
       p.push_back("bench.json: trace_overhead: the interval does not contain the ratio");

@@ -52,7 +52,8 @@ json canned() {
     ],
     "trace_overhead": {"workload": "torch_ddp", "design": "in-run ABBA", "runs": [{"on_ms": 21.1, "off_ms": 21.0, "ratio": 1.0048, "steps": 116}],
       "goal_fraction": 0.01, "median_on_ms": 21.1, "median_off_ms": 21.0, "steps_on": 27, "steps_off": 27,
-      "ratio": 1.0048, "ci90": [0.99, 1.02], "overhead_pct": 0.48, "goal": "not shown"},
+      "ratio": 1.0048, "ci90": [0.99, 1.02], "overhead_pct": 0.48, "goal": "not shown",
+      "overhead_us_per_step": 100, "emit_us": 4.2, "events_per_step": 14, "writer_pct": 0.28},
     "cpu_share": [{"ranks": 16, "steps": 8, "step_ms": 50, "wall_s": 12.0, "harness_cpu_s": 0.4, "triage_cpu_s": 0.1,
       "ranks_cpu_s": 20.0, "harness_share": 0.0196, "harness_core_pct": 3.3, "cpus": 2}],
     "triage": [{"ranks": 1024, "steps": 100, "files": 1024, "bytes": 7000000, "lines": 106493, "generate_s": 0.3,
@@ -141,7 +142,7 @@ TEST_CASE("bench text and HTML carry every figure; the page is self-contained", 
   const json j = canned();
   const std::string text = render_bench_text(j);
   for (const char* want : {"exit_monitor", "1.050x", "collective_s 2.00 s", "ratio 1.0048", "goal < 1 %: not shown",
-                           "1.96%", "1024", "60.5"})
+                           "1.96%", "1024", "60.5", "4.2 us per event", "0.280 %"})
     CHECK(text.find(want) != std::string::npos);
   const std::string html = render_bench_html(j);
   CHECK(html.find("<svg") != std::string::npos);

@@ -38,6 +38,7 @@ need(crash and 0 < crash[0]["to_verdict_s"]["median"] < 30, "crash verdict laten
 t = j["trace_overhead"]
 need(0.5 < t["ratio"] < 2 and t["ci90"][0] <= t["ratio"] <= t["ci90"][1], "trace overhead ratio and interval")
 need(t["goal"] in ("met", "missed", "not shown"), "trace overhead goal verdict")
+need(0 < t["emit_us"] < 1000 and 5 <= t["events_per_step"] <= 100 and t["writer_pct"] > 0, "trace writer cost")
 need(len(j["cpu_share"]) >= 1 and all(0 < c["harness_share"] < 1 and c["ranks"] >= 16 for c in j["cpu_share"]), "cpu share")
 need(len(j["triage"]) >= 1 and all(x["ok"] and x["wall_s"] > 0 and x["peak_rss_mb"] > 0 for x in j["triage"]), "triage")
 need(j["errors"] == [], "errors: %s" % j["errors"])
