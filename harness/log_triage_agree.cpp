@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
     const bool init_gap = !same && logs["missing_ranks"].empty() && full["category"] == logs["category"] &&
                           full.value("phase", std::string()) == "init" && logs.value("phase", std::string()) == "init";
     const bool undecidable = init_gap || (!same && logs["missing_ranks"].empty() && says_undecidable &&
-                                          ((lcause == "slowdown" && full["category"] == logs["category"]) ||
+                                          (full["category"] == logs["category"] ||
                                            (lcause == "no_error_logged" && logs["category"] == "unknown")));
     const std::string a = full["category"].get<std::string>() + "/" + full["cause"].get<std::string>() + " " +
                           ranks_text(full["missing_ranks"]);

@@ -1498,7 +1498,7 @@ class LogAnalyzer {
     set_first_unblamed(f);
     add_evidence(ref(*a.ev), fmt::format("rank {}: {} SeqNum={} NumelIn={}", a.rank, a.op, a.seq, a.numel_in));
     add_evidence(ref(*b.ev), fmt::format("rank {}: {} SeqNum={} NumelIn={}", b.rank, b.op, b.seq, b.numel_in));
-    note("the ranks ran different collectives, but which side is the odd one is not provable from these logs: the "
+    note("the ranks ran different collectives, but which side is the odd one is undecidable from these logs: the "
          "sides are the same size, or ranks that did not report could be on either side");
     r_.summary = fmt::format("collective_mismatch ({}): {}; which side diverged is not in these logs", r_.cause,
                              f.what);
