@@ -22,6 +22,7 @@
 #include "run/runner.hpp"
 #include "run/supervisor.hpp"
 #include "trace.hpp"  // workloads/common: the ranks' trace writer, timed in-process below
+#include "run/workloads.hpp"
 #include "util.hpp"
 #include "validate/validate.hpp"
 
@@ -31,17 +32,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// scenarios/ of the working directory (the repository root), else of the source tree
-// this hanglab was built from.
-fs::path scenarios_dir() {
-  std::error_code ec;
-  if (fs::is_directory("scenarios", ec)) return "scenarios";
-#ifdef HANGLAB_DEFAULT_SCENARIOS_DIR
-  if (fs::is_directory(HANGLAB_DEFAULT_SCENARIOS_DIR, ec)) return HANGLAB_DEFAULT_SCENARIOS_DIR;
-#endif
-  return "scenarios";
-}
 
 double tv_s(const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; }
 
@@ -216,7 +206,7 @@ RunResult Bench::run_one(PreparedScenario& ps, const std::string& section, const
 }
 
 json Bench::detectors() {
-  const fs::path sdir = scenarios_dir();
+  const fs::path sdir = default_scenarios_dir();
   std::optional<Timeouts> quick_t;
   if (o_.quick) {
     Timeouts t;

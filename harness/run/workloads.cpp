@@ -105,6 +105,15 @@ LoadOptions make_load_options() {
   return o;
 }
 
+fs::path default_scenarios_dir() {
+  std::error_code ec;
+  if (fs::is_directory("scenarios", ec)) return "scenarios";
+#ifdef HANGLAB_DEFAULT_SCENARIOS_DIR
+  if (fs::is_directory(HANGLAB_DEFAULT_SCENARIOS_DIR, ec)) return HANGLAB_DEFAULT_SCENARIOS_DIR;
+#endif
+  return "scenarios";
+}
+
 namespace {
 
 ConfigError error_at(const SourcePos& p, const Scenario& sc, const std::string& key, const std::string& msg) {

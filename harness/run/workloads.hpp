@@ -36,6 +36,10 @@ std::vector<std::string> workload_argv(const Scenario& sc);
 // LoadOptions filled from the workload and injector registries.
 LoadOptions make_load_options();
 
+// scenarios/ of the working directory (the repository root), else of the source tree
+// this hanglab was built from (validate's and bench's default scenarios).
+std::filesystem::path default_scenarios_dir();
+
 // Usage errors the file alone cannot show, checked after loading and before anything runs
 // (ConfigError, exit 2, at the key's file:line:col): a command whose program is not there
 // or not executable, a script the interpreter would not find or could not read, a topology

@@ -15,6 +15,7 @@
 #include "report/progress.hpp"
 #include "report/run_report.hpp"
 #include "run/runner.hpp"
+#include "run/workloads.hpp"
 #include "util.hpp"
 #include "validate/validate.hpp"
 
@@ -29,17 +30,6 @@ const std::vector<std::string>& default_validate_faults() {
 }
 
 namespace {
-
-// scenarios/ of the working directory (the repository root), else of the source tree
-// this hanglab was built from.
-fs::path scenarios_dir() {
-  std::error_code ec;
-  if (fs::is_directory("scenarios", ec)) return "scenarios";
-#ifdef HANGLAB_DEFAULT_SCENARIOS_DIR
-  if (fs::is_directory(HANGLAB_DEFAULT_SCENARIOS_DIR, ec)) return HANGLAB_DEFAULT_SCENARIOS_DIR;
-#endif
-  return "scenarios";
-}
 
 struct Planned {
   fs::path file;
@@ -76,7 +66,7 @@ class Validator {
 };
 
 void Validator::plan() {
-  const fs::path sdir = scenarios_dir();
+  const fs::path sdir = default_scenarios_dir();
   std::vector<std::string> baseline = o_.baseline;
   if (baseline.empty()) baseline.push_back((sdir / "validate").string());
   std::vector<fs::path> fault_files;
