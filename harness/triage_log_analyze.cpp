@@ -1917,6 +1917,18 @@ class LogAnalyzer {
       if (f == dead_peer) break;
       if (f->rank != dead_peer->rank && f->role != Role::kInfo && f->role != Role::kTeardown) return nullptr;
     }
+    // The rank that times out closes its connections the moment its deadline passes, but
+    // logs its timeout only once the exception has reached the program: that line can
+    // come after the echo it caused (24 ms seen under load). A death brings no peer's
+    // collective timeout with it: the peers in the same collective see the closed
+    // connection, and any timeout comes a whole collective timeout later.
+    if (dead_peer->has_t) {
+      for (const Fail* f : all_fails()) {
+        if (f->rank == dead_peer->rank || !f->ev || !f->has_t) continue;
+        const bool timeout = f->ev->kind == LogKind::kGlooTimeout || f->ev->kind == LogKind::kWatchdogTimeout;
+        if (timeout && f->t >= dead_peer->t && f->t <= dead_peer->t + kSkewS) return nullptr;
+      }
+    }
     return dead_peer;
   }
 
@@ -2025,7 +2037,11 @@ class LogAnalyzer {
       if (!first || (rep.ev->has_t && (!first->ev->has_t || rep.ev->t < first->ev->t))) first = &rep;
     }
     const double t_first = first && first->ev->has_t ? first->ev->t : 0;
-    const bool gloo = first && (first->ev->kind == LogKind::kGlooTimeout);
+    // Gloo's timeout among the reports (not necessarily the first line: the closed
+    // connections a timing-out rank causes may be logged before its own timeout).
+    bool gloo = false;
+    for (const auto& rep : reports_)
+      gloo = gloo || (rep.pg == main_pg_ && rep.seq == stuck_seq_ && rep.ev && rep.ev->kind == LogKind::kGlooTimeout);
     const bool dead_peer_seen = dead_peer_echo() != nullptr;
     // Desync reports name lagging ranks.
     std::set<int> desync;
