@@ -1626,18 +1626,31 @@ class Analyzer {
       if (f.o->steps.size() >= 2 && !frozen_.count(f.rank)) busy.emplace_back(f.rank, f.busy_ms);
     }
     if (busy.size() < 2) return;
+    std::vector<std::pair<int, double>> ratio;  // candidates: rank -> compute / median of the others
     for (const auto& [rank, ms] : busy) {
       std::vector<double> others;
       for (const auto& [r2, ms2] : busy) {
         if (r2 != rank) others.push_back(ms2);
       }
       const double med = median(others);
-      if (med > 0 && ms >= kSlowRatio * med) {
-        slow_.insert(rank);
-        if (slow_detail_.empty()) {
-          slow_detail_ = fmt::format("{:.1f}x: {:.0f} ms of compute per step vs {:.0f} ms median of the others",
-                                     ms / med, ms, med);
-        }
+      if (med > 0 && ms >= kSlowRatio * med) ratio.emplace_back(rank, ms / med);
+    }
+    // The ranks that pace the job are those comparable to the slowest one. On a shared
+    // host a rank that merely clears kSlowRatio while another is several times slower
+    // (rank 3 at 2.1x beside a storage-starved rank 1 at 6.4x, from CPU contention with
+    // it) is not a second straggler: keep only ranks within kSlowRatio of the worst.
+    double worst = 0;
+    for (const auto& [rank, x] : ratio) worst = std::max(worst, x);
+    for (const auto& [rank, x] : ratio) {
+      if (x * kSlowRatio < worst) continue;
+      slow_.insert(rank);
+      if (slow_detail_.empty()) {
+        double ms = 0, med = 0;
+        for (const auto& [r2, ms2] : busy)
+          if (r2 == rank) ms = ms2;
+        med = ms / x;
+        slow_detail_ = fmt::format("{:.1f}x: {:.0f} ms of compute per step vs {:.0f} ms median of the others", x, ms,
+                                   med);
       }
     }
     if (slow_detail_.empty()) slow_detail_ = "-";

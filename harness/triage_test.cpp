@@ -239,6 +239,22 @@ TEST_CASE("slow: rank 1 computes 3x slower, every rank completes", "[triage]") {
   check_evidence_refs("slow", r);
 }
 
+TEST_CASE("slow: a rank merely over 2x beside a 6x straggler is contention, not a second straggler", "[triage]") {
+  const auto r = triage("slow_contention");
+  CHECK(r.category == "straggler");
+  CHECK(r.cause == "slow_rank");
+  CHECK(r.missing_ranks == std::vector<int>{1});
+  CHECK(r.per_rank[3].busy_step_ms > 2.0 * r.per_rank[0].busy_step_ms);  // over the 2x line on its own
+  CHECK(r.per_rank[3].liveness == "completed");
+}
+
+TEST_CASE("slow: two ranks equally slow are both named", "[triage]") {
+  const auto r = triage("slow_pair");
+  CHECK(r.category == "straggler");
+  CHECK(r.missing_ranks == std::vector<int>{1, 2});
+  CHECK(liveness(r) == std::vector<std::string>{"completed", "slow", "slow", "completed"});
+}
+
 TEST_CASE("healthy is not slow: the checkpoint time of rank 0 is no straggler", "[triage]") {
   const auto r = triage("healthy");
   for (const auto& t : r.per_rank) CHECK(t.liveness != "slow");

@@ -601,6 +601,20 @@ def slow():
     build("slow", cfg, {1: {"step_ms": 750}}, lambda sim: finish_all_exited(sim, "completed"))
 
 
+def slow_contention():
+    cfg = cfg_for("slow_contention", "rank 1 computes 6x slower (starved storage); rank 3 2.2x (CPU contention beside it).",
+                  "triage names rank 1 alone: rank 3 is not comparable to the rank that paces the job.",
+                  faults='\n[[fault]]\nkind = "slow_storage"\nranks = [1]\n')
+    build("slow_contention", cfg, {1: {"step_ms": 1500}, 3: {"step_ms": 550}}, lambda sim: finish_all_exited(sim, "completed"))
+
+
+def slow_pair():
+    cfg = cfg_for("slow_pair", "ranks 1 and 2 both compute 3x slower (two throttled ranks).",
+                  "triage names ranks 1 and 2.",
+                  faults='\n[[fault]]\nkind = "cpu_throttle"\nranks = [1, 2]\nfactor = 3.0\n')
+    build("slow_pair", cfg, {1: {"step_ms": 750}, 2: {"step_ms": 800}}, lambda sim: finish_all_exited(sim, "completed"))
+
+
 def killed():
     cfg = cfg_for("killed", "rank 2 is SIGKILLed during step 6 (OOM-killer stand-in, no OOM evidence).",
                   "peers fail with Connection closed; exit_monitor names rank 2.",
@@ -839,6 +853,8 @@ def late_rank():
 def main():
     healthy()
     slow()
+    slow_contention()
+    slow_pair()
     killed()
     truncated()
     skip_collective()
