@@ -6,7 +6,7 @@
 #   triage_log_patterns.cpp the line pattern table (pattern -> event, cause, example line)
 #   triage_logs.cpp         log files -> LogCorpus (threads, streaming), triage_logs/triage_paths
 #   triage_log_analyze.cpp  LogCorpus -> TriageResult
-add_library(hanglab_triage STATIC
+set(HANGLAB_TRIAGE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/triage_input.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/triage.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/triage_text.cpp
@@ -15,6 +15,7 @@ add_library(hanglab_triage STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/triage_logs.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_analyze.cpp
 )
+add_library(hanglab_triage STATIC ${HANGLAB_TRIAGE_SOURCES})
 find_package(Threads REQUIRED)
 target_link_libraries(hanglab_triage PUBLIC Threads::Threads)
 target_link_libraries(hanglab_triage PUBLIC hanglab_headers hanglab_util)
@@ -69,11 +70,8 @@ if(HANGLAB_FUZZ)
     message(FATAL_ERROR "HANGLAB_FUZZ needs clang (CMAKE_CXX_COMPILER=clang++)")
   endif()
   set(_fuzz_flags -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
-  add_library(hanglab_triage_fuzz STATIC
-    ${CMAKE_CURRENT_SOURCE_DIR}/triage_input.cpp ${CMAKE_CURRENT_SOURCE_DIR}/triage.cpp
-    ${CMAKE_CURRENT_SOURCE_DIR}/triage_text.cpp ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_parse.cpp
-    ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_patterns.cpp
-    ${CMAKE_CURRENT_SOURCE_DIR}/triage_logs.cpp ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_analyze.cpp)
+  # The same sources as hanglab_triage (and util.cpp below them), instrumented.
+  add_library(hanglab_triage_fuzz STATIC ${HANGLAB_TRIAGE_SOURCES} ${CMAKE_CURRENT_SOURCE_DIR}/util.cpp)
   target_compile_options(hanglab_triage_fuzz PRIVATE ${_fuzz_flags})
   target_link_libraries(hanglab_triage_fuzz PUBLIC hanglab_headers Threads::Threads)
   add_executable(triage_fuzz ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/triage_fuzz.cpp)
