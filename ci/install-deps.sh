@@ -14,6 +14,7 @@ PACKAGES=(
   chromium                            # e2e.html: report.html in a real (headless) browser
   libopenmpi-dev openmpi-bin          # mpi_ddp workload and the mpirun launcher
   python3-torch python3-pip           # workloads/python_ddp (bring-your-own DDP script), py-spy below
+  python3-venv                        # the project venv (.venv): torch 2.x from PyPI, below
 )
 
 missing=()
@@ -39,4 +40,22 @@ if ! /usr/bin/python3 -m pip show -q py-spy > /dev/null 2>&1; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO /usr/bin/python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
     --break-system-packages py-spy > /tmp/hanglab-pip.log 2>&1 || { tail -20 /tmp/hanglab-pip.log; exit 1; }
+fi
+
+# The project venv (.venv at the repository root): a pinned torch from PyPI. It ships
+# LibTorch 2.x for the C++ workloads (headers, libraries, share/cmake/Torch; C++20),
+# torchrun and torchfrtrace, with the CUDA runtime and NCCL wheels, so the same build
+# serves GPU runners. pip's cache (~/.cache/pip) makes a second clone's install cheap.
+HANGLAB_TORCH_VERSION=${HANGLAB_TORCH_VERSION:-2.15.0}
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="$root/.venv"
+if ! "$venv/bin/python" - "$HANGLAB_TORCH_VERSION" > /dev/null 2>&1 <<'PY'
+import sys, torch, numpy
+sys.exit(0 if torch.__version__.split("+")[0] == sys.argv[1] else 1)
+PY
+then
+  echo "ci/install-deps.sh: installing torch==$HANGLAB_TORCH_VERSION into $venv (pip, ~5 GB with CUDA and NCCL wheels)"
+  [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "torch==$HANGLAB_TORCH_VERSION" numpy py-spy \
+    > /tmp/hanglab-pip-torch.log 2>&1 || { tail -20 /tmp/hanglab-pip-torch.log; exit 1; }
 fi
