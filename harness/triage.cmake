@@ -10,10 +10,10 @@ set(HANGLAB_TRIAGE_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/triage_input.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/triage.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/triage_text.cpp
-  ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_parse.cpp
-  ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_patterns.cpp
-  ${CMAKE_CURRENT_SOURCE_DIR}/triage_logs.cpp
-  ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_analyze.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/triage/logs/parse.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/triage/logs/patterns.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/triage/logs/reader.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/triage/logs/analyze.cpp
 )
 add_library(hanglab_triage STATIC ${HANGLAB_TRIAGE_SOURCES})
 find_package(Threads REQUIRED)
@@ -25,12 +25,12 @@ hanglab_unit_test(triage_test ${CMAKE_CURRENT_SOURCE_DIR}/triage_test.cpp hangla
 
 # The plain-log scanner is the hot path of triage on 16k-rank logs: -O2 whatever the
 # build type's default (-O1 in RelWithDebInfo here).
-set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/triage_log_parse.cpp ${CMAKE_CURRENT_SOURCE_DIR}/triage_logs.cpp
+set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/triage/logs/parse.cpp ${CMAKE_CURRENT_SOURCE_DIR}/triage/logs/reader.cpp
                             PROPERTIES COMPILE_OPTIONS -O2)
 
 # Plain-log triage: the line parser on every format, and the incident corpus in
 # harness/testdata/logs/<case>/ (logs + expected.json, see make_log_fixtures.py there).
-hanglab_unit_test(triage_log_test ${CMAKE_CURRENT_SOURCE_DIR}/triage_log_test.cpp hanglab_triage)
+hanglab_unit_test(triage_log_test ${CMAKE_CURRENT_SOURCE_DIR}/triage/logs/logs_test.cpp hanglab_triage)
 
 # e2e.log_triage_agrees: every scenario's newest run under <build>/test-results/ (written
 # by the scenario.* tests of core.cmake) is triaged from its trace and from its

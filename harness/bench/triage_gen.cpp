@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "triage.hpp"
-#include "triage_logs.hpp"
+#include "triage/logs/reader.hpp"
 #include "util.hpp"
 
 namespace hanglab {

@@ -18,7 +18,7 @@
 
 #include "run/state.hpp"
 #include "run/proc_exit.hpp"
-#include "triage_log_parse.hpp"
+#include "triage/logs/parse.hpp"
 
 extern char** environ;
 

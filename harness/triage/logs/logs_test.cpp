@@ -12,9 +12,9 @@
 #include <sstream>
 
 #include "triage.hpp"
-#include "triage_log_parse.hpp"
-#include "triage_log_patterns.hpp"
-#include "triage_logs.hpp"
+#include "triage/logs/parse.hpp"
+#include "triage/logs/patterns.hpp"
+#include "triage/logs/reader.hpp"
 
 namespace fs = std::filesystem;
 using namespace hanglab;

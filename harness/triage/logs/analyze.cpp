@@ -31,7 +31,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "triage_logs.hpp"
+#include "triage/logs/reader.hpp"
 #include "util.hpp"
 
 namespace hanglab {

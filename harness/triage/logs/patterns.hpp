@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "triage_log_parse.hpp"
+#include "triage/logs/parse.hpp"
 
 namespace hanglab {
 

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "triage.hpp"
-#include "triage_log_parse.hpp"
+#include "triage/logs/parse.hpp"
 
 namespace hanglab {
 

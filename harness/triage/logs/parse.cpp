@@ -3,8 +3,8 @@
 // outermost first (the collector's clock before the process' own), and message kinds
 // are tested most specific first (a DistBackendError whose text is a watchdog timeout
 // is an echo, not a generic exception).
-#include "triage_log_parse.hpp"
-#include "triage_log_patterns.hpp"
+#include "triage/logs/parse.hpp"
+#include "triage/logs/patterns.hpp"
 
 #include <algorithm>
 #include <cmath>

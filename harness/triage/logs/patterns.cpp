@@ -1,6 +1,6 @@
 // The line pattern table (see triage_log_patterns.hpp). Each entry was written for a line
 // of a real incident log; the case that shows it is named in the comment above it.
-#include "triage_log_patterns.hpp"
+#include "triage/logs/patterns.hpp"
 
 #include <string>
 

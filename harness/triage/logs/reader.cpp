@@ -4,7 +4,7 @@
 // last stamped line of the same file, marked inexact), the rank of continuation lines,
 // torchrun's failure summary and Open MPI's exit block, and the bounded per-rank step
 // history.
-#include "triage_logs.hpp"
+#include "triage/logs/reader.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
