@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes plain-log triage (harness/fuzz/triage_fuzz.cpp: reader + analyzer) with libFuzzer,
+# Fuzzes plain-log triage (harness/triage/triage_fuzz.cpp: reader + analyzer) with libFuzzer,
 # ASan and UBSan for a bounded time, seeded from the log corpora. Exits non-zero on any
 # crash, sanitizer report, leak or hang (a crashing input is kept as build-fuzz/crash-*).
 # usage: ci/fuzz.sh [SECONDS]   (default 60)

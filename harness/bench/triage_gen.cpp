@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "triage.hpp"
+#include "triage/triage.hpp"
 #include "triage/logs/reader.hpp"
 #include "util.hpp"
 

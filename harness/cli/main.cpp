@@ -24,7 +24,7 @@
 #include "report/run_report.hpp"
 #include "run/runner.hpp"
 #include "run/state.hpp"
-#include "triage.hpp"
+#include "triage/triage.hpp"
 #include "util.hpp"
 #include "validate/validate_run.hpp"
 #include "bench/bench.hpp"

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run/run_record.hpp"
-#include "triage.hpp"
+#include "triage/triage.hpp"
 #include "util.hpp"
 
 namespace hanglab {

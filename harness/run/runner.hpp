@@ -17,7 +17,7 @@
 #include "injector.hpp"
 #include "scenario/run_facts.hpp"
 #include "scenario/scenario.hpp"
-#include "triage.hpp"
+#include "triage/triage.hpp"
 
 namespace hanglab {
 

@@ -18,7 +18,7 @@
 
 #include "scenario/run_facts.hpp"
 #include "scenario/scenario.hpp"
-#include "triage.hpp"
+#include "triage/triage.hpp"
 
 namespace hanglab {
 

@@ -32,6 +32,7 @@
 #include <unordered_map>
 
 #include "triage/logs/reader.hpp"
+#include "triage/reason/next_steps.hpp"  // upward until LogAnalyzer moves to reason/
 #include "util.hpp"
 
 namespace hanglab {

@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "triage.hpp"
+#include "triage/triage.hpp"
 #include "triage/logs/parse.hpp"
 #include "triage/logs/patterns.hpp"
 #include "triage/logs/reader.hpp"

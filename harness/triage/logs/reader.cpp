@@ -1,10 +1,11 @@
-// Reading plain logs into a LogCorpus (see triage_logs.hpp), and the public entry points
-// triage_logs() / triage_paths(). The per-line work is parse_log_line(); what is done
+// Reading plain logs into a LogCorpus (see reader.hpp; the entry points triage_logs() and
+// triage_paths() are in triage/triage.cpp). The per-line work is parse_log_line(); what is done
 // here is the state that spans lines: the clock of clock-less lines (inherited from the
 // last stamped line of the same file, marked inexact), the rank of continuation lines,
 // torchrun's failure summary and Open MPI's exit block, and the bounded per-rank step
 // history.
 #include "triage/logs/reader.hpp"
+#include "triage/records/run_dir.hpp"  // is_run_dir: --logs-only on a run directory
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -708,38 +709,6 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
     return std::tie(a.file, a.line) < std::tie(b.file, b.line);
   });
   return c;
-}
-
-bool is_run_dir(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir / "ranks", ec)) return false;
-  if (fs::exists(dir / "harness.jsonl", ec)) return true;
-  for (fs::directory_iterator it(dir / "ranks", ec), end; !ec && it != end; it.increment(ec)) {
-    if (fs::exists(it->path() / "events.jsonl", ec)) return true;
-  }
-  return false;
-}
-
-TriageResult triage_logs(const std::vector<fs::path>& paths, const TriageOptions& opts) {
-  if (paths.empty()) throw std::runtime_error("triage: no input paths");
-  const auto inputs = list_log_inputs(paths, opts.logs_only);
-  if (inputs.empty()) {
-    throw std::runtime_error(fmt::format("triage: no log files under {}", paths.front().string()));
-  }
-  const LogCorpus corpus = load_log_corpus(inputs);
-  return analyze_log_corpus(corpus, opts);
-}
-
-TriageResult triage_paths(const std::vector<fs::path>& paths, const TriageOptions& opts) {
-  if (paths.size() == 1 && !opts.logs_only && is_run_dir(paths.front())) {
-    TriageResult r = triage_run_dir(paths.front());
-    if (opts.world_size && *opts.world_size != r.world_size) {
-      r.notes.push_back(fmt::format("--world-size {} ignored: the run record says {}", *opts.world_size,
-                                    r.world_size));
-    }
-    return r;
-  }
-  return triage_logs(paths, opts);
 }
 
 }  // namespace hanglab

@@ -5,7 +5,7 @@
 // failure summary, Open MPI's exit block, continuation lines) and keeps only what the
 // analyzer needs: per rank a bounded step history and its first/last lines, and the
 // notable events (failures, exits, phase markers, world-size statements), each with its
-// file:line. analyze_log_corpus() (triage_log_analyze.cpp) turns that into a
+// file:line. analyze_log_corpus() (analyze.cpp) turns that into a
 // TriageResult. Internal to hanglab_triage; exposed for unit tests and the benchmark.
 //
 // Files are read as streams in fixed-size chunks (memory does not grow with file size)
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "triage.hpp"
+#include "triage/model/result.hpp"
 #include "triage/logs/parse.hpp"
 
 namespace hanglab {

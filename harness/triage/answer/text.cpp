@@ -8,7 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include "triage.hpp"
+#include "triage/answer/answer.hpp"
 #include "util.hpp"
 
 namespace hanglab {

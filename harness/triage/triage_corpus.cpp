@@ -26,7 +26,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "triage.hpp"
+#include "triage/triage.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

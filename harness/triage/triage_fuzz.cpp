@@ -1,5 +1,5 @@
-// libFuzzer target over plain-log triage: the log reader (triage_logs.cpp, line parser
-// triage_log_parse.cpp) and the analyzer (triage_log_analyze.cpp), end to end.
+// libFuzzer target over plain-log triage: the log reader (logs/reader.cpp, line parser
+// logs/parse.cpp, pattern table logs/patterns.cpp) and the analyzer (logs/analyze.cpp), end to end.
 //
 // The input is split into up to four log files at each line "=====" (so the fuzzer can
 // build multi-rank incidents): rank-0.log, rank-1.log, ... or, for the odd-numbered
@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "triage.hpp"
+#include "triage/triage.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,13 +1,13 @@
-// Triage input: the observations in one run directory, parsed but not yet judged.
-// load_run_observations() reads harness.jsonl and every ranks/<r>/ folder (events.jsonl,
-// stdout.log, stderr.log, stack.txt) into plain structs that keep the file:line of each
-// fact, so the analyzer (triage.cpp) can cite its evidence. Internal to hanglab_triage.
+// Triage model, run directories: the observations in one run directory, parsed but not yet
+// judged. records/run_dir.cpp (load_run_observations) reads harness.jsonl and every ranks/<r>/
+// folder (events.jsonl, stdout.log, stderr.log, stack.txt, oom.txt) into these plain structs,
+// which keep the file:line of each fact so the reasoner (reason/run_*.cpp) can cite its
+// evidence. Internal to hanglab_triage.
 //
 // Harness `fault` events are deliberately not kept: they are the injected ground truth,
 // and triage must reach its answer from observations only, as on a real incident.
 #pragma once
 
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -154,16 +154,5 @@ struct RunObservations {
   HarnessObservations harness;
   std::map<int, RankObservations> ranks;  // every ranks/<r>/ folder, plus launched ranks
 };
-
-// Reads a run directory. Per rank: events.jsonl, stdout.log, stderr.log, stack.txt, oom.txt. Throws std::runtime_error
-// when `dir` or `dir`/ranks is not a readable directory; anything inside that is missing or malformed is data.
-RunObservations load_run_observations(const std::filesystem::path& dir);
-
-// Innermost interesting frame of the main thread in a gdb `thread apply all bt` /
-// `bt` output or a py-spy dump; exposed for unit tests.
-std::optional<StackFrameInfo> parse_stack_text(const std::string& text);
-
-// "2026-11-29T09:26:59.123456Z" -> Unix seconds; nullopt when malformed.
-std::optional<double> parse_log_timestamp(const std::string& s);
 
 }  // namespace hanglab

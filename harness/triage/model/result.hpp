@@ -1,21 +1,13 @@
-// Triage: the analyzer. A pure function of a run directory (harness.jsonl, ranks/<r>/
-// events.jsonl, stdout.log, stderr.log, stack.txt) that builds the rank timeline and
-// answers the playbook's four questions. It never looks at the scenario's [[fault]]
-// tables or at harness "fault" events to decide: it must reach its answer from what
-// the ranks and the supervisor observed, as it would on a real incident.
-//
-// The same answer can be built from plain logs alone (triage_logs / triage_paths):
-// per-rank or per-pod files, one combined launcher log, dmesg, in the formats of
-// PyTorch c10d (NCCL watchdog, Gloo, TCPStore), NCCL, torchrun, Slurm, Open MPI and
-// Kubernetes; see triage_logs.hpp and README.md "Triage of real logs".
+// Triage model: the answer every reader and reasoner of triage fills in (harness/triage/):
+// the per-rank timeline (RankTimeline), the collective ranks are stuck in, the first failure
+// and its echoes, the evidence (file:line) and the four answers. A run directory
+// (records/ -> reason/) and plain logs (logs/) both end in a TriageResult; answer/ turns it
+// into triage.json and the text report. The public entry points are in triage/triage.hpp.
 #pragma once
 
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace hanglab {
 
@@ -97,28 +89,5 @@ struct TriageOptions {
   std::optional<int> world_size;  // --world-size: the job's world size when the logs do not state it
   bool logs_only = false;         // --logs-only: judge a run directory from ranks/*/stdout.log, stderr.log alone
 };
-
-// Analyzes a run directory. Throws std::runtime_error only when `dir` is not readable
-// or has no ranks/ folder; missing or truncated files inside are handled as data.
-TriageResult triage_run_dir(const std::filesystem::path& dir);
-
-// Plain logs: `paths` are log files and/or directories of them (searched recursively).
-// Throws std::runtime_error when a path does not exist or no readable file is found.
-TriageResult triage_logs(const std::vector<std::filesystem::path>& paths, const TriageOptions& opts = {});
-
-// The CLI's entry: one hanglab run directory is analysed from its trace (unless
-// opts.logs_only); anything else is triaged as plain logs.
-TriageResult triage_paths(const std::vector<std::filesystem::path>& paths, const TriageOptions& opts = {});
-
-// A hanglab run directory: has ranks/ and harness.jsonl or a ranks/<r>/events.jsonl.
-bool is_run_dir(const std::filesystem::path& dir);
-
-// The playbook's next steps for a verdict (category, cause, missing ranks, phase).
-std::vector<std::string> playbook_next_steps(const TriageResult& r);
-
-nlohmann::json to_json(const TriageResult& r);
-// The human report: the four answers, the per-rank timeline table, first failure,
-// echoes, evidence and next steps.
-std::string render_text(const TriageResult& r);
 
 }  // namespace hanglab

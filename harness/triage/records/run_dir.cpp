@@ -1,4 +1,7 @@
-#include "triage_input.hpp"
+// Triage records: reads a run directory (harness.jsonl, ranks/<r>/events.jsonl, stdout.log,
+// stderr.log, stack.txt, oom.txt) into RunObservations; see run_dir.hpp. The log lines worth
+// citing are tagged with the small needle table below (LogHit), not judged.
+#include "triage/records/run_dir.hpp"
 
 #include <fmt/format.h>
 
@@ -514,6 +517,16 @@ std::optional<StackFrameInfo> parse_stack_text(const std::string& text) {
     return l.rfind("Process ", 0) == 0 || l.find("\"MainThread\"") != std::string::npos || l.rfind("Python v", 0) == 0;
   });
   return py ? parse_py_spy(lines) : parse_gdb(lines);
+}
+
+bool is_run_dir(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir / "ranks", ec)) return false;
+  if (fs::exists(dir / "harness.jsonl", ec)) return true;
+  for (fs::directory_iterator it(dir / "ranks", ec), end; !ec && it != end; it.increment(ec)) {
+    if (fs::exists(it->path() / "events.jsonl", ec)) return true;
+  }
+  return false;
 }
 
 RunObservations load_run_observations(const fs::path& dir) {

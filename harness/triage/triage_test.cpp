@@ -1,7 +1,7 @@
 // Unit tests of triage on the canned run directories in harness/testdata/triage/
 // (written by make_fixtures.py there; the lead may replace them by recordings of real
 // runs, so the assertions are about the diagnosis, not about exact timestamps).
-#include "triage.hpp"
+#include "triage/triage.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "triage_input.hpp"
+#include "triage/records/run_dir.hpp"
 
 namespace fs = std::filesystem;
 using hanglab::render_text;

@@ -1,0 +1,46 @@
+// Triage: the analyzer, its public entry points. A pure function of a run directory
+// (harness.jsonl, ranks/<r>/ events.jsonl, stdout.log, stderr.log, stack.txt) that builds the
+// rank timeline and answers the playbook's four questions. It never looks at the scenario's
+// [[fault]] tables or at harness "fault" events to decide: it must reach its answer from what
+// the ranks and the supervisor observed, as it would on a real incident.
+//
+// The same answer can be built from plain logs alone (triage_logs / triage_paths):
+// per-rank or per-pod files, one combined launcher log, dmesg, in the formats of
+// PyTorch c10d (NCCL watchdog, Gloo, TCPStore), NCCL, torchrun, Slurm, Open MPI and
+// Kubernetes; see logs/reader.hpp and README.md "Triage of real logs".
+//
+// Layers, lower first (a lower one never includes a higher one):
+//   model/    TriageResult (the answer, per-rank timelines) and a run directory's observations
+//   records/  run directory -> observations            logs/  plain log files -> LogCorpus,
+//                                                             the line pattern table
+//   reason/   observations -> TriageResult (root vs echo, missing by absence, slow vs dead),
+//             the playbook's next steps
+//   answer/   triage.json and the text report
+//   triage.cpp  the entry points below, which chain them.
+// (logs/analyze.cpp, the plain-log reasoner, still sits in logs/ and includes
+// reason/next_steps.hpp until it is split into matching and reasoning.)
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include "triage/answer/answer.hpp"
+#include "triage/model/result.hpp"
+#include "triage/reason/next_steps.hpp"
+#include "triage/records/run_dir.hpp"
+
+namespace hanglab {
+
+// Analyzes a run directory. Throws std::runtime_error only when `dir` is not readable
+// or has no ranks/ folder; missing or truncated files inside are handled as data.
+TriageResult triage_run_dir(const std::filesystem::path& dir);
+
+// Plain logs: `paths` are log files and/or directories of them (searched recursively).
+// Throws std::runtime_error when a path does not exist or no readable file is found.
+TriageResult triage_logs(const std::vector<std::filesystem::path>& paths, const TriageOptions& opts = {});
+
+// The CLI's entry: one hanglab run directory is analysed from its trace (unless
+// opts.logs_only); anything else is triaged as plain logs.
+TriageResult triage_paths(const std::vector<std::filesystem::path>& paths, const TriageOptions& opts = {});
+
+}  // namespace hanglab
