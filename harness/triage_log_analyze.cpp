@@ -2325,6 +2325,15 @@ class LogAnalyzer {
       }
     }
     if (use_anon_) return false;
+    // "no error logged" is a statement about every rank's log. A dump signal "due to a
+    // collective timeout" is a peer's timeout, relayed: an error was logged, only not here.
+    // Lines no rank can be named for (a paste from one process) say nothing of the others.
+    for (const auto& e : c_.events) {
+      if (e.kind == LogKind::kDumpSignal) return false;
+    }
+    size_t attributed = 0;
+    for (const auto& s : rs_) attributed += s.seen() ? 1 : 0;
+    if (attributed == 0) return false;
     std::vector<int> done, running, silent;
     for (const auto& s : rs_) {
       if (s.clean_end) {
@@ -2554,16 +2563,7 @@ class LogAnalyzer {
     } else if (partial_join_ || partial_wait_) {
       r_.scope = "subset";  // fewer ranks arrived (store count) or report the collective than the world has
     } else if (use_anon_ && (!r_.first_failure || r_.first_failure->rank < 0)) {
-      // A paste from one unnamed process: a death is one process of the job (a subset); a
-      // wrong interface fails every rank alike; anything else may or may not be everyone's.
-      if (r_.category == "rank_exit" || r_.category == "collective_mismatch" || r_.category == "straggler") {
-        r_.scope = "subset";
-      } else if (r_.cause == "wrong_ifname" || r_.cause == "time_limit" || r_.cause == "store_timeout" ||
-                 r_.cause == "rendezvous_timeout") {
-        r_.scope = "all";  // a wrong interface fails every rank alike; a job limit ends them all
-      } else {
-        r_.scope = "unknown";
-      }
+      r_.scope = anon_scope();
     } else {
       r_.scope = "all";
     }
@@ -2662,6 +2662,44 @@ class LogAnalyzer {
     r_.next_steps = playbook_next_steps(r_);
   }
 
+  // The scope of a failure in lines no rank can be named for (a paste from some of the
+  // processes), after the playbook's question "all ranks stuck (links, rendezvous, a shared
+  // dependency) or a subset missing (a rank exited, took another path, stalls)":
+  //   a death, a mismatch, a straggler is one process of the job: subset;
+  //   a wrong interface or the job's time limit fails every rank alike: all;
+  //   otherwise it depends on what the paste shows of the other processes (writers told
+  //   apart by NCCL's "host:pid" prefix). When it shows the process(es) where the root
+  //   fired AND other processes that only echo it (a closed connection, an abort), the
+  //   failure spread: a process's own resource (its GPU memory, its /dev/shm segment) is a
+  //   subset, a broken link took the job down with it: all. When only one process is shown,
+  //   or every process shown hit the root itself, the paste cannot tell: unknown.
+  std::string anon_scope() const {
+    if (r_.category == "rank_exit" || r_.category == "collective_mismatch" || r_.category == "straggler")
+      return "subset";
+    if (r_.cause == "wrong_ifname" || r_.cause == "time_limit" || r_.cause == "store_timeout" ||
+        r_.cause == "rendezvous_timeout")
+      return "all";
+    std::set<std::string> root_w, echo_w;
+    for (const auto& f : anon_.fails) {
+      if (!f.ev || f.ev->pid < 0) continue;
+      const std::string w = fmt::format("{}:{}", f.ev->host, f.ev->pid);
+      if (f.role == Role::kRoot && !f.aftermath) {
+        root_w.insert(w);
+      } else if (f.role == Role::kEcho) {
+        echo_w.insert(w);
+      }
+    }
+    for (const LogEvent* e : anon_.evs) {  // a process whose local peer left: reached by the failure
+      if (e->kind == LogKind::kLocalPeerClosed && e->pid >= 0) echo_w.insert(fmt::format("{}:{}", e->host, e->pid));
+    }
+    bool echo_only = false;  // a process that only echoed the root
+    for (const auto& w : echo_w) echo_only |= !root_w.count(w);
+    if (root_w.empty() || !echo_only) return "unknown";
+    if (r_.category == "network") return "all";
+    if (r_.category == "resource_limit" || r_.category == "data_loading") return "subset";
+    return "unknown";
+  }
+
   void input_notes() {
     std::vector<std::string> trunc, clockless, noyear, local;
     for (const auto& f : c_.files) {
@@ -2716,6 +2754,9 @@ class LogAnalyzer {
     }
     if (r_.scope == "none") {
       a.push_back("All or subset: none — no rank is missing or stuck");
+    } else if (r_.scope == "unknown") {
+      a.push_back("All or subset: unknown — these lines show one process, or only processes that hit the failure "
+                  "themselves: whether the others are stuck too is not in them");
     } else if (r_.scope == "all") {
       a.push_back(fmt::format("All or subset: all — no single rank is missing{}",
                               r_.stuck_collective ? fmt::format("; {} report {}", ranks_phrase(waiting_), stuck_name())

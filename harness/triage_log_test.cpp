@@ -858,3 +858,64 @@ TEST_CASE("one rank's log says nothing about the ranks whose logs were not given
   CHECK(r.missing_ranks.empty());
   CHECK(r.scope == "subset");
 }
+
+TEST_CASE("scope of a paste from some of the processes: what it shows of the others", "[triage_logs]") {
+  // One process's NCCL proxy runs out of GPU memory, another process only sees the socket
+  // to it close: the failure spread from a process's own resource -> subset.
+  TempDir t("scope_oom");
+  write_file(t.dir / "nccl.log",
+             "n1:100:101 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer n1<5>\n"
+             "n1:200:201 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "cuda_oom");
+  CHECK(r.scope == "subset");
+  CHECK(r.missing_ranks.empty());
+  // An IB link error in one process while the others only see it go: the link took the job down.
+  TempDir t2("scope_ib");
+  const std::string ib =
+      "n2:300:301 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from peer 10.0.0.1<1> with error 4, "
+      "opcode 5, len 5, vendor err 81 (Send)\n";
+  write_file(t2.dir / "nccl.log", ib +
+                                      "n2:310:311 [1] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed "
+                                      "by remote peer n2<7>\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.category == "network");
+  CHECK(r.cause == "ib_error");
+  CHECK(r.scope == "all");
+  // The same error from one process alone: the paste cannot tell.
+  TempDir t3("scope_ib_one");
+  write_file(t3.dir / "nccl.log", ib);
+  r = triage_logs({t3.dir});
+  CHECK(r.category == "network");
+  CHECK(r.scope == "unknown");
+  // Every process shown hit the root itself: nothing shows a process it spared.
+  TempDir t4("scope_shm_both");
+  write_file(t4.dir / "nccl.log",
+             "h:1:2 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n"
+             "h:3:4 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n");
+  r = triage_logs({t4.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "nccl_shm");  // /dev/shm, not a full disk
+  CHECK(r.scope == "unknown");
+}
+
+TEST_CASE("\"no error logged\" is said of every rank's own log, nothing less", "[triage_logs]") {
+  // A paste whose lines no rank can be named for: its silence says nothing of the others.
+  TempDir t("noerr_anon");
+  write_file(t.dir / "out.log", "Epoch 1/3\nEpoch 2/3\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "unknown");
+  CHECK(r.cause == "unknown");
+  CHECK(r.scope == "unknown");
+  // A dump signal relays a peer's collective timeout: an error was logged, only elsewhere.
+  TempDir t2("noerr_dump");
+  write_file(t2.dir / "rank5.log",
+             "[rank5]:[E723 01:58:45.667329643 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 5] "
+             "Received a dump signal due to a collective timeout from  rank 2 and we will try our best to dump the "
+             "debug info. Last enqueued NCCL work: 136, last completed NCCL work: 136.\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.category == "unknown");
+  CHECK(r.cause == "unknown");
+  CHECK(r.missing_ranks.empty());
+}
