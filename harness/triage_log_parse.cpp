@@ -1400,6 +1400,7 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kSocketError: return "socket_error";
     case LogKind::kGlooTimeout: return "gloo_timeout";
     case LogKind::kCommClosed: return "comm_closed";
+    case LogKind::kLocalPeerClosed: return "local_peer_closed";
     case LogKind::kStoreTimeout: return "store_timeout";
     case LogKind::kStoreRefused: return "store_refused";
     case LogKind::kAddressInUse: return "address_in_use";

@@ -117,6 +117,15 @@ const std::vector<LinePattern>& line_patterns() {
       {{"NCCL WARN"}, {"Cuda failure 'out of memory'", "Failed to CUDA calloc", "Failed to CUDA malloc"},
        LogKind::kCudaOom, "resource_limit", "cuda_oom", PatternFields::kNone,
        "ng30903:3063028:3066152 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'"},
+      // NCCL's SHM transport could not size its /dev/shm segment: ENOSPC from posix_fallocate is a
+      // full /dev/shm (a container's 64 MB default), not a full disk (gh-nccl-290, gh-xgboost-5963).
+      {{"NCCL WARN", "posix_fallocate"}, {}, LogKind::kShmError, "resource_limit", "nccl_shm", PatternFields::kNone,
+       "gpu2-ru7:2143:2561 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device"},
+      // NCCL's proxy service thread lost a local process's connection: that process left, after an
+      // abort or at its normal exit. Not a failure; it shows which processes a failure reached
+      // (gh-nccl-tests-252).
+      {{"[Service thread] Connection closed by localRank"}, {}, LogKind::kLocalPeerClosed, "", "",
+       PatternFields::kNone, "kolyoz2:25172:25848 [1] NCCL INFO [Service thread] Connection closed by localRank 0"},
       // Open MPI's crash handler names the signal (gh-horovod-4020, gh-horovod-585).
       {{"Signal: "},
        {"Aborted (6)", "Bus error (7)", "Segmentation fault (11)", "Floating point exception (8)",
