@@ -1083,6 +1083,15 @@ class LogAnalyzer {
       // Among roots that overlap in time, the stronger kind is the cause (the kernel's
       // OOM kill over the exit status the launcher noticed later).
       if (!before(*best, *f) && f->strength > best->strength && f->rank == best->rank) best = f;
+      // An exception exits with a code, never by SIGKILL: the same process killed after its
+      // exception (the shell's "Killed", exit 137) died of the kill, whoever sent it.
+      else if (best->strength == 1 && best->role == Role::kRoot && f->rank == best->rank && f->signal == 9)
+        best = f;
+      // A SIGKILL and the kernel's (or cgroup's) OOM kill of the same process are one death,
+      // whichever line was written first: the OOM kill names why.
+      else if (best->signal == 9 && best->role == Role::kExit && f->rank == best->rank && f->ev &&
+               f->ev->kind == LogKind::kOomKill)
+        best = f;
     }
     if (best) return best;
     for (const Fail* f : all_fails()) {

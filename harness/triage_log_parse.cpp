@@ -380,6 +380,17 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
       // "[1,3]<stderr>:" (Open MPI --tag-output)
       long long job = 0, rk = 0;
       size_t e = read_int(s, p + 1, &job);
+      // "[3]<stderr>:" (horovodrun's tag: the process's rank)
+      if (e != npos && e + 1 < s.size() && s[e] == ']' &&
+          (starts(s.substr(e + 1), "<stdout>:") || starts(s.substr(e + 1), "<stderr>:"))) {
+        size_t q = e + 10;
+        if (q < s.size() && s[q] == ' ') ++q;
+        if (o.rank_src < RankSource::kLauncher) {
+          o.rank = static_cast<int>(job);
+          o.rank_src = RankSource::kLauncher;
+        }
+        return q;
+      }
       if (e != npos && e < s.size() && s[e] == ',') {
         size_t e2 = read_int(s, e + 1, &rk);
         if (e2 != npos && e2 < s.size() && s[e2] == ']') {
@@ -1271,6 +1282,13 @@ void classify_text(sv m, LogLine& o) {
     o.kind = LogKind::kCrash;
     o.signal = signal_from_name(m);
     if (!o.signal) o.signal = 6;
+    return;
+  }
+  // The shell's notice of a child killed by SIGKILL: "Killed" alone, or bash's
+  // "line 28:  8156 Killed   python3 main.py".
+  if (trim(m) == "Killed" || (has(m, ": line ") && has(m, " Killed "))) {
+    o.kind = LogKind::kExitStatus;
+    o.signal = 9;
     return;
   }
   if (has(m, "No space left on device")) {

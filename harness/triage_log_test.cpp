@@ -267,6 +267,11 @@ TEST_CASE("rank attribution", "[triage_logs]") {
     const auto mpi = parse("[1,3]<stderr>:RuntimeError: Connection closed by peer");
     CHECK(mpi.rank == 3);
     CHECK(mpi.rank_src == RankSource::kLauncher);
+    const auto hvd = parse("[2]<stderr>:terminate called after throwing an instance of 'gloo::IoException'");
+    CHECK(hvd.rank == 2);  // horovodrun's "[rank]<stderr>:" tag
+    CHECK(hvd.rank_src == RankSource::kLauncher);
+    CHECK(hvd.kind == LogKind::kTerminate);
+    CHECK(parse("[12] NCCL INFO Ring 00").rank == -1);  // NCCL's device tag is no rank
     const auto host = parse("[gpu-node-7:5] step 10 loss 1.0");
     CHECK(host.rank == 5);
     CHECK(host.host == "gpu-node-7");
@@ -918,4 +923,39 @@ TEST_CASE("\"no error logged\" is said of every rank's own log, nothing less", "
   CHECK(r.category == "unknown");
   CHECK(r.cause == "unknown");
   CHECK(r.missing_ranks.empty());
+}
+
+TEST_CASE("a process killed after its own exception died of the kill; an epoch in a line is training",
+          "[triage_logs]") {
+  // The shell's notices of a SIGKILLed child.
+  auto k = parse("Killed");
+  CHECK(k.kind == LogKind::kExitStatus);
+  CHECK(k.signal == 9);
+  k = parse("/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py");
+  CHECK(k.kind == LogKind::kExitStatus);
+  CHECK(k.signal == 9);
+  CHECK(parse("Killed process 4242 (python) total-vm:1kB").kind != LogKind::kExitStatus);
+  // An exception never ends a process by SIGKILL: the kill is the death its peers saw.
+  TempDir t("exc_then_kill");
+  write_file(t.dir / "run.log",
+             "[0]<stderr>:RuntimeError: stop here epoch=1 batch=0\n"
+             "[0]<stderr>:Killed\n"
+             "[1]<stderr>:terminate called after throwing an instance of 'gloo::IoException'\n"
+             "[1]<stderr>:  what():  [pair.cc:589] Read error [127.0.0.1]:3977: Connection reset by peer\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "killed");
+  CHECK(r.phase == "training");  // "epoch=1" in the failing line
+  CHECK(r.missing_ranks == std::vector<int>{0});
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == 0);
+  // The shell's "Killed" and the cgroup's OOM kill of one process are one death: the OOM names why.
+  TempDir t2("kill_then_oom");
+  write_file(t2.dir / "job.err",
+             "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py\n"
+             "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes may "
+             "have been killed by the cgroup out-of-memory handler.\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "oom");
 }
