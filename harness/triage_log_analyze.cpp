@@ -319,6 +319,24 @@ class LogAnalyzer {
                        "handler prints \"[host:pid]\"), not ranks",
                        fmt::join(std::vector<int>(dropped_.begin(), dropped_.end()), ", ")));
     }
+    // A launcher that kills every process it started when one fails lists them all (DeepSpeed's
+    // "Killing subprocess PID"): on one node, with no rank above the list, that is the world.
+    if (!world_stated_ && single_node_) {
+      std::set<long long> killed;
+      const LogEvent* first = nullptr;
+      for (const auto& e : c_.events) {
+        if (e.kind == LogKind::kLauncherSignal && e.cause == "launcher_kill_all" && e.pid >= 0) {
+          killed.insert(e.pid);
+          if (!first) first = &e;
+        }
+      }
+      if (first && static_cast<int>(killed.size()) >= max_rank + 1) {
+        world_ = static_cast<int>(killed.size());
+        world_stated_ = true;
+        add_evidence(ref(*first), fmt::format("world size {}: the launcher killed its {} subprocess{} on one node",
+                                              world_, world_, world_ == 1 ? "" : "es"));
+      }
+    }
     if (!world_stated_) {
       world_ = max_rank + 1;
       if (world_ > 0) {
@@ -2663,7 +2681,7 @@ class LogAnalyzer {
                        echoes.size() - kMaxEchoes, kMaxEchoes));
     }
     if (teardown) {
-      note(fmt::format("the launcher sent {} closing signal(s) (SIGTERM) during teardown: echoes, not causes",
+      note(fmt::format("the launcher sent {} closing signal(s) (SIGTERM, SIGKILL) during teardown: echoes, not causes",
                        teardown));
     }
     input_notes();

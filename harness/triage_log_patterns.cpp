@@ -94,6 +94,11 @@ const std::vector<LinePattern>& line_patterns() {
       {{"exits with return code = "}, {"--local_rank="}, LogKind::kLauncherExit, "", "", PatternFields::kLauncherCode,
        "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
        "'--local_rank=0', '--data_path', 'Dahoas/rm-static'] exits with return code = -9"},
+      // The DeepSpeed launcher's sigkill_handler kills every subprocess it started, the failed one
+      // included, one line each: on one node the list is the world (gh-deepspeed-3232,
+      // gh-deepspeed-4000). torchrun's "closing signal" lines name only the survivors.
+      {{"Killing subprocess "}, {}, LogKind::kLauncherSignal, "", "launcher_kill_all", PatternFields::kKilledProcess,
+       "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266"},
       // Slurm cancelled the job at its time limit (gh-zetta_utils-671).
       {{"DUE TO TIME LIMIT"}, {"CANCELLED"}, LogKind::kResourceLimit, "resource_limit", "time_limit",
        PatternFields::kNone,
@@ -220,6 +225,11 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
         o.local_rank = static_cast<int>(int_after(m, "--local_rank="));
         break;
       }
+      case PatternFields::kKilledProcess:
+        o.pid = int_after(m, "Killing subprocess ");
+        o.word = "SIGKILL";
+        o.signal = 9;
+        break;
       case PatternFields::kNone:
       case PatternFields::kEpoch:
         break;

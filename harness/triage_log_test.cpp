@@ -959,3 +959,32 @@ TEST_CASE("a process killed after its own exception died of the kill; an epoch i
   CHECK(r.category == "rank_exit");
   CHECK(r.cause == "oom");
 }
+
+TEST_CASE("a launcher that kills every process it started states the world on one node", "[triage_logs]") {
+  const auto l = parse("[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266");
+  CHECK(l.kind == LogKind::kLauncherSignal);
+  CHECK(l.pid == 13266);
+  CHECK(l.signal == 9);
+  // One subprocess killed, and it is the one that died: the whole job.
+  TempDir t("ds_one");
+  write_file(t.dir / "ds.log",
+             "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266\n"
+             "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
+             "'--local_rank=0'] exits with return code = -9\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.world_size == 1);
+  CHECK(r.cause == "killed");
+  CHECK(r.missing_ranks == std::vector<int>{0});
+  CHECK(r.scope == "all");
+  // Two killed, one of them failed: a subset.
+  TempDir t2("ds_two");
+  write_file(t2.dir / "ds.log",
+             "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266\n"
+             "[2023-04-14 13:11:27,880] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13267\n"
+             "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
+             "'--local_rank=1'] exits with return code = -9\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.world_size == 2);
+  CHECK(r.missing_ranks == std::vector<int>{1});
+  CHECK(r.scope == "subset");
+}
