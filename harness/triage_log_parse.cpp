@@ -1589,7 +1589,8 @@ bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o
   if (const size_t nk = body.find(" NCCL "); nk != npos && nk < 120) {
     const sv head = body.substr(0, nk);
     const size_t c1 = head.find(':');
-    if (c1 != npos && c1 > 0) {
+    // The host is the line's first token: "[E207 19:37:09.98 ProcessGroupNCCL.cpp:681] ... NCCL" is a clock.
+    if (c1 != npos && c1 > 0 && head.substr(0, c1).find_first_of(" \t[]") == npos) {
       long long pid = 0;
       const size_t e = read_int(head, c1 + 1, &pid);
       if (e != npos && e < head.size() && head[e] == ':') {

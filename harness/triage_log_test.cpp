@@ -272,6 +272,12 @@ TEST_CASE("rank attribution", "[triage_logs]") {
     CHECK(hvd.rank_src == RankSource::kLauncher);
     CHECK(hvd.kind == LogKind::kTerminate);
     CHECK(parse("[12] NCCL INFO Ring 00").rank == -1);  // NCCL's device tag is no rank
+    // A glog clock before "NCCL" is no "host:pid" prefix.
+    const auto glog = parse("[rank5]:[E207 19:37:09.983540349 ProcessGroupNCCL.cpp:681] [Rank 5] Some NCCL operations "
+                            "have failed or timed out.");
+    CHECK(glog.rank == 5);
+    CHECK(glog.pid == -1);
+    CHECK(glog.host.empty());
     const auto host = parse("[gpu-node-7:5] step 10 loss 1.0");
     CHECK(host.rank == 5);
     CHECK(host.host == "gpu-node-7");
