@@ -1101,9 +1101,12 @@ class LogAnalyzer {
       // Among roots that overlap in time, the stronger kind is the cause (the kernel's
       // OOM kill over the exit status the launcher noticed later).
       if (!before(*best, *f) && f->strength > best->strength && f->rank == best->rank) best = f;
-      // An exception exits with a code, never by SIGKILL: the same process killed after its
-      // exception (the shell's "Killed", exit 137) died of the kill, whoever sent it.
-      else if (best->strength == 1 && best->role == Role::kRoot && f->rank == best->rank && f->signal == 9)
+      // An exception exits with a code, never by SIGKILL. The shell's own "Killed" after it (in
+      // the process's stream) means the process was SIGKILLed while its shell lived: the OOM
+      // killer or a deliberate kill, not a job teardown (which takes the shell too, and which
+      // srun/torchrun/Kubernetes report instead): it died of the kill.
+      else if (best->strength == 1 && best->role == Role::kRoot && f->rank == best->rank && f->signal == 9 &&
+               f->ev && f->ev->kind == LogKind::kExitStatus && f->ev->code == kNoCode)
         best = f;
       // A SIGKILL and the kernel's (or cgroup's) OOM kill of the same process are one death,
       // whichever line was written first: the OOM kill names why.

@@ -955,6 +955,15 @@ TEST_CASE("a process killed after its own exception died of the kill; an epoch i
   CHECK(r.missing_ranks == std::vector<int>{0});
   REQUIRE(r.first_failure);
   CHECK(r.first_failure->rank == 0);
+  // A launcher's kill after the exception is the teardown's: the exception stays the cause.
+  TempDir t3("exc_then_srun_kill");
+  write_file(t3.dir / "run.log",
+             "3: RuntimeError: boom\n"
+             "0: [E ProcessGroupGloo.cpp:138] Gloo connectFullMesh failed with Connection reset by peer\n"
+             "srun: error: node1: task 3: Killed\n");
+  r = triage_logs({t3.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "exception");
   // The shell's "Killed" and the cgroup's OOM kill of one process are one death: the OOM names why.
   TempDir t2("kill_then_oom");
   write_file(t2.dir / "job.err",
