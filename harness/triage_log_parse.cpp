@@ -1040,6 +1040,14 @@ void classify_text(sv m, LogLine& o) {
       }
       long long n = int_after(m, " nranks ", 0, false);
       if (n > 0) o.world = static_cast<int>(n);
+    } else if ((has(m, "Abort COMPLETE") || has(m, "Destroy COMPLETE")) && has(m, " nranks ")) {
+      // "comm 0x56.. rank 5 nranks 8 cudaDev 1 busId a7000 - Abort COMPLETE": the size of the
+      // communicator, not a sign that init had finished (an abort can end a failed init).
+      const long long n = int_after(m, " nranks ", 0, false);
+      if (n > 0) {
+        o.kind = LogKind::kWorldSize;
+        o.world = static_cast<int>(n);
+      }
     } else if (nk != npos && (has(m, "remote process exited") || has(m, "Connection closed"))) {
       o.kind = LogKind::kNcclRemoteError;
     } else if (nk != npos && (ihas(m, "error") || ihas(m, "fail"))) {

@@ -272,6 +272,11 @@ TEST_CASE("rank attribution", "[triage_logs]") {
     CHECK(hvd.rank_src == RankSource::kLauncher);
     CHECK(hvd.kind == LogKind::kTerminate);
     CHECK(parse("[12] NCCL INFO Ring 00").rank == -1);  // NCCL's device tag is no rank
+    // NCCL's abort notice states the communicator's size, nothing more.
+    const auto abort = parse("pt-worker-0:4288:4421 [1] NCCL INFO comm 0x5649149de2c0 rank 5 nranks 8 cudaDev 1 busId "
+                             "a7000 - Abort COMPLETE");
+    CHECK(abort.kind == LogKind::kWorldSize);
+    CHECK(abort.world == 8);
     // A glog clock before "NCCL" is no "host:pid" prefix.
     const auto glog = parse("[rank5]:[E207 19:37:09.983540349 ProcessGroupNCCL.cpp:681] [Rank 5] Some NCCL operations "
                             "have failed or timed out.");
