@@ -320,6 +320,24 @@ class LogAnalyzer {
                        "handler prints \"[host:pid]\"), not ranks",
                        fmt::join(std::vector<int>(dropped_.begin(), dropped_.end()), ", ")));
     }
+    // A launcher that kills every process it started when one fails lists them all (DeepSpeed's
+    // "Killing subprocess PID"): on one node, with no rank above the list, that is the world.
+    if (!world_stated_ && single_node_) {
+      std::set<long long> killed;
+      const LogEvent* first = nullptr;
+      for (const auto& e : c_.events) {
+        if (e.kind == LogKind::kLauncherSignal && e.cause == "launcher_kill_all" && e.pid >= 0) {
+          killed.insert(e.pid);
+          if (!first) first = &e;
+        }
+      }
+      if (first && static_cast<int>(killed.size()) >= max_rank + 1) {
+        world_ = static_cast<int>(killed.size());
+        world_stated_ = true;
+        add_evidence(ref(*first), fmt::format("world size {}: the launcher killed its {} subprocess{} on one node",
+                                              world_, world_, world_ == 1 ? "" : "es"));
+      }
+    }
     if (!world_stated_) {
       world_ = max_rank + 1;
       if (world_ > 0) {
@@ -1084,6 +1102,18 @@ class LogAnalyzer {
       // Among roots that overlap in time, the stronger kind is the cause (the kernel's
       // OOM kill over the exit status the launcher noticed later).
       if (!before(*best, *f) && f->strength > best->strength && f->rank == best->rank) best = f;
+      // An exception exits with a code, never by SIGKILL. The shell's own "Killed" after it (in
+      // the process's stream) means the process was SIGKILLed while its shell lived: the OOM
+      // killer or a deliberate kill, not a job teardown (which takes the shell too, and which
+      // srun/torchrun/Kubernetes report instead): it died of the kill.
+      else if (best->strength == 1 && best->role == Role::kRoot && f->rank == best->rank && f->signal == 9 &&
+               f->ev && f->ev->kind == LogKind::kExitStatus && f->ev->code == kNoCode)
+        best = f;
+      // A SIGKILL and the kernel's (or cgroup's) OOM kill of the same process are one death,
+      // whichever line was written first: the OOM kill names why.
+      else if (best->signal == 9 && best->role == Role::kExit && f->rank == best->rank && f->ev &&
+               f->ev->kind == LogKind::kOomKill)
+        best = f;
     }
     if (best) return best;
     for (const Fail* f : all_fails()) {
@@ -2326,6 +2356,15 @@ class LogAnalyzer {
       }
     }
     if (use_anon_) return false;
+    // "no error logged" is a statement about every rank's log. A dump signal "due to a
+    // collective timeout" is a peer's timeout, relayed: an error was logged, only not here.
+    // Lines no rank can be named for (a paste from one process) say nothing of the others.
+    for (const auto& e : c_.events) {
+      if (e.kind == LogKind::kDumpSignal) return false;
+    }
+    size_t attributed = 0;
+    for (const auto& s : rs_) attributed += s.seen() ? 1 : 0;
+    if (attributed == 0) return false;
     std::vector<int> done, running, silent;
     for (const auto& s : rs_) {
       if (s.clean_end) {
@@ -2555,16 +2594,7 @@ class LogAnalyzer {
     } else if (partial_join_ || partial_wait_) {
       r_.scope = "subset";  // fewer ranks arrived (store count) or report the collective than the world has
     } else if (use_anon_ && (!r_.first_failure || r_.first_failure->rank < 0)) {
-      // A paste from one unnamed process: a death is one process of the job (a subset); a
-      // wrong interface fails every rank alike; anything else may or may not be everyone's.
-      if (r_.category == "rank_exit" || r_.category == "collective_mismatch" || r_.category == "straggler") {
-        r_.scope = "subset";
-      } else if (r_.cause == "wrong_ifname" || r_.cause == "time_limit" || r_.cause == "store_timeout" ||
-                 r_.cause == "rendezvous_timeout") {
-        r_.scope = "all";  // a wrong interface fails every rank alike; a job limit ends them all
-      } else {
-        r_.scope = "unknown";
-      }
+      r_.scope = anon_scope();
     } else {
       r_.scope = "all";
     }
@@ -2655,12 +2685,50 @@ class LogAnalyzer {
                        echoes.size() - kMaxEchoes, kMaxEchoes));
     }
     if (teardown) {
-      note(fmt::format("the launcher sent {} closing signal(s) (SIGTERM) during teardown: echoes, not causes",
+      note(fmt::format("the launcher sent {} closing signal(s) (SIGTERM, SIGKILL) during teardown: echoes, not causes",
                        teardown));
     }
     input_notes();
     build_answers();
     r_.next_steps = playbook_next_steps(r_);
+  }
+
+  // The scope of a failure in lines no rank can be named for (a paste from some of the
+  // processes), after the playbook's question "all ranks stuck (links, rendezvous, a shared
+  // dependency) or a subset missing (a rank exited, took another path, stalls)":
+  //   a death, a mismatch, a straggler is one process of the job: subset;
+  //   a wrong interface or the job's time limit fails every rank alike: all;
+  //   otherwise it depends on what the paste shows of the other processes (writers told
+  //   apart by NCCL's "host:pid" prefix). When it shows the process(es) where the root
+  //   fired AND other processes that only echo it (a closed connection, an abort), the
+  //   failure spread: a process's own resource (its GPU memory, its /dev/shm segment) is a
+  //   subset, a broken link took the job down with it: all. When only one process is shown,
+  //   or every process shown hit the root itself, the paste cannot tell: unknown.
+  std::string anon_scope() const {
+    if (r_.category == "rank_exit" || r_.category == "collective_mismatch" || r_.category == "straggler")
+      return "subset";
+    if (r_.cause == "wrong_ifname" || r_.cause == "time_limit" || r_.cause == "store_timeout" ||
+        r_.cause == "rendezvous_timeout")
+      return "all";
+    std::set<std::string> root_w, echo_w;
+    for (const auto& f : anon_.fails) {
+      if (!f.ev || f.ev->pid < 0) continue;
+      const std::string w = fmt::format("{}:{}", f.ev->host, f.ev->pid);
+      if (f.role == Role::kRoot && !f.aftermath) {
+        root_w.insert(w);
+      } else if (f.role == Role::kEcho) {
+        echo_w.insert(w);
+      }
+    }
+    for (const LogEvent* e : anon_.evs) {  // a process whose local peer left: reached by the failure
+      if (e->kind == LogKind::kLocalPeerClosed && e->pid >= 0) echo_w.insert(fmt::format("{}:{}", e->host, e->pid));
+    }
+    bool echo_only = false;  // a process that only echoed the root
+    for (const auto& w : echo_w) echo_only |= !root_w.count(w);
+    if (root_w.empty() || !echo_only) return "unknown";
+    if (r_.category == "network") return "all";
+    if (r_.category == "resource_limit" || r_.category == "data_loading") return "subset";
+    return "unknown";
   }
 
   void input_notes() {
@@ -2717,6 +2785,9 @@ class LogAnalyzer {
     }
     if (r_.scope == "none") {
       a.push_back("All or subset: none — no rank is missing or stuck");
+    } else if (r_.scope == "unknown") {
+      a.push_back("All or subset: unknown — these lines show one process, or only processes that hit the failure "
+                  "themselves: whether the others are stuck too is not in them");
     } else if (r_.scope == "all") {
       a.push_back(fmt::format("All or subset: all — no single rank is missing{}",
                               r_.stuck_collective ? fmt::format("; {} report {}", ranks_phrase(waiting_), stuck_name())

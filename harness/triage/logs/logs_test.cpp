@@ -267,6 +267,22 @@ TEST_CASE("rank attribution", "[triage_logs]") {
     const auto mpi = parse("[1,3]<stderr>:RuntimeError: Connection closed by peer");
     CHECK(mpi.rank == 3);
     CHECK(mpi.rank_src == RankSource::kLauncher);
+    const auto hvd = parse("[2]<stderr>:terminate called after throwing an instance of 'gloo::IoException'");
+    CHECK(hvd.rank == 2);  // horovodrun's "[rank]<stderr>:" tag
+    CHECK(hvd.rank_src == RankSource::kLauncher);
+    CHECK(hvd.kind == LogKind::kTerminate);
+    CHECK(parse("[12] NCCL INFO Ring 00").rank == -1);  // NCCL's device tag is no rank
+    // NCCL's abort notice states the communicator's size, nothing more.
+    const auto abort = parse("pt-worker-0:4288:4421 [1] NCCL INFO comm 0x5649149de2c0 rank 5 nranks 8 cudaDev 1 busId "
+                             "a7000 - Abort COMPLETE");
+    CHECK(abort.kind == LogKind::kWorldSize);
+    CHECK(abort.world == 8);
+    // A glog clock before "NCCL" is no "host:pid" prefix.
+    const auto glog = parse("[rank5]:[E207 19:37:09.983540349 ProcessGroupNCCL.cpp:681] [Rank 5] Some NCCL operations "
+                            "have failed or timed out.");
+    CHECK(glog.rank == 5);
+    CHECK(glog.pid == -1);
+    CHECK(glog.host.empty());
     const auto host = parse("[gpu-node-7:5] step 10 loss 1.0");
     CHECK(host.rank == 5);
     CHECK(host.host == "gpu-node-7");
@@ -856,5 +872,139 @@ TEST_CASE("one rank's log says nothing about the ranks whose logs were not given
   const auto r = triage_logs({t.dir});
   CHECK(r.category == "rendezvous");
   CHECK(r.missing_ranks.empty());
+  CHECK(r.scope == "subset");
+}
+
+TEST_CASE("scope of a paste from some of the processes: what it shows of the others", "[triage_logs]") {
+  // One process's NCCL proxy runs out of GPU memory, another process only sees the socket
+  // to it close: the failure spread from a process's own resource -> subset.
+  TempDir t("scope_oom");
+  write_file(t.dir / "nccl.log",
+             "n1:100:101 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer n1<5>\n"
+             "n1:200:201 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "cuda_oom");
+  CHECK(r.scope == "subset");
+  CHECK(r.missing_ranks.empty());
+  // An IB link error in one process while the others only see it go: the link took the job down.
+  TempDir t2("scope_ib");
+  const std::string ib =
+      "n2:300:301 [0] ib_plugin.c:1105 NCCL WARN NET/IB : Got completion from peer 10.0.0.1<1> with error 4, "
+      "opcode 5, len 5, vendor err 81 (Send)\n";
+  write_file(t2.dir / "nccl.log", ib +
+                                      "n2:310:311 [1] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed "
+                                      "by remote peer n2<7>\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.category == "network");
+  CHECK(r.cause == "ib_error");
+  CHECK(r.scope == "all");
+  // The same error from one process alone: the paste cannot tell.
+  TempDir t3("scope_ib_one");
+  write_file(t3.dir / "nccl.log", ib);
+  r = triage_logs({t3.dir});
+  CHECK(r.category == "network");
+  CHECK(r.scope == "unknown");
+  // Every process shown hit the root itself: nothing shows a process it spared.
+  TempDir t4("scope_shm_both");
+  write_file(t4.dir / "nccl.log",
+             "h:1:2 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n"
+             "h:3:4 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n");
+  r = triage_logs({t4.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "nccl_shm");  // /dev/shm, not a full disk
+  CHECK(r.scope == "unknown");
+}
+
+TEST_CASE("\"no error logged\" is said of every rank's own log, nothing less", "[triage_logs]") {
+  // A paste whose lines no rank can be named for: its silence says nothing of the others.
+  TempDir t("noerr_anon");
+  write_file(t.dir / "out.log", "Epoch 1/3\nEpoch 2/3\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "unknown");
+  CHECK(r.cause == "unknown");
+  CHECK(r.scope == "unknown");
+  // A dump signal relays a peer's collective timeout: an error was logged, only elsewhere.
+  TempDir t2("noerr_dump");
+  write_file(t2.dir / "rank5.log",
+             "[rank5]:[E723 01:58:45.667329643 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 5] "
+             "Received a dump signal due to a collective timeout from  rank 2 and we will try our best to dump the "
+             "debug info. Last enqueued NCCL work: 136, last completed NCCL work: 136.\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.category == "unknown");
+  CHECK(r.cause == "unknown");
+  CHECK(r.missing_ranks.empty());
+}
+
+TEST_CASE("a process killed after its own exception died of the kill; an epoch in a line is training",
+          "[triage_logs]") {
+  // The shell's notices of a SIGKILLed child.
+  auto k = parse("Killed");
+  CHECK(k.kind == LogKind::kExitStatus);
+  CHECK(k.signal == 9);
+  k = parse("/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py");
+  CHECK(k.kind == LogKind::kExitStatus);
+  CHECK(k.signal == 9);
+  CHECK(parse("Killed process 4242 (python) total-vm:1kB").kind != LogKind::kExitStatus);
+  // An exception never ends a process by SIGKILL: the kill is the death its peers saw.
+  TempDir t("exc_then_kill");
+  write_file(t.dir / "run.log",
+             "[0]<stderr>:RuntimeError: stop here epoch=1 batch=0\n"
+             "[0]<stderr>:Killed\n"
+             "[1]<stderr>:terminate called after throwing an instance of 'gloo::IoException'\n"
+             "[1]<stderr>:  what():  [pair.cc:589] Read error [127.0.0.1]:3977: Connection reset by peer\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "killed");
+  CHECK(r.phase == "training");  // "epoch=1" in the failing line
+  CHECK(r.missing_ranks == std::vector<int>{0});
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == 0);
+  // A launcher's kill after the exception is the teardown's: the exception stays the cause.
+  TempDir t3("exc_then_srun_kill");
+  write_file(t3.dir / "run.log",
+             "3: RuntimeError: boom\n"
+             "0: [E ProcessGroupGloo.cpp:138] Gloo connectFullMesh failed with Connection reset by peer\n"
+             "srun: error: node1: task 3: Killed\n");
+  r = triage_logs({t3.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "exception");
+  // The shell's "Killed" and the cgroup's OOM kill of one process are one death: the OOM names why.
+  TempDir t2("kill_then_oom");
+  write_file(t2.dir / "job.err",
+             "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py\n"
+             "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes may "
+             "have been killed by the cgroup out-of-memory handler.\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "oom");
+}
+
+TEST_CASE("a launcher that kills every process it started states the world on one node", "[triage_logs]") {
+  const auto l = parse("[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266");
+  CHECK(l.kind == LogKind::kLauncherSignal);
+  CHECK(l.pid == 13266);
+  CHECK(l.signal == 9);
+  // One subprocess killed, and it is the one that died: the whole job.
+  TempDir t("ds_one");
+  write_file(t.dir / "ds.log",
+             "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266\n"
+             "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
+             "'--local_rank=0'] exits with return code = -9\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.world_size == 1);
+  CHECK(r.cause == "killed");
+  CHECK(r.missing_ranks == std::vector<int>{0});
+  CHECK(r.scope == "all");
+  // Two killed, one of them failed: a subset.
+  TempDir t2("ds_two");
+  write_file(t2.dir / "ds.log",
+             "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266\n"
+             "[2023-04-14 13:11:27,880] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13267\n"
+             "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
+             "'--local_rank=1'] exits with return code = -9\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.world_size == 2);
+  CHECK(r.missing_ranks == std::vector<int>{1});
   CHECK(r.scope == "subset");
 }

@@ -380,6 +380,17 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
       // "[1,3]<stderr>:" (Open MPI --tag-output)
       long long job = 0, rk = 0;
       size_t e = read_int(s, p + 1, &job);
+      // "[3]<stderr>:" (horovodrun's tag: the process's rank)
+      if (e != npos && e + 1 < s.size() && s[e] == ']' &&
+          (starts(s.substr(e + 1), "<stdout>:") || starts(s.substr(e + 1), "<stderr>:"))) {
+        size_t q = e + 10;
+        if (q < s.size() && s[q] == ' ') ++q;
+        if (o.rank_src < RankSource::kLauncher) {
+          o.rank = static_cast<int>(job);
+          o.rank_src = RankSource::kLauncher;
+        }
+        return q;
+      }
       if (e != npos && e < s.size() && s[e] == ',') {
         size_t e2 = read_int(s, e + 1, &rk);
         if (e2 != npos && e2 < s.size() && s[e2] == ']') {
@@ -1029,6 +1040,14 @@ void classify_text(sv m, LogLine& o) {
       }
       long long n = int_after(m, " nranks ", 0, false);
       if (n > 0) o.world = static_cast<int>(n);
+    } else if ((has(m, "Abort COMPLETE") || has(m, "Destroy COMPLETE")) && has(m, " nranks ")) {
+      // "comm 0x56.. rank 5 nranks 8 cudaDev 1 busId a7000 - Abort COMPLETE": the size of the
+      // communicator, not a sign that init had finished (an abort can end a failed init).
+      const long long n = int_after(m, " nranks ", 0, false);
+      if (n > 0) {
+        o.kind = LogKind::kWorldSize;
+        o.world = static_cast<int>(n);
+      }
     } else if (nk != npos && (has(m, "remote process exited") || has(m, "Connection closed"))) {
       o.kind = LogKind::kNcclRemoteError;
     } else if (nk != npos && (ihas(m, "error") || ihas(m, "fail"))) {
@@ -1273,6 +1292,13 @@ void classify_text(sv m, LogLine& o) {
     if (!o.signal) o.signal = 6;
     return;
   }
+  // The shell's notice of a child killed by SIGKILL: "Killed" alone, or bash's
+  // "line 28:  8156 Killed   python3 main.py".
+  if (trim(m) == "Killed" || (has(m, ": line ") && has(m, " Killed "))) {
+    o.kind = LogKind::kExitStatus;
+    o.signal = 9;
+    return;
+  }
   if (has(m, "No space left on device")) {
     o.kind = LogKind::kDiskFull;
     return;
@@ -1400,6 +1426,7 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kSocketError: return "socket_error";
     case LogKind::kGlooTimeout: return "gloo_timeout";
     case LogKind::kCommClosed: return "comm_closed";
+    case LogKind::kLocalPeerClosed: return "local_peer_closed";
     case LogKind::kStoreTimeout: return "store_timeout";
     case LogKind::kStoreRefused: return "store_refused";
     case LogKind::kAddressInUse: return "address_in_use";
@@ -1570,7 +1597,8 @@ bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o
   if (const size_t nk = body.find(" NCCL "); nk != npos && nk < 120) {
     const sv head = body.substr(0, nk);
     const size_t c1 = head.find(':');
-    if (c1 != npos && c1 > 0) {
+    // The host is the line's first token: "[E207 19:37:09.98 ProcessGroupNCCL.cpp:681] ... NCCL" is a clock.
+    if (c1 != npos && c1 > 0 && head.substr(0, c1).find_first_of(" \t[]") == npos) {
       long long pid = 0;
       const size_t e = read_int(head, c1 + 1, &pid);
       if (e != npos && e < head.size() && head[e] == ':') {

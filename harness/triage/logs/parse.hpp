@@ -60,6 +60,8 @@ enum class LogKind : uint8_t {
   // Gloo / TCP
   kGlooTimeout,  // "Timed out waiting 5000ms for recv operation to complete"
   kCommClosed,   // "Connection closed by peer", "Connection reset by peer", "Read error", "Broken pipe"
+  kLocalPeerClosed,  // NCCL INFO "[Service thread] Connection closed by localRank 2": that local process left
+                     // (an abort or its normal exit); not a failure by itself
   // TCPStore / rendezvous / c10d init
   kStoreTimeout,      // "client socket has timed out", "Socket Timeout", "waiting for clients. 3/4 clients joined"
   kStoreRefused,      // store connect refused / failed to connect

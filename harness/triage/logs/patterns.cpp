@@ -94,6 +94,11 @@ const std::vector<LinePattern>& line_patterns() {
       {{"exits with return code = "}, {"--local_rank="}, LogKind::kLauncherExit, "", "", PatternFields::kLauncherCode,
        "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
        "'--local_rank=0', '--data_path', 'Dahoas/rm-static'] exits with return code = -9"},
+      // The DeepSpeed launcher's sigkill_handler kills every subprocess it started, the failed one
+      // included, one line each: on one node the list is the world (gh-deepspeed-3232,
+      // gh-deepspeed-4000). torchrun's "closing signal" lines name only the survivors.
+      {{"Killing subprocess "}, {}, LogKind::kLauncherSignal, "", "launcher_kill_all", PatternFields::kKilledProcess,
+       "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266"},
       // Slurm cancelled the job at its time limit (gh-zetta_utils-671).
       {{"DUE TO TIME LIMIT"}, {"CANCELLED"}, LogKind::kResourceLimit, "resource_limit", "time_limit",
        PatternFields::kNone,
@@ -117,6 +122,15 @@ const std::vector<LinePattern>& line_patterns() {
       {{"NCCL WARN"}, {"Cuda failure 'out of memory'", "Failed to CUDA calloc", "Failed to CUDA malloc"},
        LogKind::kCudaOom, "resource_limit", "cuda_oom", PatternFields::kNone,
        "ng30903:3063028:3066152 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'"},
+      // NCCL's SHM transport could not size its /dev/shm segment: ENOSPC from posix_fallocate is a
+      // full /dev/shm (a container's 64 MB default), not a full disk (gh-nccl-290, gh-xgboost-5963).
+      {{"NCCL WARN", "posix_fallocate"}, {}, LogKind::kShmError, "resource_limit", "nccl_shm", PatternFields::kNone,
+       "gpu2-ru7:2143:2561 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device"},
+      // NCCL's proxy service thread lost a local process's connection: that process left, after an
+      // abort or at its normal exit. Not a failure; it shows which processes a failure reached
+      // (gh-nccl-tests-252).
+      {{"[Service thread] Connection closed by localRank"}, {}, LogKind::kLocalPeerClosed, "", "",
+       PatternFields::kNone, "kolyoz2:25172:25848 [1] NCCL INFO [Service thread] Connection closed by localRank 0"},
       // Open MPI's crash handler names the signal (gh-horovod-4020, gh-horovod-585).
       {{"Signal: "},
        {"Aborted (6)", "Bus error (7)", "Segmentation fault (11)", "Floating point exception (8)",
@@ -211,6 +225,11 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
         o.local_rank = static_cast<int>(int_after(m, "--local_rank="));
         break;
       }
+      case PatternFields::kKilledProcess:
+        o.pid = int_after(m, "Killing subprocess ");
+        o.word = "SIGKILL";
+        o.signal = 9;
+        break;
       case PatternFields::kNone:
       case PatternFields::kEpoch:
         break;

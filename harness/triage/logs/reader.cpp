@@ -48,6 +48,18 @@ bool skip_file_name(const std::string& name) {
   return false;
 }
 
+// "epoch=1", "epoch 3", "Epoch=2": an epoch number stated in the line.
+bool names_epoch(std::string_view m) {
+  for (std::string_view key : {std::string_view("epoch="), std::string_view("Epoch="), std::string_view("epoch "),
+                               std::string_view("Epoch ")}) {
+    for (size_t k = m.find(key); k != std::string_view::npos; k = m.find(key, k + 1)) {
+      const size_t p = k + key.size();
+      if (p < m.size() && m[p] >= '0' && m[p] <= '9') return true;
+    }
+  }
+  return false;
+}
+
 bool looks_binary(const fs::path& p) {
   const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return true;
@@ -334,6 +346,11 @@ class FileScanner {
       }
     }
     if (l_.kind == LogKind::kStep && rank < 0) ++out_.unattributed_steps;
+    // A line that names its epoch ("check_rank and exit epoch=1 batch=0") was written inside the
+    // training loop, whatever else it says: evidence of training, like a progress line.
+    if (l_.kind != LogKind::kNone && l_.kind != LogKind::kProgress && l_.kind != LogKind::kStep &&
+        names_epoch(l_.msg))
+      ++out_.progress_lines;
     if (l_.kind == LogKind::kProgress) {  // evidence of training only; never an event
       ++out_.progress_lines;
       return;
