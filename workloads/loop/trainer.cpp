@@ -1,7 +1,5 @@
-// The shared LibTorch-free training program of mpi_ddp and nccl_ddp; see trainer.hpp.
-// Kept line for line parallel to workloads/torch_ddp/main.cpp: when one changes its loop,
-// log lines or hooks, the other should follow, so that a scenario reads the same on
-// every backend.
+// The one training loop of the built-in workloads; see trainer.hpp. A scenario reads
+// the same on every backend because every backend runs this code.
 #include "trainer.hpp"
 
 #include <CLI/CLI.hpp>
@@ -31,7 +29,7 @@ namespace hanglab {
 namespace {
 
 // ---------------------------------------------------------------------------------------
-// Command line (the same `--name=value` table as torch_ddp: workload_args.hpp).
+// Command line (the `--name=value` table of workload_args.hpp).
 
 struct Options {
   int steps = 10;
@@ -164,6 +162,7 @@ std::string describe_json(const BackendSpec& spec) {
   nlohmann::ordered_json d;
   d["name"] = spec.workload;
   d["backends"] = {spec.backend};
+  if (!spec.built_with.empty()) d["built_with"] = spec.built_with;
   nlohmann::ordered_json kinds = nlohmann::ordered_json::array();
   nlohmann::ordered_json hook_keys = nlohmann::ordered_json::object();
   for (const auto& hs : hook_specs()) {
@@ -266,7 +265,7 @@ std::string host_name() {
 // ---------------------------------------------------------------------------------------
 // Collectives, traced: every one gets a per-communicator sequence number counted at issue,
 // so ranks that diverge (a skipped or extra collective) show different seqs for the same
-// step in their traces — the same numbering torch_ddp uses.
+// step in their traces.
 
 class TracedComm {
  public:
@@ -378,6 +377,9 @@ class Trainer {
     build_model();
     prepare_data();
     train_loop();
+    runtime_pause_trace(false);
+    step_times_.end();
+    step_times_.write();  // HANGLAB_STEP_TIMES (trace.hpp), for `hanglab bench`
     stop_loader();  // the epoch iterator is done: its workers exit, as PyTorch's do
     PhaseScope phase("shutdown", last_step_);
     after_loop();
@@ -458,11 +460,16 @@ class Trainer {
     runtime_set_loader(loader_.get());
     std::string pids;
     for (pid_t p : loader_->worker_pids()) pids += (pids.empty() ? "" : ",") + std::to_string(p);
-    const double batch_mib =
-        static_cast<double>(o_.batch_size) * (o_.input_dim + 1) * sizeof(float) / (1024.0 * 1024.0);
-    log_info("data loader: %d worker process(es) (pids %s), prefetch %d per worker, batches of %.2f MiB through "
-             "/dev/shm (%s)",
-             o_.num_workers, pids.c_str(), o_.prefetch, batch_mib, o_.shm_alloc.c_str());
+    const double batch_kib = static_cast<double>(o_.batch_size) * (o_.input_dim + 1) * sizeof(float) / 1024.0;
+    char size[32];
+    if (batch_kib >= 1024) {
+      std::snprintf(size, sizeof size, "%.2f MiB", batch_kib / 1024.0);
+    } else {
+      std::snprintf(size, sizeof size, "%.1f KiB", batch_kib);
+    }
+    log_info("data loader: %d worker process(es) (pids %s), prefetch %d per worker, batches of %s through /dev/shm "
+             "(%s)",
+             o_.num_workers, pids.c_str(), o_.prefetch, size, o_.shm_alloc.c_str());
   }
 
   void stop_loader() {
@@ -478,6 +485,9 @@ class Trainer {
       for (const auto& batch : batches) {
         if (last_step_ == o_.steps) break;
         const int step = last_step_ + 1;
+        const bool traced = !trace_ab_ || trace_step_traced(step);
+        if (trace_ab_) runtime_pause_trace(!traced);  // HANGLAB_TRACE_OFF=ab
+        step_times_.begin_step(step, traced);
         hooks_.begin_step(step, unix_time_now());
         if (hooks_.sampler_exhausted(step)) {
           report_fault(HookKind::kUnevenBatches, step,
@@ -717,6 +727,8 @@ class Trainer {
   std::unique_ptr<ShmLoader> loader_;
   int epochs_ = 1;
   int last_step_ = 0;
+  StepTimes step_times_ = StepTimes::from_env(env_.rank);
+  const bool trace_ab_ = trace_alternating();
   double last_loss_ = std::nan("");
   bool first_grad_collective_ = true;
   std::vector<std::unique_ptr<char[]>> ballast_;
@@ -791,11 +803,13 @@ int workload_main(int argc, char** argv, const BackendSpec& spec) {
     return kExitUsage;
   }
   runtime_set_trace(&trace);
-  emit("start", {{"pid", ::getpid()},
-                 {"host", host_name()},
-                 {"world_size", env.world_size},
-                 {"backend", options.backend},
-                 {"workload", spec.workload}});
+  TraceFields start{{"pid", ::getpid()},
+                    {"host", host_name()},
+                    {"world_size", env.world_size},
+                    {"backend", options.backend},
+                    {"workload", spec.workload}};
+  if (!spec.built_with.empty()) start["built_with"] = spec.built_with;
+  emit("start", start);
   // Started before the backend's init so that a rank stuck in MPI_Init or NCCL's
   // bootstrap still shows as alive-but-blocked. The heartbeat thread never calls into
   // the backend (MPI is initialised for FUNNELED use: only the training thread calls it).
