@@ -15,22 +15,25 @@
 #include "workload_args.hpp"
 
 namespace hanglab {
-namespace {
 
-// ---------------------------------------------------------------------------------------
-// Command line (the `--name=value` table of workload_args.hpp).
-
-
-
-int64_t to_int(const std::string& name, const std::string& text, int64_t min_value) {
+std::optional<int64_t> parse_whole_int(const std::string& text) {
   size_t used = 0;
   int64_t v = 0;
   try {
     v = std::stoll(text, &used);
   } catch (const std::exception&) {
-    used = 0;
+    return std::nullopt;
   }
-  if (used == 0 || used != text.size()) throw UsageError("--" + name + "=" + text + ": expected an integer");
+  if (used == 0 || used != text.size()) return std::nullopt;
+  return v;
+}
+
+namespace {
+
+int64_t to_int(const std::string& name, const std::string& text, int64_t min_value) {
+  const std::optional<int64_t> parsed = parse_whole_int(text);
+  if (!parsed) throw UsageError("--" + name + "=" + text + ": expected an integer");
+  const int64_t v = *parsed;
   if (v < min_value || v > std::numeric_limits<int>::max()) {
     throw UsageError("--" + name + "=" + text + ": must be in [" + std::to_string(min_value) + ", " +
                      std::to_string(std::numeric_limits<int>::max()) + "]");

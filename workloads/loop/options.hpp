@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "trainer.hpp"
@@ -37,6 +38,9 @@ struct Options {
   int eval_batches = 4;
   std::string after_loop = "exit";
 };
+
+// `text` as a whole decimal integer (std::stoll, nothing left over), else nullopt.
+std::optional<int64_t> parse_whole_int(const std::string& text);
 
 // Parses argv; exits 0 after --describe/--help, exits 2 on any usage error.
 Options parse_command_line(int argc, char** argv, const BackendSpec& spec);

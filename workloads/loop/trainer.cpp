@@ -39,18 +39,12 @@ int64_t env_int(const char* name, std::optional<int64_t> fallback, int64_t min_v
     if (!fallback) throw UsageError(std::string("environment variable ") + name + " is not set");
     return *fallback;
   }
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || used == 0 || v < min_value || v > max_value) {
+  const std::optional<int64_t> v = parse_whole_int(text);
+  if (!v || *v < min_value || *v > max_value) {
     throw UsageError(std::string(name) + "=" + text + ": expected an integer in [" + std::to_string(min_value) + ", " +
                      std::to_string(max_value) + "]");
   }
-  return v;
+  return *v;
 }
 
 std::string host_name() {
