@@ -6,7 +6,6 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config git ccache
   clang libclang-rt-14-dev            # ci/fuzz.sh: libFuzzer + ASan/UBSan over log triage
-  libtorch-dev libgloo-dev            # LibTorch 1.13 (CPU) with c10d ProcessGroupGloo
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libfmt-dev catch2
   gdb procps iproute2 util-linux      # stack capture, process and namespace tools
   libfuse3-dev fuse3                  # hanglab_slowfs (slow_storage fault)

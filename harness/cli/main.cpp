@@ -135,7 +135,15 @@ int cmd_history(const std::string& results, const std::string& scenario, size_t 
 
 int cmd_list() {
   std::cout << "workloads:\n";
-  for (const auto& w : workload_registry()) std::cout << fmt::format("  {:<22} {}\n", w.name, w.summary);
+  for (const auto& w : workload_registry()) {
+    std::string built;
+    for (const auto& b : w.backends) {
+      const bool here = ::access((workload_dir() / workload_binary(w, b)).c_str(), X_OK) == 0;
+      built += fmt::format("{}{} {}", built.empty() ? "" : ", ", b, here ? "built" : "not built");
+    }
+    std::cout << fmt::format("  {:<22} {}\n  {:<22} backends: {}; LibTorch: {}\n", w.name, w.summary, "", built,
+                             w.libtorch.empty() ? "-" : w.libtorch);
+  }
   std::cout << "  (or any command: [workload] command = [...])\n\nfaults:\n";
   for (const auto& i : injector_registry()) std::cout << fmt::format("  {:<22} {}\n", i.kind, i.summary);
   std::cout << "\ndetectors:\n"

@@ -21,13 +21,7 @@ std::string torch_version() {
 #ifdef HANGLAB_TORCH_VERSION
   return HANGLAB_TORCH_VERSION;
 #else
-  // Not found at build time: the Debian headers' location, read now.
-  std::ifstream in("/usr/include/torch/csrc/api/include/torch/version.h");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::smatch m;
-  // The macro spans two lines (#define TORCH_VERSION \ newline "1.13.0").
-  if (std::regex_search(text, m, std::regex(R"(#define\s+TORCH_VERSION\s*\\?\s*"([^"]+)\")"))) return m[1];
-  return "unknown";
+  return "none";  // built without LibTorch (HANGLAB_WITH_TORCH=OFF or no venv)
 #endif
 }
 

@@ -13,25 +13,40 @@ namespace hanglab {
 
 namespace fs = std::filesystem;
 
+namespace {
+#ifdef HANGLAB_LIBTORCH_VERSION
+constexpr const char* kLibTorchVersion = HANGLAB_LIBTORCH_VERSION;
+#else
+constexpr const char* kLibTorchVersion = "";
+#endif
+}  // namespace
+
 const std::vector<WorkloadInfo>& workload_registry() {
   static const std::vector<WorkloadInfo> kWorkloads = {
-      {"torch_ddp", "torch_ddp", {"gloo"}, &torch_ddp_args(),
-       "LibTorch c10d data-parallel MLP training (TCPStore rendezvous, ProcessGroupGloo, bucketed gradient allreduce)"},
+      {"torch_ddp", "torch_ddp", {"gloo", "nccl"}, &torch_ddp_args(),
+       "the training loop on LibTorch c10d (TCPStore rendezvous; gloo: ProcessGroupGloo, nccl: ProcessGroupNCCL "
+       "with torch's watchdog, heartbeat monitor and Flight Recorder, one GPU per rank)",
+       true, {{"nccl", "torch_ddp_nccl"}}, kLibTorchVersion},
       {"nccl_probe", "nccl_probe", {"nccl"}, [] { static const std::vector<ArgSpec> kNoArgs; return &kNoArgs; }(),
        "NCCL's CPU-side bootstrap on every rank (ncclGetUniqueId: socket interface selection), rank 0's id shared; "
        "built only where NCCL is found",
        false},
-      // Same [workload.args] table as torch_ddp: the plain-C++ trainer (workloads/plain_ddp)
-      // implements every one of them.
+      // The same training loop (workloads/loop), so the same [workload.args] table.
       {"mpi_ddp", "mpi_ddp", {"mpi"}, &torch_ddp_args(),
-       "the torch_ddp training loop without LibTorch on Open MPI (MPI_Allreduce per gradient bucket, no collective "
+       "the training loop on Open MPI (MPI_Allreduce per gradient bucket, no collective "
        "timeout); multi-rank only under launcher mpirun, world_size 1 under local; built only where MPI is found"},
       {"nccl_ddp", "nccl_ddp", {"nccl"}, &torch_ddp_args(),
-       "the torch_ddp training loop without LibTorch on CUDA + NCCL (ncclAllReduce per gradient bucket, "
-       "ProcessGroupNCCL-style watchdog: ncclCommAbort after collective_s); needs a GPU per rank; built only where "
+       "the training loop on raw CUDA + NCCL (ncclAllReduce per gradient bucket, a watchdog of its own in "
+       "ProcessGroupNCCL's style: ncclCommAbort after collective_s); needs a GPU per rank; built only where "
        "the CUDA toolkit and NCCL are found"},
   };
   return kWorkloads;
+}
+
+const std::string& workload_binary(const WorkloadInfo& w, const std::string& backend) {
+  for (const auto& [b, file] : w.backend_binaries)
+    if (b == backend) return file;
+  return w.binary;
 }
 
 const WorkloadInfo* find_workload(const std::string& name) {
@@ -54,12 +69,13 @@ std::string workload_unsupported_reason(const Scenario& sc) {
   if (!w.command.empty()) return {};
   const WorkloadInfo* info = find_workload(w.name);
   if (!info) return "unknown workload '" + w.name + "'";
-  fs::path bin = workload_dir() / info->binary;
-  if (::access(bin.c_str(), X_OK) != 0)
-    return "workload binary " + bin.string() + " is not built here (CMake did not find what it needs: LibTorch for torch_ddp, MPI for mpi_ddp, CUDA/NCCL for nccl_*)";
   bool backend_ok = false;
   for (const auto& b : info->backends) backend_ok = backend_ok || b == w.backend;
-  if (!backend_ok) return "workload " + w.name + " does not support backend '" + w.backend + "' in this build";
+  if (!backend_ok) return "workload " + w.name + " does not support backend '" + w.backend + "'";
+  fs::path bin = workload_dir() / workload_binary(*info, w.backend);
+  if (::access(bin.c_str(), X_OK) != 0)
+    return "workload binary " + bin.string() + " is not built here (CMake did not find what it needs: LibTorch 2.x "
+           "for torch_ddp, LibTorch with CUDA for torch_ddp_nccl, MPI for mpi_ddp, CUDA/NCCL for nccl_*)";
   if (w.launcher == "mpirun" && ::system("command -v mpirun >/dev/null 2>&1") != 0)
     return "launcher mpirun: `mpirun` is not on PATH (install openmpi-bin)";
   if (w.launcher != "local" && w.launcher != "mpirun") return "launcher '" + w.launcher + "' is not available";
@@ -88,7 +104,7 @@ std::vector<std::string> workload_argv(const Scenario& sc) {
     return argv;
   }
   const WorkloadInfo* info = find_workload(w.name);
-  std::vector<std::string> argv{(workload_dir() / info->binary).string(), "--steps=" + std::to_string(w.steps),
+  std::vector<std::string> argv{(workload_dir() / workload_binary(*info, w.backend)).string(), "--steps=" + std::to_string(w.steps),
                                 "--backend=" + w.backend};
   for (const auto& [k, v] : w.args) argv.push_back("--" + k + "=" + v);
   return argv;

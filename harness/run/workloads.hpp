@@ -18,7 +18,15 @@ struct WorkloadInfo {
   const std::vector<ArgSpec>* args;
   std::string summary;
   bool training_loop = true;  // runs the shared training loop that honours HANGLAB_HOOKS
+  // Backends built as an executable of their own (backend, file name), e.g. torch_ddp's
+  // nccl is torch_ddp_nccl: linking LibTorch's CUDA half costs every CPU rank ~400 MB.
+  std::vector<std::pair<std::string, std::string>> backend_binaries = {};
+  // The LibTorch the binary was compiled against ("2.15.0"), empty for the others.
+  std::string libtorch = {};
 };
+
+// The executable's file name for one of the workload's backends.
+const std::string& workload_binary(const WorkloadInfo& w, const std::string& backend);
 
 const std::vector<WorkloadInfo>& workload_registry();
 const WorkloadInfo* find_workload(const std::string& name);

@@ -15,7 +15,7 @@
 // one built while HANGLAB_TRACE_OFF is set (non-empty, not "0", not "ab"): the documented
 // switch that turns the whole trace off, heartbeats included, to measure what tracing costs.
 // The harness then sees the rank's stdout/stderr only. HANGLAB_TRACE_OFF=ab alternates
-// instead, inside one run: a workload that supports it (torch_ddp) pauses the trace for
+// instead, inside one run: the training loop (workloads/loop) pauses the trace for
 // steps 4k+2 and 4k+3 and traces steps 4k+1 and 4k+4 (ABBA, trace_step_traced()), so the
 // traced and untraced steps share the machine's drift (`hanglab bench`).
 //

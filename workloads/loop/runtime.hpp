@@ -1,8 +1,7 @@
-// Process-wide runtime of the LibTorch-free workloads (mpi_ddp, nccl_ddp): the rank's
-// log lines, its trace, where it is (phase, step, collective) and the one fatal-error
-// path. These are the pieces torch_ddp keeps in its main.cpp, shared here so that the
-// MPI and NCCL workloads write exactly torch_ddp's log lines (`[rank R] step S/N loss
-// ...`, `[rank R] ERROR (class) in phase at step S: ...`), trace events and exit codes.
+// Process-wide runtime of the training loop (trainer.hpp), whatever the backend: the
+// rank's log lines (`[rank R] step S/N loss ...`, `[rank R] ERROR (class) in phase at
+// step S: ...`), its trace, where it is (phase, step, collective) and the one
+// fatal-error path with its exit codes.
 //
 // Thread-safety: the progress record is guarded by a mutex and fail() may be called from
 // any thread (nccl_ddp's watchdog calls it while the training thread is blocked on the
@@ -37,6 +36,8 @@ struct Progress {
 void runtime_set_rank(int rank);
 int runtime_rank();
 void runtime_set_trace(const Trace* trace);
+// Pauses or resumes the rank's trace (HANGLAB_TRACE_OFF=ab); no-op without one.
+void runtime_pause_trace(bool paused);
 void runtime_set_heartbeat(Heartbeat* heartbeat);
 void runtime_set_loader(ShmLoader* loader);
 

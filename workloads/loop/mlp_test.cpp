@@ -1,4 +1,4 @@
-// Unit tests of the plain-C++ MLP of mpi_ddp/nccl_ddp: gradients against finite
+// Unit tests of the training loop's plain-C++ MLP: gradients against finite
 // differences, deterministic init, SGD lowers the loss.
 #include "mlp.hpp"
 

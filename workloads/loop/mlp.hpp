@@ -1,12 +1,12 @@
-// Mlp: the model of the LibTorch-free workloads (mpi_ddp, nccl_ddp), the same network
-// torch_ddp builds with torch::nn (Linear -> ReLU, `layers` times, then Linear(hidden, 1),
-// MSE loss) written as plain float loops: forward, backward, SGD. It is small on purpose:
+// Mlp: the model of the training loop on every backend, the network a DDP script builds
+// with torch.nn (Linear -> ReLU, `layers` times, then Linear(hidden, 1), MSE loss)
+// written as plain float loops: forward, backward, SGD. It is small on purpose:
 // the workloads exist to issue DDP's collectives with DDP's sizes and order, and the
 // arithmetic only has to be real enough that the loss falls and that replicas which
 // stop agreeing (a skipped or mis-paired allreduce) end with different parameters.
 //
 // Parameters are kept in torch's registration order (W0, b0, W1, b1, ...), W row-major
-// [out x in], so bucketing and the parameter checksum match torch_ddp's layout.
+// [out x in], so bucketing (reverse registration order) is DDP's.
 #pragma once
 
 #include <cstddef>

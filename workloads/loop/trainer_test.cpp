@@ -1,4 +1,4 @@
-// Unit tests of the shared plain-C++ training program (trainer.hpp): environment and
+// Unit tests of the one training loop (trainer.hpp): environment and
 // trace-path handling, and whole single-rank runs over a loopback Collectives in a forked
 // child (workload_main leaves with _exit), checked through the exit code and the trace.
 #include "trainer.hpp"

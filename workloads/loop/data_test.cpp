@@ -1,4 +1,4 @@
-// Unit tests of the torch_ddp data path: DistributedSampler semantics and the shard files.
+// Unit tests of the training loop's data path: DistributedSampler semantics and the shard files.
 #include "data.hpp"
 
 #include <sys/wait.h>

@@ -1,10 +1,7 @@
-// The shared LibTorch-free training program of mpi_ddp and nccl_ddp; see trainer.hpp.
-// Kept line for line parallel to workloads/torch_ddp/main.cpp: when one changes its loop,
-// log lines or hooks, the other should follow, so that a scenario reads the same on
-// every backend.
+// The one training loop of the built-in workloads; see trainer.hpp. A scenario reads
+// the same on every backend because every backend runs this code.
 #include "trainer.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -22,6 +19,7 @@
 #include "hooks.hpp"
 #include "loader.hpp"
 #include "mlp.hpp"
+#include "options.hpp"
 #include "runtime.hpp"
 #include "signals.hpp"
 #include "trace.hpp"
@@ -29,208 +27,6 @@
 
 namespace hanglab {
 namespace {
-
-// ---------------------------------------------------------------------------------------
-// Command line (the same `--name=value` table as torch_ddp: workload_args.hpp).
-
-struct Options {
-  int steps = 10;
-  std::string backend;
-  int input_dim = 16;
-  int hidden = 64;
-  int layers = 2;
-  int batch_size = 8;
-  int64_t dataset_size = 1024;
-  int shards = 8;
-  int64_t seed = 1;
-  bool drop_last = false;
-  int bucket_kb = 16;
-  double lr = 0.05;
-  int step_ms = 100;
-  std::string compute = "sleep";
-  int step_jitter_ms = 0;
-  int first_collective_delay_ms = 0;
-  int checkpoint_every = 0;
-  std::string checkpoint_ranks = "rank0";
-  int checkpoint_delay_ms = 0;
-  int num_workers = 0;
-  int prefetch = 2;
-  std::string shm_alloc = "mmap";
-  int eval_every = 0;
-  int eval_batches = 4;
-  std::string after_loop = "exit";
-};
-
-int64_t to_int(const std::string& name, const std::string& text, int64_t min_value) {
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size()) throw UsageError("--" + name + "=" + text + ": expected an integer");
-  if (v < min_value || v > std::numeric_limits<int>::max()) {
-    throw UsageError("--" + name + "=" + text + ": must be in [" + std::to_string(min_value) + ", " +
-                     std::to_string(std::numeric_limits<int>::max()) + "]");
-  }
-  return v;
-}
-
-double to_float(const std::string& name, const std::string& text) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(v)) {
-    throw UsageError("--" + name + "=" + text + ": expected a number");
-  }
-  return v;
-}
-
-bool to_bool(const std::string& name, const std::string& text) {
-  if (text == "true" || text == "1" || text == "yes" || text == "on") return true;
-  if (text == "false" || text == "0" || text == "no" || text == "off") return false;
-  throw UsageError("--" + name + "=" + text + ": expected true or false");
-}
-
-std::string one_of(const std::string& name, const std::string& text, std::initializer_list<const char*> allowed) {
-  std::string names;
-  for (const char* a : allowed) {
-    if (text == a) return text;
-    names += names.empty() ? "" : " | ";
-    names += a;
-  }
-  throw UsageError("--" + name + "=" + text + ": must be one of " + names);
-}
-
-Options options_from(const std::map<std::string, std::string>& v) {
-  Options o;
-  o.steps = static_cast<int>(to_int("steps", v.at("steps"), 1));
-  o.backend = v.at("backend");
-  o.input_dim = static_cast<int>(to_int("input_dim", v.at("input_dim"), 1));
-  o.hidden = static_cast<int>(to_int("hidden", v.at("hidden"), 1));
-  o.layers = static_cast<int>(to_int("layers", v.at("layers"), 0));
-  o.batch_size = static_cast<int>(to_int("batch_size", v.at("batch_size"), 1));
-  o.dataset_size = to_int("dataset_size", v.at("dataset_size"), 1);
-  o.shards = static_cast<int>(to_int("shards", v.at("shards"), 1));
-  o.seed = to_int("seed", v.at("seed"), 0);
-  o.drop_last = to_bool("drop_last", v.at("drop_last"));
-  o.bucket_kb = static_cast<int>(to_int("bucket_kb", v.at("bucket_kb"), 1));
-  o.lr = to_float("lr", v.at("lr"));
-  o.step_ms = static_cast<int>(to_int("step_ms", v.at("step_ms"), 0));
-  o.compute = one_of("compute", v.at("compute"), {"sleep", "burn"});
-  o.step_jitter_ms = static_cast<int>(to_int("step_jitter_ms", v.at("step_jitter_ms"), 0));
-  o.first_collective_delay_ms =
-      static_cast<int>(to_int("first_collective_delay_ms", v.at("first_collective_delay_ms"), 0));
-  o.checkpoint_every = static_cast<int>(to_int("checkpoint_every", v.at("checkpoint_every"), 0));
-  o.checkpoint_ranks = one_of("checkpoint_ranks", v.at("checkpoint_ranks"), {"rank0", "all"});
-  o.checkpoint_delay_ms = static_cast<int>(to_int("checkpoint_delay_ms", v.at("checkpoint_delay_ms"), 0));
-  o.num_workers = static_cast<int>(to_int("num_workers", v.at("num_workers"), 0));
-  o.prefetch = static_cast<int>(to_int("prefetch", v.at("prefetch"), 1));
-  if (o.prefetch > 64) throw UsageError("--prefetch=" + v.at("prefetch") + ": must be in [1, 64]");
-  o.shm_alloc = one_of("shm_alloc", v.at("shm_alloc"), {"mmap", "fallocate"});
-  o.eval_every = static_cast<int>(to_int("eval_every", v.at("eval_every"), 0));
-  o.eval_batches = static_cast<int>(to_int("eval_batches", v.at("eval_batches"), 1));
-  o.after_loop = one_of("after_loop", v.at("after_loop"), {"exit", "barrier", "linger"});
-  if (o.lr <= 0) throw UsageError("--lr must be > 0");
-  if (o.shards > o.dataset_size) throw UsageError("--shards must not exceed --dataset_size");
-  return o;
-}
-
-std::vector<std::string> documented_env(const BackendSpec& spec) {
-  std::vector<std::string> env = {"RANK",
-                                  "WORLD_SIZE",
-                                  "LOCAL_RANK",
-                                  "LOCAL_WORLD_SIZE",
-                                  "MASTER_ADDR",
-                                  "MASTER_PORT",
-                                  "HANGLAB_RUN_DIR",
-                                  "HANGLAB_TRACE",
-                                  "HANGLAB_HEARTBEAT_MS",
-                                  "HANGLAB_INIT_TIMEOUT_MS",
-                                  "HANGLAB_COLLECTIVE_TIMEOUT_MS",
-                                  "HANGLAB_DATA_DIR",
-                                  "HANGLAB_CKPT_DIR",
-                                  "HANGLAB_HOOKS"};
-  env.insert(env.end(), spec.extra_env.begin(), spec.extra_env.end());
-  return env;
-}
-
-std::string describe_json(const BackendSpec& spec) {
-  nlohmann::ordered_json d;
-  d["name"] = spec.workload;
-  d["backends"] = {spec.backend};
-  nlohmann::ordered_json kinds = nlohmann::ordered_json::array();
-  nlohmann::ordered_json hook_keys = nlohmann::ordered_json::object();
-  for (const auto& hs : hook_specs()) {
-    kinds.push_back(hs.kind);
-    nlohmann::ordered_json keys = nlohmann::ordered_json::array();
-    for (const auto& k : hs.keys) {
-      keys.push_back({{"name", k.name}, {"type", k.type}, {"default", k.default_value}, {"doc", k.doc}});
-    }
-    hook_keys[hs.kind] = {{"doc", hs.doc}, {"keys", keys}};
-  }
-  d["hooks"] = kinds;
-  d["hook_keys"] = hook_keys;
-  nlohmann::ordered_json args = nlohmann::ordered_json::array();
-  for (const auto& a : torch_ddp_args()) {
-    args.push_back({{"name", a.name}, {"type", a.type}, {"default", a.default_value}, {"doc", a.doc}});
-  }
-  d["args"] = args;
-  d["options"] = nlohmann::ordered_json::array(
-      {{{"name", "steps"}, {"type", "int"}, {"default", "10"}, {"doc", "total training steps across epochs"}},
-       {{"name", "backend"}, {"type", "string"}, {"default", spec.backend}, {"doc", "communication backend"}}});
-  d["env"] = documented_env(spec);
-  if (!spec.notes.empty()) d["notes"] = spec.notes;
-  nlohmann::ordered_json codes = nlohmann::ordered_json::array();
-  for (const auto& c : exit_code_table()) {
-    codes.push_back({{"code", c.code}, {"name", c.name}, {"meaning", c.meaning}});
-  }
-  d["exit_codes"] = codes;
-  return d.dump();
-}
-
-// Parses argv; exits 0 after --describe/--help, exits 2 on any usage error.
-Options parse_command_line(int argc, char** argv, const BackendSpec& spec) {
-  CLI::App app{spec.workload + ": " + spec.summary, spec.workload};
-  std::map<std::string, std::string> values = {{"steps", "10"}, {"backend", spec.backend}};
-  for (const auto& a : torch_ddp_args()) values[a.name] = a.default_value;
-  bool describe = false;
-  app.add_flag("--describe", describe, "print the workload description as one JSON line and exit");
-  app.add_option("--steps", values["steps"], "total training steps across epochs")->capture_default_str();
-  app.add_option("--backend", values["backend"], "communication backend: " + spec.backend + " only")
-      ->capture_default_str();
-  for (const auto& a : torch_ddp_args()) {
-    app.add_option(std::string("--") + a.name, values[a.name], std::string(a.doc) + " [" + a.type + "]")
-        ->capture_default_str();
-  }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    std::exit(app.exit(e));
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "[rank ?] ERROR (usage) in startup at step 0: %s (see --help)\n", e.what());
-    std::exit(kExitUsage);
-  }
-  if (describe) {
-    std::printf("%s\n", describe_json(spec).c_str());
-    std::exit(kExitOk);
-  }
-  try {
-    Options o = options_from(values);
-    if (o.backend != spec.backend) {
-      throw UsageError("--backend=" + o.backend + ": " + spec.workload + " supports only " + spec.backend);
-    }
-    return o;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "[rank ?] ERROR (usage) in startup at step 0: %s\n", e.what());
-    std::exit(kExitUsage);
-  }
-}
 
 std::string env_str(const char* name, const std::string& fallback = "") {
   const char* v = std::getenv(name);
@@ -243,18 +39,12 @@ int64_t env_int(const char* name, std::optional<int64_t> fallback, int64_t min_v
     if (!fallback) throw UsageError(std::string("environment variable ") + name + " is not set");
     return *fallback;
   }
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || used == 0 || v < min_value || v > max_value) {
+  const std::optional<int64_t> v = parse_whole_int(text);
+  if (!v || *v < min_value || *v > max_value) {
     throw UsageError(std::string(name) + "=" + text + ": expected an integer in [" + std::to_string(min_value) + ", " +
                      std::to_string(max_value) + "]");
   }
-  return v;
+  return *v;
 }
 
 std::string host_name() {
@@ -266,7 +56,7 @@ std::string host_name() {
 // ---------------------------------------------------------------------------------------
 // Collectives, traced: every one gets a per-communicator sequence number counted at issue,
 // so ranks that diverge (a skipped or extra collective) show different seqs for the same
-// step in their traces — the same numbering torch_ddp uses.
+// step in their traces.
 
 class TracedComm {
  public:
@@ -378,6 +168,9 @@ class Trainer {
     build_model();
     prepare_data();
     train_loop();
+    runtime_pause_trace(false);
+    step_times_.end();
+    step_times_.write();  // HANGLAB_STEP_TIMES (trace.hpp), for `hanglab bench`
     stop_loader();  // the epoch iterator is done: its workers exit, as PyTorch's do
     PhaseScope phase("shutdown", last_step_);
     after_loop();
@@ -458,11 +251,16 @@ class Trainer {
     runtime_set_loader(loader_.get());
     std::string pids;
     for (pid_t p : loader_->worker_pids()) pids += (pids.empty() ? "" : ",") + std::to_string(p);
-    const double batch_mib =
-        static_cast<double>(o_.batch_size) * (o_.input_dim + 1) * sizeof(float) / (1024.0 * 1024.0);
-    log_info("data loader: %d worker process(es) (pids %s), prefetch %d per worker, batches of %.2f MiB through "
-             "/dev/shm (%s)",
-             o_.num_workers, pids.c_str(), o_.prefetch, batch_mib, o_.shm_alloc.c_str());
+    const double batch_kib = static_cast<double>(o_.batch_size) * (o_.input_dim + 1) * sizeof(float) / 1024.0;
+    char size[32];
+    if (batch_kib >= 1024) {
+      std::snprintf(size, sizeof size, "%.2f MiB", batch_kib / 1024.0);
+    } else {
+      std::snprintf(size, sizeof size, "%.1f KiB", batch_kib);
+    }
+    log_info("data loader: %d worker process(es) (pids %s), prefetch %d per worker, batches of %s through /dev/shm "
+             "(%s)",
+             o_.num_workers, pids.c_str(), o_.prefetch, size, o_.shm_alloc.c_str());
   }
 
   void stop_loader() {
@@ -478,6 +276,9 @@ class Trainer {
       for (const auto& batch : batches) {
         if (last_step_ == o_.steps) break;
         const int step = last_step_ + 1;
+        const bool traced = !trace_ab_ || trace_step_traced(step);
+        if (trace_ab_) runtime_pause_trace(!traced);  // HANGLAB_TRACE_OFF=ab
+        step_times_.begin_step(step, traced);
         hooks_.begin_step(step, unix_time_now());
         if (hooks_.sampler_exhausted(step)) {
           report_fault(HookKind::kUnevenBatches, step,
@@ -717,6 +518,8 @@ class Trainer {
   std::unique_ptr<ShmLoader> loader_;
   int epochs_ = 1;
   int last_step_ = 0;
+  StepTimes step_times_ = StepTimes::from_env(env_.rank);
+  const bool trace_ab_ = trace_alternating();
   double last_loss_ = std::nan("");
   bool first_grad_collective_ = true;
   std::vector<std::unique_ptr<char[]>> ballast_;
@@ -791,11 +594,13 @@ int workload_main(int argc, char** argv, const BackendSpec& spec) {
     return kExitUsage;
   }
   runtime_set_trace(&trace);
-  emit("start", {{"pid", ::getpid()},
-                 {"host", host_name()},
-                 {"world_size", env.world_size},
-                 {"backend", options.backend},
-                 {"workload", spec.workload}});
+  TraceFields start{{"pid", ::getpid()},
+                    {"host", host_name()},
+                    {"world_size", env.world_size},
+                    {"backend", options.backend},
+                    {"workload", spec.workload}};
+  if (!spec.built_with.empty()) start["built_with"] = spec.built_with;
+  emit("start", start);
   // Started before the backend's init so that a rank stuck in MPI_Init or NCCL's
   // bootstrap still shows as alive-but-blocked. The heartbeat thread never calls into
   // the backend (MPI is initialised for FUNNELED use: only the training thread calls it).

@@ -1,4 +1,4 @@
-// The torch_ddp data path, kept free of LibTorch so it compiles fast and can be reused:
+// The training loop's data path, kept free of LibTorch so it compiles fast and can be reused:
 //   - ShardedDataset: a deterministic synthetic regression set (a fixed random linear
 //     teacher plus noise, all from `seed`) stored as binary shard files, plus a held-out
 //     file for eval. Every rank makes sure the files exist (race-free between ranks), and

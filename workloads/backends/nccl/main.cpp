@@ -1,6 +1,6 @@
 // nccl_ddp: hanglab's data-parallel training workload on raw CUDA + NCCL, without
-// LibTorch. The training program is the shared plain-C++ one (workloads/plain_ddp:
-// torch_ddp's loop, hooks, log lines, trace and exit codes); this file supplies its
+// LibTorch. The training program is the one loop of every workload (workloads/loop:
+// its hooks, log lines, trace and exit codes); this file supplies its
 // collectives the way ProcessGroupNCCL does them:
 //   - rendezvous: rank 0 creates the ncclUniqueId and serves it over a tiny TCP exchange
 //     on MASTER_ADDR:MASTER_PORT (torch passes it through the TCPStore), bounded by

@@ -1,4 +1,4 @@
-// ShmLoader: torch_ddp's multi-process data loader, built the way PyTorch's DataLoader
+// ShmLoader: the training loop's multi-process data loader, built the way PyTorch's DataLoader
 // with num_workers > 0 works on Linux, so that its failure modes are the real ones:
 //   - `num_workers` worker processes are fork(2)ed from the rank. A worker does plain
 //     file I/O and POSIX shared memory only (no LibTorch, no collectives): it reads the

@@ -43,6 +43,10 @@ void vlog(FILE* stream, const char* fmt, va_list args) {
 void runtime_set_rank(int rank) { g_rank = rank; }
 int runtime_rank() { return g_rank.load(); }
 void runtime_set_trace(const Trace* trace) { g_trace = trace; }
+
+void runtime_pause_trace(bool paused) {
+  if (g_trace != nullptr) g_trace->pause(paused);
+}
 void runtime_set_heartbeat(Heartbeat* heartbeat) { g_heartbeat = heartbeat; }
 void runtime_set_loader(ShmLoader* loader) { g_loader = loader; }
 

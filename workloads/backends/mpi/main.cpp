@@ -1,6 +1,6 @@
 // mpi_ddp: hanglab's data-parallel training workload on MPI (Open MPI), without LibTorch.
-// The training program is the shared plain-C++ one (workloads/plain_ddp: torch_ddp's
-// loop, hooks, log lines, trace and exit codes); this file supplies its collectives:
+// The training program is the one loop of every workload (workloads/loop: its hooks,
+// log lines, trace and exit codes); this file supplies its collectives:
 // MPI_Allreduce per gradient bucket, MPI_Bcast of the initial parameters, MPI_Barrier
 // after the checkpoint, MPI_Allreduce of the eval sums.
 //

@@ -1,8 +1,8 @@
-// The LibTorch-free data-parallel training program shared by mpi_ddp and nccl_ddp: the
-// same training loop as torch_ddp (same order, same collectives, same sizes, same hooks,
-// same `[workload.args]`, same log lines, trace events and exit codes) with the model
-// in plain C++ (mlp.hpp) and the communication behind a small Collectives interface that
-// each backend implements:
+// The one data-parallel training loop of every built-in workload (torch_ddp on c10d Gloo
+// or NCCL, mpi_ddp, nccl_ddp): the model in plain C++ (mlp.hpp), the data path of
+// data.hpp/loader.hpp, the hooks, `[workload.args]`, log lines, trace events and exit
+// codes of workloads/common, and the communication behind a small Collectives interface
+// that each backend (workloads/backends/<name>) implements:
 //   init (backend rendezvous) -> broadcast of the initial parameters -> per step: batch
 //   from the shard files (in the rank or from ShmLoader workers), forward, backward +
 //   one allreduce per gradient bucket, SGD -> periodic eval (allreduce of the loss sums)
@@ -76,6 +76,9 @@ struct BackendSpec {
   std::string workload;  // "mpi_ddp"
   std::string backend;   // "mpi"; the only value --backend accepts
   std::string summary;   // one line for --help and --describe
+  // What the binary was compiled against, e.g. "LibTorch 2.15.0 (C++20, cxx11 ABI)";
+  // empty for the backends without LibTorch. In --describe and the trace's start event.
+  std::string built_with;
   // Documented environment (for --describe), beyond the common torchrun/HANGLAB_* set.
   std::vector<std::string> extra_env;
   // Free text for --describe: launchers, what the backend does on a hang.
