@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <iterator>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -312,6 +314,37 @@ TEST_CASE("heartbeat stop() wakes the thread instead of waiting out the period",
   CHECK(parse_all(path).size() == 1);  // just the immediate first hb
 }
 
+// The complete lines written so far (the writer may be mid-line), parsed; for polling.
+std::vector<json> complete_events(const std::string& path) {
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<json> out;
+  size_t begin = 0;
+  for (size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', begin)) {
+    json j = json::parse(text.substr(begin, nl - begin), nullptr, false);
+    if (j.is_object() && j.contains("t")) out.push_back(std::move(j));
+    begin = nl + 1;
+  }
+  return out;
+}
+
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Polls until pred(events) holds; false after a deadline far beyond any scheduling delay.
+template <typename Pred>
+bool wait_for_events(const std::string& path, Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred(complete_events(path))) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// Ordered by what the child wrote, not by sleeps: on a loaded host the child may start,
+// stop or resume late, so the test waits for the events it needs before each step.
 TEST_CASE("heartbeat resumes after SIGSTOP/SIGCONT with one hb, not a burst", "[heartbeat]") {
   const std::string path = temp_path("events.jsonl");
   const pid_t child = ::fork();
@@ -319,30 +352,38 @@ TEST_CASE("heartbeat resumes after SIGSTOP/SIGCONT with one hb, not a burst", "[
   if (child == 0) {
     Trace trace(path, 0);
     Heartbeat hb(trace, std::chrono::milliseconds(40));
-    std::this_thread::sleep_for(std::chrono::seconds(5));
+    std::this_thread::sleep_for(std::chrono::seconds(60));
     ::_exit(0);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  ::kill(child, SIGSTOP);
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // ~10 missed periods
-  ::kill(child, SIGCONT);
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
-  const auto events = parse_all(path);
-  REQUIRE(events.size() >= 4);
-  // A frozen process writes nothing: the longest gap covers the stop.
-  size_t stop_gap_at = 0;
-  double longest = 0;
-  for (size_t i = 1; i < events.size(); ++i) {
-    const double gap = events[i]["t"].get<double>() - events[i - 1]["t"].get<double>();
-    if (gap > longest) {
-      longest = gap;
-      stop_gap_at = i;
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
     }
-  }
-  CHECK(longest > 0.3);
-  REQUIRE(stop_gap_at + 1 < events.size());
-  const double after_resume = events[stop_gap_at + 1]["t"].get<double>() - events[stop_gap_at]["t"].get<double>();
-  CHECK(after_resume > 0.025);  // the next hb waits a period instead of catching up
+  } reap{child};
+  REQUIRE(wait_for_events(path, [](const std::vector<json>& ev) { return ev.size() >= 3; }));
+  ::kill(child, SIGSTOP);
+  const double t_stop = wall_now();  // after kill: every stamp before the stop is earlier
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // ~10 missed periods
+  const double t_cont = wall_now();
+  ::kill(child, SIGCONT);
+  // Two heartbeats stamped after the resume.
+  REQUIRE(wait_for_events(path, [&](const std::vector<json>& ev) {
+    int after = 0;
+    for (const auto& e : ev) after += e["t"].get<double>() >= t_cont ? 1 : 0;
+    return after >= 2;
+  }));
+  const auto events = complete_events(path);
+  size_t first_after = 0;
+  while (first_after < events.size() && events[first_after]["t"].get<double>() < t_cont) ++first_after;
+  REQUIRE(first_after > 0);
+  REQUIRE(first_after + 1 < events.size());
+  // A frozen process writes nothing: no event is stamped inside the stop.
+  const double before = events[first_after - 1]["t"].get<double>();
+  CHECK(before <= t_stop + 0.005);
+  CHECK(events[first_after]["t"].get<double>() - before > 0.39);
+  // The next hb waits a period instead of catching up the missed ones in a burst.
+  const double after_resume = events[first_after + 1]["t"].get<double>() - events[first_after]["t"].get<double>();
+  CHECK(after_resume > 0.025);
 }
