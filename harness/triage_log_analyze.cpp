@@ -369,6 +369,16 @@ class LogAnalyzer {
     for (const auto& s : rs_) seen += s.seen() ? 1 : 0;
     return n_silent > 0 && seen >= 2 && n_silent * 2 < static_cast<size_t>(std::max(world_, 1));
   }
+  // Ranks that do not report the stuck collective are provably elsewhere: some of them
+  // logged other lines, or the silent ones are few among the ranks that logged.
+  bool others_elsewhere() const {
+    size_t other_seen = 0, silent = 0;
+    for (const auto& s : rs_) {
+      if (std::binary_search(waiting_.begin(), waiting_.end(), s.rank)) continue;
+      (s.seen() ? other_seen : silent) += 1;
+    }
+    return other_seen > 0 || silence_proves(silent);
+  }
   // "rank 3", or what a line without a rank is: a process the logs do not name.
   static std::string who(int rank) {
     return rank >= 0 ? fmt::format("rank {}", rank) : std::string("a process (rank not in the logs)");
@@ -1137,6 +1147,46 @@ class LogAnalyzer {
     }
     if (s.log->n_steps == 0 && !training_started_) return default_phase();
     return "training";
+  }
+
+  // The last phase marker before a hang: a waiting rank's own, or the paste's unattributed
+  // one, when no step line followed it (the save, then the collective that never completed).
+  struct Marker {
+    LogKind kind = LogKind::kNone;
+    int rank = -1;
+    std::string ref;
+    std::string text;
+  };
+  static bool step_after(const RankLog& g) {
+    for (const auto& st : g.recent) {
+      if (st.file == g.phase_file ? st.line > g.phase_line : (st.has_t && g.phase_has_t && st.t > g.phase_t))
+        return true;
+    }
+    return false;
+  }
+  std::optional<Marker> stuck_marker() const {
+    for (const auto& s : rs_) {
+      if (!s.log || s.log->phase == LogKind::kNone || step_after(*s.log)) continue;
+      if (marker_phase(s.log->phase) == "training") continue;
+      return Marker{s.log->phase, s.rank, ref(s.log->phase_file, s.log->phase_line), s.log->phase_text};
+    }
+    if (c_.unattributed_phase != LogKind::kNone && !c_.unattributed_phase_stepped &&
+        marker_phase(c_.unattributed_phase) != "training")
+      return Marker{c_.unattributed_phase, -1, ref(c_.unattributed_phase_file, c_.unattributed_phase_line),
+                    c_.unattributed_phase_text};
+    return std::nullopt;
+  }
+  // A checkpoint's end with nothing after it still names the save: its closing barrier, or
+  // the first collective after it, is what hung.
+  static std::string marker_phase(LogKind k) {
+    switch (k) {
+      case LogKind::kCheckpointBegin:
+      case LogKind::kCheckpointEnd: return "checkpoint";
+      case LogKind::kEvalBegin: return "eval";
+      case LogKind::kDataWait: return "data";
+      case LogKind::kShutdown: return "shutdown";
+      default: return "training";
+    }
   }
 
   void set_first(const Fail& f) {
@@ -2280,7 +2330,10 @@ class LogAnalyzer {
       }
     }
     r_.missing_ranks.clear();
-    r_.phase = "training";
+    const std::optional<Marker> mark = stuck_marker();
+    r_.phase = mark ? marker_phase(mark->kind) : "training";
+    const bool partial = waiting_.size() < 2 || static_cast<int>(waiting_.size()) < world_;
+    if (!link && mark && mark->kind == LogKind::kCheckpointBegin && partial) return set_checkpoint_stall(*mark, first);
     if (link) {
       r_.category = "network";
       r_.cause = link->kind == LogKind::kIbError ? "ib_error" : "comm_error";
@@ -2295,7 +2348,7 @@ class LogAnalyzer {
       r_.cause = "all_ranks_waiting";
       r_.confidence = "low";
       if (first) set_first_unblamed(*first);
-      if (waiting_.size() < 2 || static_cast<int>(waiting_.size()) < world_) {
+      if (partial) {
         // Only some ranks of the world report the collective: the others are elsewhere (or
         // not in these logs): not "all ranks waiting", and not provably one of them.
         r_.cause = "unknown";
@@ -2313,6 +2366,35 @@ class LogAnalyzer {
                                              ranks_phrase(waiting_), stuck_name(), world_)
                                : fmt::format("{} ({}): all {} ranks report a failure in {}; no rank is missing",
                                              r_.category, r_.cause, waiting_.size(), stuck_name());
+    return true;
+  }
+
+  // A save that began and never reported its end, while the ranks that report wait in a
+  // collective and the rest of the world does not: the saving rank is still writing (one
+  // rank serialises the state dict or writes to slow storage) and its peers' next
+  // collective times out. Which rank saves is named only when its own line says so.
+  bool set_checkpoint_stall(const Marker& mark, const Fail* first) {
+    r_.category = "straggler";
+    r_.cause = "checkpoint_stall";
+    r_.confidence = "low";
+    r_.phase = "checkpoint";
+    partial_wait_ = true;
+    if (mark.rank >= 0 && !std::binary_search(waiting_.begin(), waiting_.end(), mark.rank)) {
+      r_.missing_ranks = {mark.rank};
+      slow_.insert(mark.rank);
+    }
+    if (first) set_first_unblamed(*first);
+    add_evidence(mark.ref, fmt::format("{}: {}", who(mark.rank), short_text(mark.text)));
+    if (first) add_evidence(first->ref, fmt::format("rank {}: {}", first->rank, short_text(first->what)));
+    note(fmt::format("a checkpoint save began and no line reports it finished; {} then timed out in {} while the "
+                     "rest of the world did not report it: a rank still saving (longer than the collective timeout) "
+                     "holds its peers",
+                     ranks_phrase(waiting_), stuck_name()));
+    r_.summary = fmt::format("straggler (checkpoint_stall): a checkpoint save was under way when {} timed out in {}; "
+                             "{}",
+                             ranks_phrase(waiting_), stuck_name(),
+                             r_.missing_ranks.empty() ? std::string("the saving rank is not named in these logs")
+                                                      : fmt::format("rank {} was saving", mark.rank));
     return true;
   }
 
@@ -2549,8 +2631,10 @@ class LogAnalyzer {
     } else if (r_.category == "collective_mismatch" || (r_.category == "rank_exit" && !use_anon_)) {
       r_.scope = "subset";  // some ranks took another path / a process died, even where the logs cannot say which
     } else if (r_.category == "unknown" && r_.cause != "all_ranks_waiting" && !every_rank_reported_ &&
-               !partial_wait_) {
-      r_.scope = "unknown";  // nothing proves that every rank, or which ones, are affected
+               (!partial_wait_ || !others_elsewhere())) {
+      // Nothing proves that every rank, or which ones, are affected: an excerpt of some
+      // ranks' timeouts says nothing of the ranks whose logs were not pasted.
+      r_.scope = "unknown";
     } else if (partial_join_ || partial_wait_) {
       r_.scope = "subset";  // fewer ranks arrived (store count) or report the collective than the world has
     } else if (use_anon_ && (!r_.first_failure || r_.first_failure->rank < 0)) {

@@ -141,6 +141,10 @@ const std::vector<LinePattern>& line_patterns() {
       // torchtune gathers the full state dict to save a checkpoint (gh-torchtune-2093).
       {{"full model state dict"}, {}, LogKind::kCheckpointBegin, "", "", PatternFields::kNone,
        "INFO:torchtune.utils._logging:Getting full model state dict took 114.73 secs"},
+      // DeepSpeed's checkpoint engine committed a save: the collective after it is the save's
+      // closing barrier or the first one after the save (gh-onebit-8).
+      {{"Checkpoint ", " is ready now!"}, {}, LogKind::kCheckpointEnd, "", "", PatternFields::kNone,
+       "[torch_checkpoint_engine.py:33:commit] [Torch] Checkpoint global_step5000 is ready now!"},
       // PyTorch's exit-time warning: the program is past its work and exiting (gh-megatron-lm-1874).
       {{"destroy_process_group() was not called before program exit"}, {}, LogKind::kShutdown, "", "",
        PatternFields::kNone,

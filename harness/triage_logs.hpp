@@ -127,6 +127,9 @@ struct LogCorpus {
   uint64_t lines = 0;
   uint64_t unattributed_steps = 0;  // step lines no rank could be named for (a one-process paste)
   LogKind unattributed_phase = LogKind::kNone;  // the last phase marker among them
+  uint32_t unattributed_phase_file = 0, unattributed_phase_line = 0;
+  std::string unattributed_phase_text;
+  bool unattributed_phase_stepped = false;  // a step line followed it in its file: training went on after it
   uint64_t progress_lines = 0;  // "Epoch 1/1"-style progress without a step number (any writer)
 };
 
