@@ -369,6 +369,14 @@ class LogAnalyzer {
     for (const auto& s : rs_) seen += s.seen() ? 1 : 0;
     return n_silent > 0 && seen >= 2 && n_silent * 2 < static_cast<size_t>(std::max(world_, 1));
   }
+  // The rank's own statement that its data ran out ("data exhausted", a data service with
+  // no tasks left for it).
+  static const LogEvent* exhausted_data(const RankState& s) {
+    for (const LogEvent* e : s.evs) {
+      if (e->kind == LogKind::kDataExhausted) return e;
+    }
+    return nullptr;
+  }
   // Ranks that do not report the stuck collective are provably elsewhere: some of them
   // logged other lines, or the silent ones are few among the ranks that logged.
   bool others_elsewhere() const {
@@ -825,6 +833,9 @@ class LogAnalyzer {
     for (const auto& e : c_.events) {
       if ((e.kind == LogKind::kDumpSignal || e.kind == LogKind::kWorkStatus) && e.last_completed >= 1)
         training_started_ = true;
+      // The heartbeat monitor's "workMetaList_.size()=103": that many collectives in flight.
+      // One can be the job's first (the init barrier); several mean it was issuing them.
+      if (e.kind == LogKind::kHeartbeatMonitor && e.pending >= 2) training_started_ = true;
     }
     for (const auto& e : c_.events) {
       if (init_event(e)) {
@@ -1049,7 +1060,9 @@ class LogAnalyzer {
     r_.category = "unknown";
     r_.cause = "unknown";
     r_.confidence = "low";
-    r_.phase = default_phase();
+    // The watchdog aborts after a collective timed out: collectives were running, which is
+    // training by the same rule as a WorkNCCL timeout line (unless init lines say otherwise).
+    r_.phase = training_started_ || init_seen_ ? default_phase() : "training";
     every_rank_reported_ = true;  // the watchdog aborts every rank it finds stuck
     set_first_unblamed(root);
     add_evidence(root.ref, fmt::format("{} exited by SIGABRT at the same second ({}), none with an error of its own",
@@ -2201,6 +2214,16 @@ class LogAnalyzer {
                    fmt::format("rank {} was loading data: {}", a.rank, short_text(a.log->phase_text)));
       f.what = fmt::format("stuck loading data ({}) while its peers waited in {}", short_text(a.log->phase_text, 80),
                            coll);
+    } else if (const LogEvent* dx = exhausted_data(a)) {
+      // It said it had no data left while its peers waited in a collective: it left the
+      // loop (or idles for more) with fewer batches than they had: uneven data.
+      r_.category = "collective_mismatch";
+      r_.cause = "uneven_batches";
+      r_.confidence = "medium";
+      r_.phase = "training";
+      add_evidence(ref(*dx), fmt::format("rank {} ran out of data: {}", a.rank, short_text(dx->text)));
+      f.what = fmt::format("ran out of data ({}) and never entered {} that its peers waited in",
+                           short_text(dx->text, 80), coll);
     } else if (answered || (alive && a.fails.empty())) {
       alive_.insert(a.rank);
       r_.category = "straggler";
@@ -2372,7 +2395,10 @@ class LogAnalyzer {
   // A save that began and never reported its end, while the ranks that report wait in a
   // collective and the rest of the world does not: the saving rank is still writing (one
   // rank serialises the state dict or writes to slow storage) and its peers' next
-  // collective times out. Which rank saves is named only when its own line says so.
+  // collective times out. Which rank saves is named only when its own line says so (a rank
+  // whose own save line is its last and that misses the collective is found earlier, by
+  // absence: stuck_in_checkpoint / slow_storage); checkpoint_stall is the save whose rank
+  // the logs do not name.
   bool set_checkpoint_stall(const Marker& mark, const Fail* first) {
     r_.category = "straggler";
     r_.cause = "checkpoint_stall";

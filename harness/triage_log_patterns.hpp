@@ -21,6 +21,7 @@ enum class PatternFields : uint8_t {
   kStoreBarrier,  // "(world_size=8, worker_count=4, ...)" -> world, joined
   kLauncherCode,  // DeepSpeed's "[... '--local_rank=0' ...] exits with return code = -9" -> code/signal, local rank
   kEpoch,         // only when "Epoch"/"epoch" is followed by a number or "[": not the word in prose
+  kPendingWork,   // "workMetaList_.size()=103" -> pending
 };
 
 struct LinePattern {

@@ -395,6 +395,7 @@ class FileScanner {
     e.timeout_ms = l_.timeout_ms;
     e.ran_ms = l_.ran_ms;
     e.last_enqueued = l_.last_enqueued;
+    e.pending = l_.pending;
     e.last_completed = l_.last_completed;
     e.pid = l_.pid;
     e.pg_rank = l_.pg_rank;

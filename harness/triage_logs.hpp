@@ -59,6 +59,7 @@ struct LogEvent {
   bool partial = false;  // the truncated last line of its file
   long long seq = -1, numel_in = -1, numel_out = -1, timeout_ms = -1, ran_ms = -1, last_enqueued = -1,
             last_completed = -1;
+  long long pending = -1;  // works in flight (heartbeat monitor)
   long long pid = -1;
   int pg_rank = -1, local_rank = -1, other_rank = -1, world = -1, joined = -1, step = -1, total_steps = -1;
   int code = kNoCode;
