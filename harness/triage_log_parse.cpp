@@ -42,6 +42,18 @@ size_t ifind(sv hay, sv needle, size_t from = 0) {
 }
 inline bool ihas(sv hay, sv needle) { return ifind(hay, needle) != npos; }
 
+// "Saving latest checkpoint ...", "Saving best model checkpoint to ...": the verb, then the
+// word "checkpoint" within a few words after it (not "saving" and "checkpoint" anywhere apart).
+bool saving_checkpoint(sv m) {
+  for (sv verb : {sv("saving "), sv("writing ")}) {
+    const size_t k = ifind(m, verb);
+    if (k == npos) continue;
+    const size_t c = ifind(m, "checkpoint", k + verb.size());
+    if (c != npos && c - (k + verb.size()) <= 24) return true;
+  }
+  return false;
+}
+
 bool istarts(sv s, sv lower_prefix) {
   if (s.size() < lower_prefix.size()) return false;
   for (size_t i = 0; i < lower_prefix.size(); ++i) {
@@ -1319,7 +1331,7 @@ void classify_text(sv m, LogLine& o) {
 
   // --- phases
   if (ihas(m, "saving checkpoint") || ihas(m, "saving model checkpoint") || ihas(m, "save_checkpoint") ||
-      ihas(m, "writing checkpoint")) {
+      ihas(m, "writing checkpoint") || saving_checkpoint(m)) {
     o.kind = LogKind::kCheckpointBegin;
     return;
   }

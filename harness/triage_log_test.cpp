@@ -977,3 +977,12 @@ TEST_CASE("SIGABRT on several ranks at once (torchrun summary only) is a collect
   CHECK(r.phase == "training");
   CHECK(r.missing_ranks.empty());
 }
+
+TEST_CASE("a save line: the verb, then 'checkpoint' within a few words", "[triage_logs]") {
+  CHECK(parse("2026-02-18 10:28:25,496 - root - INFO - Saving latest checkpoint model trained for 3 epochs").kind ==
+        LogKind::kCheckpointBegin);
+  CHECK(parse("INFO: Saving best model checkpoint to /ckpt").kind == LogKind::kCheckpointBegin);
+  // The two words far apart in prose are not a save.
+  CHECK(parse("INFO: saving time by skipping the validation pass; the last good checkpoint stays").kind !=
+        LogKind::kCheckpointBegin);
+}
