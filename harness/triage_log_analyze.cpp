@@ -45,6 +45,8 @@ constexpr double kTogetherS = 1.0;
 // A step interval this many times the rank's usual one is a jump.
 constexpr double kJumpRatio = 3.0;
 constexpr size_t kMaxEchoes = 64;
+// A rank number a stall report may widen the world to (16k-rank jobs and more; not garbage).
+constexpr int kMaxStallRank = 1 << 17;
 constexpr const char* kSnapshotNote =
     "no rank logged an error: this assumes the logs are complete (collected after the job stopped); a snapshot of "
     "a running job can show one rank a step ahead of the others";
@@ -260,6 +262,12 @@ class LogAnalyzer {
                                         : e.rank);
     }
     for (const auto& l : c_.launch_failures) max_rank = std::max(max_rank, l.rank);
+    // Horovod's stall check names ranks of the job (bounded: a garbled number is no world).
+    for (const auto& e : c_.events) {
+      if (e.kind != LogKind::kDesyncMissing || e.word != "stall") continue;
+      for (int r : e.ranks)
+        if (r >= 0 && r < kMaxStallRank) max_rank = std::max(max_rank, r);
+    }
     // One node (at most one host named anywhere): torchrun's "local_rank: N" is rank N.
     {
       std::set<std::string> hosts;
@@ -1029,6 +1037,7 @@ class LogAnalyzer {
     if (try_vanished()) return;
     if (try_absent()) return;
     if (try_all_waiting()) return;
+    if (try_stall_check()) return;
     if (try_no_failure()) return;
     if (root) return set_root(*root, false);
     set_unknown();
@@ -2389,6 +2398,35 @@ class LogAnalyzer {
                                              ranks_phrase(waiting_), stuck_name(), world_)
                                : fmt::format("{} ({}): all {} ranks report a failure in {}; no rank is missing",
                                              r_.category, r_.cause, waiting_.size(), stuck_name());
+    return true;
+  }
+
+  // Horovod's stall check ("allreduce.avg_loss [missing ranks: 1]") names the ranks that
+  // never submitted a tensor their peers wait on: they are missing, proven by the backend;
+  // why (dead, slow, another code path) only other lines could say, and none did.
+  bool try_stall_check() {
+    const LogEvent* last = nullptr;
+    for (const auto& e : c_.events) {
+      if (e.kind == LogKind::kDesyncMissing && e.word == "stall" && !e.ranks.empty()) last = &e;
+    }
+    if (!last) return false;
+    std::vector<int> missing;
+    for (int r : last->ranks)
+      if (valid_rank(r) && std::find(missing.begin(), missing.end(), r) == missing.end()) missing.push_back(r);
+    if (missing.empty()) return false;
+    std::sort(missing.begin(), missing.end());
+    r_.category = "unknown";
+    r_.cause = "unknown";
+    r_.confidence = "low";
+    r_.missing_ranks = missing;
+    r_.phase = default_phase();
+    add_evidence(ref(*last), fmt::format("Horovod's stall check: {}", short_text(last->text)));
+    note(fmt::format("Horovod reports {} as never submitting the collective its peers wait on; whether it died, "
+                     "is slow or took another code path is not in these logs",
+                     ranks_phrase(missing)));
+    r_.summary = fmt::format("unknown: {} missing from a collective (Horovod's stall check); the cause is not in "
+                             "these logs",
+                             ranks_phrase(missing));
     return true;
   }
 

@@ -895,6 +895,23 @@ void classify_text(sv m, LogLine& o) {
     o.kind = LogKind::kHeartbeatMonitor;
     return;
   }
+  if (has(m, " [missing ranks: ")) {
+    // Horovod's stall check: "allreduce.avg_loss [missing ranks: 1]": the ranks that never
+    // submitted the tensor its peers wait on (word "stall").
+    o.kind = LogKind::kDesyncMissing;
+    o.word = "stall";
+    size_t p = m.find(" [missing ranks: ") + 17;
+    const size_t e = m.find(']', p);
+    while (e != npos && p < e) {
+      long long v = 0;
+      const size_t q = read_int(m, skip_sp(m, p), &v);
+      if (q == npos || q > e) break;
+      o.ranks.push_back(static_cast<int>(v));
+      p = q;
+      while (p < e && (m[p] == ',' || m[p] == ' ')) ++p;
+    }
+    return;
+  }
   if (has(m, "are the lagging ranks")) {
     o.kind = LogKind::kDesyncMissing;
     read_rank_list(m, m.find("ranks ["), o.ranks);

@@ -986,3 +986,24 @@ TEST_CASE("a save line: the verb, then 'checkpoint' within a few words", "[triag
   CHECK(parse("INFO: saving time by skipping the validation pass; the last good checkpoint stays").kind !=
         LogKind::kCheckpointBegin);
 }
+
+TEST_CASE("Horovod's stall check names the missing rank; the cause stays open", "[triage_logs]") {
+  auto l = parse("allreduce.grad.fc1 [missing ranks: 2, 3]");
+  CHECK(l.kind == LogKind::kDesyncMissing);
+  CHECK(l.ranks == std::vector<int>{2, 3});
+  TempDir t("hvd_stall");
+  write_file(t.dir / "train.log",
+             "WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks "
+             "and are waiting for remainder of ranks for more than 60 seconds.\nStalled ops:\n"
+             "allreduce.grad.fc1 [missing ranks: 2]\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "unknown");
+  CHECK(r.missing_ranks == std::vector<int>{2});
+  CHECK(r.scope == "subset");
+  // A garbled rank number does not make a world.
+  TempDir t2("hvd_stall_garbage");
+  write_file(t2.dir / "train.log", "allreduce.x [missing ranks: 2147483000]\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.missing_ranks.empty());
+  CHECK(r.world_size < 1000);
+}
