@@ -46,6 +46,8 @@ constexpr double kTogetherS = 1.0;
 // A step interval this many times the rank's usual one is a jump.
 constexpr double kJumpRatio = 3.0;
 constexpr size_t kMaxEchoes = 64;
+// A rank number a stall report may widen the world to (16k-rank jobs and more; not garbage).
+constexpr int kMaxStallRank = 1 << 17;
 constexpr const char* kSnapshotNote =
     "no rank logged an error: this assumes the logs are complete (collected after the job stopped); a snapshot of "
     "a running job can show one rank a step ahead of the others";
@@ -261,6 +263,12 @@ class LogAnalyzer {
                                         : e.rank);
     }
     for (const auto& l : c_.launch_failures) max_rank = std::max(max_rank, l.rank);
+    // Horovod's stall check names ranks of the job (bounded: a garbled number is no world).
+    for (const auto& e : c_.events) {
+      if (e.kind != LogKind::kDesyncMissing || e.word != "stall") continue;
+      for (int r : e.ranks)
+        if (r >= 0 && r < kMaxStallRank) max_rank = std::max(max_rank, r);
+    }
     // One node (at most one host named anywhere): torchrun's "local_rank: N" is rank N.
     {
       std::set<std::string> hosts;
@@ -387,6 +395,24 @@ class LogAnalyzer {
     size_t seen = 0;
     for (const auto& s : rs_) seen += s.seen() ? 1 : 0;
     return n_silent > 0 && seen >= 2 && n_silent * 2 < static_cast<size_t>(std::max(world_, 1));
+  }
+  // The rank's own statement that its data ran out ("data exhausted", a data service with
+  // no tasks left for it).
+  static const LogEvent* exhausted_data(const RankState& s) {
+    for (const LogEvent* e : s.evs) {
+      if (e->kind == LogKind::kDataExhausted) return e;
+    }
+    return nullptr;
+  }
+  // Ranks that do not report the stuck collective are provably elsewhere: some of them
+  // logged other lines, or the silent ones are few among the ranks that logged.
+  bool others_elsewhere() const {
+    size_t other_seen = 0, silent = 0;
+    for (const auto& s : rs_) {
+      if (std::binary_search(waiting_.begin(), waiting_.end(), s.rank)) continue;
+      (s.seen() ? other_seen : silent) += 1;
+    }
+    return other_seen > 0 || silence_proves(silent);
   }
   // "rank 3", or what a line without a rank is: a process the logs do not name.
   static std::string who(int rank) {
@@ -834,6 +860,9 @@ class LogAnalyzer {
     for (const auto& e : c_.events) {
       if ((e.kind == LogKind::kDumpSignal || e.kind == LogKind::kWorkStatus) && e.last_completed >= 1)
         training_started_ = true;
+      // The heartbeat monitor's "workMetaList_.size()=103": that many collectives in flight.
+      // One can be the job's first (the init barrier); several mean it was issuing them.
+      if (e.kind == LogKind::kHeartbeatMonitor && e.pending >= 2) training_started_ = true;
     }
     for (const auto& e : c_.events) {
       if (init_event(e)) {
@@ -1027,6 +1056,7 @@ class LogAnalyzer {
     if (try_vanished()) return;
     if (try_absent()) return;
     if (try_all_waiting()) return;
+    if (try_stall_check()) return;
     if (try_no_failure()) return;
     if (root) return set_root(*root, false);
     set_unknown();
@@ -1058,7 +1088,9 @@ class LogAnalyzer {
     r_.category = "unknown";
     r_.cause = "unknown";
     r_.confidence = "low";
-    r_.phase = default_phase();
+    // The watchdog aborts after a collective timed out: collectives were running, which is
+    // training by the same rule as a WorkNCCL timeout line (unless init lines say otherwise).
+    r_.phase = training_started_ || init_seen_ ? default_phase() : "training";
     every_rank_reported_ = true;  // the watchdog aborts every rank it finds stuck
     set_first_unblamed(root);
     add_evidence(root.ref, fmt::format("{} exited by SIGABRT at the same second ({}), none with an error of its own",
@@ -1168,6 +1200,46 @@ class LogAnalyzer {
     }
     if (s.log->n_steps == 0 && !training_started_) return default_phase();
     return "training";
+  }
+
+  // The last phase marker before a hang: a waiting rank's own, or the paste's unattributed
+  // one, when no step line followed it (the save, then the collective that never completed).
+  struct Marker {
+    LogKind kind = LogKind::kNone;
+    int rank = -1;
+    std::string ref;
+    std::string text;
+  };
+  static bool step_after(const RankLog& g) {
+    for (const auto& st : g.recent) {
+      if (st.file == g.phase_file ? st.line > g.phase_line : (st.has_t && g.phase_has_t && st.t > g.phase_t))
+        return true;
+    }
+    return false;
+  }
+  std::optional<Marker> stuck_marker() const {
+    for (const auto& s : rs_) {
+      if (!s.log || s.log->phase == LogKind::kNone || step_after(*s.log)) continue;
+      if (marker_phase(s.log->phase) == "training") continue;
+      return Marker{s.log->phase, s.rank, ref(s.log->phase_file, s.log->phase_line), s.log->phase_text};
+    }
+    if (c_.unattributed_phase != LogKind::kNone && !c_.unattributed_phase_stepped &&
+        marker_phase(c_.unattributed_phase) != "training")
+      return Marker{c_.unattributed_phase, -1, ref(c_.unattributed_phase_file, c_.unattributed_phase_line),
+                    c_.unattributed_phase_text};
+    return std::nullopt;
+  }
+  // A checkpoint's end with nothing after it still names the save: its closing barrier, or
+  // the first collective after it, is what hung.
+  static std::string marker_phase(LogKind k) {
+    switch (k) {
+      case LogKind::kCheckpointBegin:
+      case LogKind::kCheckpointEnd: return "checkpoint";
+      case LogKind::kEvalBegin: return "eval";
+      case LogKind::kDataWait: return "data";
+      case LogKind::kShutdown: return "shutdown";
+      default: return "training";
+    }
   }
 
   void set_first(const Fail& f) {
@@ -2182,6 +2254,16 @@ class LogAnalyzer {
                    fmt::format("rank {} was loading data: {}", a.rank, short_text(a.log->phase_text)));
       f.what = fmt::format("stuck loading data ({}) while its peers waited in {}", short_text(a.log->phase_text, 80),
                            coll);
+    } else if (const LogEvent* dx = exhausted_data(a)) {
+      // It said it had no data left while its peers waited in a collective: it left the
+      // loop (or idles for more) with fewer batches than they had: uneven data.
+      r_.category = "collective_mismatch";
+      r_.cause = "uneven_batches";
+      r_.confidence = "medium";
+      r_.phase = "training";
+      add_evidence(ref(*dx), fmt::format("rank {} ran out of data: {}", a.rank, short_text(dx->text)));
+      f.what = fmt::format("ran out of data ({}) and never entered {} that its peers waited in",
+                           short_text(dx->text, 80), coll);
     } else if (answered || (alive && a.fails.empty())) {
       alive_.insert(a.rank);
       r_.category = "straggler";
@@ -2311,7 +2393,10 @@ class LogAnalyzer {
       }
     }
     r_.missing_ranks.clear();
-    r_.phase = "training";
+    const std::optional<Marker> mark = stuck_marker();
+    r_.phase = mark ? marker_phase(mark->kind) : "training";
+    const bool partial = waiting_.size() < 2 || static_cast<int>(waiting_.size()) < world_;
+    if (!link && mark && mark->kind == LogKind::kCheckpointBegin && partial) return set_checkpoint_stall(*mark, first);
     if (link) {
       r_.category = "network";
       r_.cause = link->kind == LogKind::kIbError ? "ib_error" : "comm_error";
@@ -2326,7 +2411,7 @@ class LogAnalyzer {
       r_.cause = "all_ranks_waiting";
       r_.confidence = "low";
       if (first) set_first_unblamed(*first);
-      if (waiting_.size() < 2 || static_cast<int>(waiting_.size()) < world_) {
+      if (partial) {
         // Only some ranks of the world report the collective: the others are elsewhere (or
         // not in these logs): not "all ranks waiting", and not provably one of them.
         r_.cause = "unknown";
@@ -2344,6 +2429,67 @@ class LogAnalyzer {
                                              ranks_phrase(waiting_), stuck_name(), world_)
                                : fmt::format("{} ({}): all {} ranks report a failure in {}; no rank is missing",
                                              r_.category, r_.cause, waiting_.size(), stuck_name());
+    return true;
+  }
+
+  // Horovod's stall check ("allreduce.avg_loss [missing ranks: 1]") names the ranks that
+  // never submitted a tensor their peers wait on: they are missing, proven by the backend;
+  // why (dead, slow, another code path) only other lines could say, and none did.
+  bool try_stall_check() {
+    const LogEvent* last = nullptr;
+    for (const auto& e : c_.events) {
+      if (e.kind == LogKind::kDesyncMissing && e.word == "stall" && !e.ranks.empty()) last = &e;
+    }
+    if (!last) return false;
+    std::vector<int> missing;
+    for (int r : last->ranks)
+      if (valid_rank(r) && std::find(missing.begin(), missing.end(), r) == missing.end()) missing.push_back(r);
+    if (missing.empty()) return false;
+    std::sort(missing.begin(), missing.end());
+    r_.category = "unknown";
+    r_.cause = "unknown";
+    r_.confidence = "low";
+    r_.missing_ranks = missing;
+    r_.phase = default_phase();
+    add_evidence(ref(*last), fmt::format("Horovod's stall check: {}", short_text(last->text)));
+    note(fmt::format("Horovod reports {} as never submitting the collective its peers wait on; whether it died, "
+                     "is slow or took another code path is not in these logs",
+                     ranks_phrase(missing)));
+    r_.summary = fmt::format("unknown: {} missing from a collective (Horovod's stall check); the cause is not in "
+                             "these logs",
+                             ranks_phrase(missing));
+    return true;
+  }
+
+  // A save that began and never reported its end, while the ranks that report wait in a
+  // collective and the rest of the world does not: the saving rank is still writing (one
+  // rank serialises the state dict or writes to slow storage) and its peers' next
+  // collective times out. Which rank saves is named only when its own line says so (a rank
+  // whose own save line is its last and that misses the collective is found earlier, by
+  // absence: stuck_in_checkpoint / slow_storage); checkpoint_stall is the save whose rank
+  // the logs do not name.
+  bool set_checkpoint_stall(const Marker& mark, const Fail* first) {
+    r_.category = "straggler";
+    r_.cause = "checkpoint_stall";
+    r_.confidence = "low";
+    r_.phase = "checkpoint";
+    partial_wait_ = true;
+    if (mark.rank >= 0 && !std::binary_search(waiting_.begin(), waiting_.end(), mark.rank)) {
+      r_.missing_ranks = {mark.rank};
+      slow_.insert(mark.rank);
+    }
+    if (first) set_first_unblamed(*first);
+    add_evidence(mark.ref, fmt::format("{}: {}", who(mark.rank), short_text(mark.text)));
+    if (first) add_evidence(first->ref, fmt::format("rank {}: {}", first->rank, short_text(first->what)));
+    note(fmt::format("a checkpoint save began and no line reports it finished; {} then timed out in {} while the "
+                     "rest of the world did not report it: a rank still saving (longer than the collective timeout) "
+                     "holds its peers",
+                     ranks_phrase(waiting_), stuck_name()));
+    r_.summary = fmt::format("straggler (checkpoint_stall): a checkpoint save was under way when {} timed out in {}; "
+                             "{}",
+                             ranks_phrase(waiting_), stuck_name(),
+                             r_.missing_ranks.empty() ? std::string("the saving rank is not named in these logs")
+                                                      : fmt::format("rank {} was saving", mark.rank));
     return true;
   }
 
@@ -2589,8 +2735,10 @@ class LogAnalyzer {
     } else if (r_.category == "collective_mismatch" || (r_.category == "rank_exit" && !use_anon_)) {
       r_.scope = "subset";  // some ranks took another path / a process died, even where the logs cannot say which
     } else if (r_.category == "unknown" && r_.cause != "all_ranks_waiting" && !every_rank_reported_ &&
-               !partial_wait_) {
-      r_.scope = "unknown";  // nothing proves that every rank, or which ones, are affected
+               (!partial_wait_ || !others_elsewhere())) {
+      // Nothing proves that every rank, or which ones, are affected: an excerpt of some
+      // ranks' timeouts says nothing of the ranks whose logs were not pasted.
+      r_.scope = "unknown";
     } else if (partial_join_ || partial_wait_) {
       r_.scope = "subset";  // fewer ranks arrived (store count) or report the collective than the world has
     } else if (use_anon_ && (!r_.first_failure || r_.first_failure->rank < 0)) {

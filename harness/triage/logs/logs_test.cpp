@@ -3,6 +3,7 @@
 // corpus of incident fixtures in harness/testdata/logs/<case>/, each checked against the
 // expected.json beside it (written by make_log_fixtures.py there).
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <cmath>
 #include <cstdlib>
 #include <deque>
@@ -1007,4 +1008,152 @@ TEST_CASE("a launcher that kills every process it started states the world on on
   CHECK(r.world_size == 2);
   CHECK(r.missing_ranks == std::vector<int>{1});
   CHECK(r.scope == "subset");
+}
+
+namespace {
+std::string watchdog_line(int rank, long long seq, const char* op = "ALLREDUCE") {
+  return fmt::format("[rank{0}]:[E1129 11:56:57.642513817 ProcessGroupNCCL.cpp:632] [Rank {0}] Watchdog caught "
+                     "collective operation timeout: WorkNCCL(SeqNum={1}, OpType={2}, NumelIn=1, NumelOut=1, "
+                     "Timeout(ms)=600000) ran for 600058 milliseconds before timing out.\n",
+                     rank, seq, op);
+}
+}  // namespace
+
+TEST_CASE("a save under way while some ranks time out is a checkpoint stall; a finished one only names the phase",
+          "[triage_logs]") {
+  TriageOptions opts;
+  opts.world_size = 8;
+  TempDir t("ckpt_stall");
+  write_file(t.dir / "console.log", "INFO: Saving checkpoint to /ckpt/step_900\n");
+  write_file(t.dir / "train.log", watchdog_line(3, 900) + watchdog_line(7, 900));
+  auto r = triage_logs({t.dir}, opts);
+  CHECK(r.category == "straggler");
+  CHECK(r.cause == "checkpoint_stall");
+  CHECK(r.phase == "checkpoint");
+  CHECK(r.scope == "subset");
+  CHECK(r.missing_ranks.empty());  // the saving rank is not named by an unattributed line
+
+  // The save's own rank said so and does not report the collective: it is the one named
+  // (stuck_in_checkpoint: the rank is known).
+  TempDir t2("ckpt_stall_rank");
+  write_file(t2.dir / "rank0.log", "step 899 loss 1.2\nSaving checkpoint to /ckpt/step_900\n");
+  write_file(t2.dir / "train.log", watchdog_line(3, 900) + watchdog_line(7, 900));
+  r = triage_logs({t2.dir}, opts);
+  CHECK(r.category == "straggler");
+  CHECK(r.cause == "stuck_in_checkpoint");
+  CHECK(r.missing_ranks == std::vector<int>{0});
+
+  // Training went on after the save: the hang is not the save's.
+  TempDir t3("ckpt_then_steps");
+  write_file(t3.dir / "console.log", "Saving checkpoint to /ckpt/step_900\nstep 901 loss 1.1\n");
+  write_file(t3.dir / "train.log", watchdog_line(3, 950) + watchdog_line(7, 950));
+  r = triage_logs({t3.dir}, opts);
+  CHECK(r.category == "unknown");
+  CHECK(r.phase == "training");
+
+  // A committed save, then one rank's timeout: the phase, not a cause; one rank's lines
+  // say nothing of the others (scope unknown).
+  TempDir t4("ckpt_done");
+  write_file(t4.dir / "train.log", "[commit] [Torch] Checkpoint global_step900 is ready now!\n" + watchdog_line(6, 901));
+  r = triage_logs({t4.dir}, opts);
+  CHECK(r.category == "unknown");
+  CHECK(r.phase == "checkpoint");
+  CHECK(r.scope == "unknown");
+  CHECK(r.missing_ranks.empty());
+}
+
+TEST_CASE("a partial wait is a subset only when the other ranks are seen elsewhere", "[triage_logs]") {
+  TriageOptions opts;
+  opts.world_size = 4;
+  TempDir t("partial_seen");
+  write_file(t.dir / "rank1.log", watchdog_line(1, 40));
+  write_file(t.dir / "rank2.log", "step 12 loss 0.4\n");
+  auto r = triage_logs({t.dir}, opts);
+  INFO(render_text(r));
+  CHECK(r.scope != "unknown");
+  TempDir t2("partial_alone");
+  write_file(t2.dir / "rank1.log", watchdog_line(1, 40));
+  r = triage_logs({t2.dir}, opts);
+  CHECK(r.category == "unknown");
+  CHECK(r.scope == "unknown");
+}
+
+TEST_CASE("the heartbeat monitor's pending works: several mean collectives were running", "[triage_logs]") {
+  const std::string many = "[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 1] Heartbeat monitor timed out! Process "
+                           "will be terminated after dumping debug info. workMetaList_.size()=57\n";
+  CHECK(parse(many).pending == 57);
+  TempDir t("hb_many");
+  write_file(t.dir / "train.log", many);
+  auto r = triage_logs({t.dir});
+  CHECK(r.cause == "heartbeat_timeout");
+  CHECK(r.phase == "training");
+  // One pending work can be the job's first collective: the phase stays open.
+  TempDir t2("hb_one");
+  write_file(t2.dir / "train.log", "[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 1] Heartbeat monitor timed out! "
+                                   "Process will be terminated after dumping debug info. workMetaList_.size()=1\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.cause == "heartbeat_timeout");
+  CHECK(r.phase == "unknown");
+}
+
+TEST_CASE("a rank out of data while its peer waits in a collective is uneven data", "[triage_logs]") {
+  TempDir t("no_tasks");
+  write_file(t.dir / "worker-0.log", "[2020-07-15 06:29:15,255] [INFO] [svc.py:220:_gen] No tasks for now, maybe more "
+                                     "later\n[2020-07-15 06:29:20,302] [INFO] [svc.py:220:_gen] No tasks for now, "
+                                     "maybe more later\n");
+  write_file(t.dir / "worker-1.log", "ERROR:root:[/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:84] "
+                                     "Timed out waiting 60000ms for recv operation to complete\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "collective_mismatch");
+  CHECK(r.cause == "uneven_batches");
+  CHECK(r.missing_ranks == std::vector<int>{0});
+  CHECK(r.phase == "training");
+}
+
+TEST_CASE("SIGABRT on several ranks at once (torchrun summary only) is a collective timeout in training",
+          "[triage_logs]") {
+  TempDir t("abort_together");
+  write_file(t.dir / "torchrun.log",
+             "Failures:\n[1]:\n  time      : 2025-05-01_11:12:35\n  host      : node\n  rank      : 7 (local_rank: 7)\n"
+             "  exitcode  : -6 (pid: 3438)\n  error_file: <N/A>\n  traceback : Signal 6 (SIGABRT) received by PID "
+             "3438\n-----------------------------------------------------\nRoot Cause (first observed failure):\n[0]:\n"
+             "  time      : 2025-05-01_11:12:35\n  host      : node\n  rank      : 0 (local_rank: 0)\n"
+             "  exitcode  : -6 (pid: 3431)\n  error_file: <N/A>\n  traceback : Signal 6 (SIGABRT) received by PID "
+             "3431\n=====================================================\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "unknown");
+  CHECK(r.phase == "training");
+  CHECK(r.missing_ranks.empty());
+}
+
+TEST_CASE("a save line: the verb, then 'checkpoint' within a few words", "[triage_logs]") {
+  CHECK(parse("2026-02-18 10:28:25,496 - root - INFO - Saving latest checkpoint model trained for 3 epochs").kind ==
+        LogKind::kCheckpointBegin);
+  CHECK(parse("INFO: Saving best model checkpoint to /ckpt").kind == LogKind::kCheckpointBegin);
+  // The two words far apart in prose are not a save.
+  CHECK(parse("INFO: saving time by skipping the validation pass; the last good checkpoint stays").kind !=
+        LogKind::kCheckpointBegin);
+}
+
+TEST_CASE("Horovod's stall check names the missing rank; the cause stays open", "[triage_logs]") {
+  auto l = parse("allreduce.grad.fc1 [missing ranks: 2, 3]");
+  CHECK(l.kind == LogKind::kDesyncMissing);
+  CHECK(l.ranks == std::vector<int>{2, 3});
+  TempDir t("hvd_stall");
+  write_file(t.dir / "train.log",
+             "WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks "
+             "and are waiting for remainder of ranks for more than 60 seconds.\nStalled ops:\n"
+             "allreduce.grad.fc1 [missing ranks: 2]\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "unknown");
+  CHECK(r.missing_ranks == std::vector<int>{2});
+  CHECK(r.scope == "subset");
+  // A garbled rank number does not make a world.
+  TempDir t2("hvd_stall_garbage");
+  write_file(t2.dir / "train.log", "allreduce.x [missing ranks: 2147483000]\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.missing_ranks.empty());
+  CHECK(r.world_size < 1000);
 }

@@ -42,6 +42,18 @@ size_t ifind(sv hay, sv needle, size_t from = 0) {
 }
 inline bool ihas(sv hay, sv needle) { return ifind(hay, needle) != npos; }
 
+// "Saving latest checkpoint ...", "Saving best model checkpoint to ...": the verb, then the
+// word "checkpoint" within a few words after it (not "saving" and "checkpoint" anywhere apart).
+bool saving_checkpoint(sv m) {
+  for (sv verb : {sv("saving "), sv("writing ")}) {
+    const size_t k = ifind(m, verb);
+    if (k == npos) continue;
+    const size_t c = ifind(m, "checkpoint", k + verb.size());
+    if (c != npos && c - (k + verb.size()) <= 24) return true;
+  }
+  return false;
+}
+
 bool istarts(sv s, sv lower_prefix) {
   if (s.size() < lower_prefix.size()) return false;
   for (size_t i = 0; i < lower_prefix.size(); ++i) {
@@ -894,6 +906,23 @@ void classify_text(sv m, LogLine& o) {
     o.kind = LogKind::kHeartbeatMonitor;
     return;
   }
+  if (has(m, " [missing ranks: ")) {
+    // Horovod's stall check: "allreduce.avg_loss [missing ranks: 1]": the ranks that never
+    // submitted the tensor its peers wait on (word "stall").
+    o.kind = LogKind::kDesyncMissing;
+    o.word = "stall";
+    size_t p = m.find(" [missing ranks: ") + 17;
+    const size_t e = m.find(']', p);
+    while (e != npos && p < e) {
+      long long v = 0;
+      const size_t q = read_int(m, skip_sp(m, p), &v);
+      if (q == npos || q > e) break;
+      o.ranks.push_back(static_cast<int>(v));
+      p = q;
+      while (p < e && (m[p] == ',' || m[p] == ' ')) ++p;
+    }
+    return;
+  }
   if (has(m, "are the lagging ranks")) {
     o.kind = LogKind::kDesyncMissing;
     read_rank_list(m, m.find("ranks ["), o.ranks);
@@ -1345,7 +1374,7 @@ void classify_text(sv m, LogLine& o) {
 
   // --- phases
   if (ihas(m, "saving checkpoint") || ihas(m, "saving model checkpoint") || ihas(m, "save_checkpoint") ||
-      ihas(m, "writing checkpoint")) {
+      ihas(m, "writing checkpoint") || saving_checkpoint(m)) {
     o.kind = LogKind::kCheckpointBegin;
     return;
   }

@@ -141,6 +141,7 @@ struct LogLine {
   long long ran_ms = -1;
   long long last_enqueued = -1;
   long long last_completed = -1;
+  long long pending = -1;  // works the watchdog still monitors (heartbeat monitor's "workMetaList_.size()=103")
   int step = -1;
   int total_steps = -1;
   double dur_ms = -1;

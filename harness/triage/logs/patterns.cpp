@@ -155,6 +155,14 @@ const std::vector<LinePattern>& line_patterns() {
       // torchtune gathers the full state dict to save a checkpoint (gh-torchtune-2093).
       {{"full model state dict"}, {}, LogKind::kCheckpointBegin, "", "", PatternFields::kNone,
        "INFO:torchtune.utils._logging:Getting full model state dict took 114.73 secs"},
+      // DeepSpeed's checkpoint engine committed a save: the collective after it is the save's
+      // closing barrier or the first one after the save (gh-onebit-8).
+      {{"Checkpoint ", " is ready now!"}, {}, LogKind::kCheckpointEnd, "", "", PatternFields::kNone,
+       "[torch_checkpoint_engine.py:33:commit] [Torch] Checkpoint global_step5000 is ready now!"},
+      // ElasticDL's data service has no task (data shard) left for this worker: it has run out
+      // of data while its peers may still hold batches (gh-elasticdl-1895).
+      {{"No tasks for now"}, {}, LogKind::kDataExhausted, "", "", PatternFields::kNone,
+       "[2020-07-15 06:29:15,255] [INFO] [task_data_service.py:220:_gen] No tasks for now, maybe more later"},
       // PyTorch's exit-time warning: the program is past its work and exiting (gh-megatron-lm-1874).
       {{"destroy_process_group() was not called before program exit"}, {}, LogKind::kShutdown, "", "",
        PatternFields::kNone,
@@ -166,7 +174,7 @@ const std::vector<LinePattern>& line_patterns() {
        true},
       // ProcessGroupNCCL's heartbeat monitor: the watchdog thread itself stopped making progress
       // (gh-deim-105, gh-llamafactory-6953, gh-xdit-147).
-      {{"Heartbeat monitor timed out"}, {}, LogKind::kHeartbeatMonitor, "", "heartbeat_timeout", PatternFields::kNone,
+      {{"Heartbeat monitor timed out"}, {}, LogKind::kHeartbeatMonitor, "", "heartbeat_timeout", PatternFields::kPendingWork,
        "[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 1] Heartbeat monitor timed out! Process will be terminated "
        "after dumping debug info. workMetaList_.size()=103"},
       {{"watchdog got stuck for"}, {}, LogKind::kHeartbeatMonitor, "", "heartbeat_timeout", PatternFields::kNone,
@@ -229,6 +237,9 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
         o.pid = int_after(m, "Killing subprocess ");
         o.word = "SIGKILL";
         o.signal = 9;
+        break;
+      case PatternFields::kPendingWork:
+        o.pending = int_after(m, "workMetaList_.size()=");
         break;
       case PatternFields::kNone:
       case PatternFields::kEpoch:

@@ -22,6 +22,7 @@ enum class PatternFields : uint8_t {
   kLauncherCode,  // DeepSpeed's "[... '--local_rank=0' ...] exits with return code = -9" -> code/signal, local rank
   kEpoch,         // only when "Epoch"/"epoch" is followed by a number or "[": not the word in prose
   kKilledProcess, // "Killing subprocess 13266" -> pid, signal SIGKILL
+  kPendingWork,   // "workMetaList_.size()=103" -> pending
 };
 
 struct LinePattern {

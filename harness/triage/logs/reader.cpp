@@ -87,6 +87,9 @@ struct FileScan {
   uint64_t unattributed_steps = 0;
   uint64_t progress_lines = 0;
   LogKind unattributed_phase = LogKind::kNone;
+  uint32_t unattributed_phase_line = 0;
+  std::string unattributed_phase_text;
+  bool unattributed_phase_stepped = false;  // a step line (any writer) followed it in this file
 };
 
 bool launcher_kind(LogKind k) {
@@ -297,6 +300,7 @@ class FileScanner {
     }
 
     if (src == RankSource::kLocal) ++out_.info.local_rank_lines;
+    if (l_.kind == LogKind::kStep && out_.unattributed_phase != LogKind::kNone) out_.unattributed_phase_stepped = true;
     if (rank >= 0) {
       RankAcc& a = acc(rank);
       RankLog& g = a.log;
@@ -357,8 +361,12 @@ class FileScanner {
     }
     if (rank < 0 && (l_.kind == LogKind::kCheckpointBegin || l_.kind == LogKind::kCheckpointEnd ||
                      l_.kind == LogKind::kEvalBegin || l_.kind == LogKind::kEvalEnd ||
-                     l_.kind == LogKind::kDataWait || l_.kind == LogKind::kShutdown))
+                     l_.kind == LogKind::kDataWait || l_.kind == LogKind::kShutdown)) {
       out_.unattributed_phase = l_.kind;
+      out_.unattributed_phase_line = line_no_;
+      out_.unattributed_phase_text = std::string(l_.msg.substr(0, kMaxEventText));
+      out_.unattributed_phase_stepped = false;
+    }
     if (l_.kind == LogKind::kNone || l_.kind == LogKind::kStep) return;
 
     if (l_.world > 0 && (l_.kind == LogKind::kWorldSize || l_.kind == LogKind::kInitDone ||
@@ -405,6 +413,7 @@ class FileScanner {
     e.timeout_ms = l_.timeout_ms;
     e.ran_ms = l_.ran_ms;
     e.last_enqueued = l_.last_enqueued;
+    e.pending = l_.pending;
     e.last_completed = l_.last_completed;
     e.pid = l_.pid;
     e.pg_rank = l_.pg_rank;
@@ -656,7 +665,13 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
     c.lines += s.info.lines;
     c.unattributed_steps += s.unattributed_steps;
     c.progress_lines += s.progress_lines;
-    if (s.unattributed_phase != LogKind::kNone) c.unattributed_phase = s.unattributed_phase;
+    if (s.unattributed_phase != LogKind::kNone) {
+      c.unattributed_phase = s.unattributed_phase;
+      c.unattributed_phase_file = static_cast<uint32_t>(c.files.size());
+      c.unattributed_phase_line = s.unattributed_phase_line;
+      c.unattributed_phase_text = std::move(s.unattributed_phase_text);
+      c.unattributed_phase_stepped = s.unattributed_phase_stepped;
+    }
     c.files.push_back(std::move(s.info));
     for (auto& [rank, a] : s.ranks) {
       RankLog& g = c.ranks[rank];

@@ -59,6 +59,7 @@ struct LogEvent {
   bool partial = false;  // the truncated last line of its file
   long long seq = -1, numel_in = -1, numel_out = -1, timeout_ms = -1, ran_ms = -1, last_enqueued = -1,
             last_completed = -1;
+  long long pending = -1;  // works in flight (heartbeat monitor)
   long long pid = -1;
   int pg_rank = -1, local_rank = -1, other_rank = -1, world = -1, joined = -1, step = -1, total_steps = -1;
   int code = kNoCode;
@@ -127,6 +128,9 @@ struct LogCorpus {
   uint64_t lines = 0;
   uint64_t unattributed_steps = 0;  // step lines no rank could be named for (a one-process paste)
   LogKind unattributed_phase = LogKind::kNone;  // the last phase marker among them
+  uint32_t unattributed_phase_file = 0, unattributed_phase_line = 0;
+  std::string unattributed_phase_text;
+  bool unattributed_phase_stepped = false;  // a step line followed it in its file: training went on after it
   uint64_t progress_lines = 0;  // "Epoch 1/1"-style progress without a step number (any writer)
 };
 
