@@ -79,7 +79,7 @@ struct TorchrunFailure {
   int pid = 0;
   std::string time;       // as printed, whole seconds
   std::string error_file; // "<N/A>" when the rank wrote none
-  std::string traceback;  // first line
+  std::string traceback;  // its one line, or the last line of a traceback (the exception)
 };
 
 // What torchrun itself did (launcher = "torchrun"), read from the run directory: the ranks'

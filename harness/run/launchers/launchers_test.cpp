@@ -109,6 +109,44 @@ TEST_CASE("torchrun's failure summary: the root cause and the other failures", "
     CHECK(r2->rank == 1);
     CHECK(f2.size() == 2);
   }
+  SECTION("a rank with an error file: its traceback's last line, the exception") {
+    const std::string tb = R"TB(Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-02_02:59:59
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 11191)
+  error_file: /r/torchrun/x/attempt_0/1/error.json
+  traceback : Traceback (most recent call last):
+    File "/venv/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 362, in wrapper
+      result = f(*args, **kwargs)
+               ^^^^^^^^^^^^^^^^^^
+    File "train.py", line 170, in main
+      raise RuntimeError(f"injected failure at step {step} (HANGLAB_PY_RAISE_STEP)")
+  RuntimeError: injected failure at step 8 (HANGLAB_PY_RAISE_STEP)
+  
+============================================================
+)TB";
+    std::optional<TorchrunFailure> r4;
+    std::vector<TorchrunFailure> f4;
+    parse_torchrun_summary("Failures:\n  <NO_OTHER_FAILURES>\n------\n" + tb, r4, f4);
+    REQUIRE(r4);
+    // ...and an entry after a traceback is read as an entry again.
+    std::optional<TorchrunFailure> r5;
+    std::vector<TorchrunFailure> f5;
+    std::string two = tb.substr(0, tb.find("======"));
+    two.replace(0, std::string("Root Cause (first observed failure):").size(), "Failures:");
+    parse_torchrun_summary(two + "[1]:\n  rank      : 2 (local_rank: 2)\n  exitcode  : -15 (pid: 7)\n-----\n" + tb, r5, f5);
+    REQUIRE(f5.size() == 2);
+    CHECK(f5[0].traceback == "RuntimeError: injected failure at step 8 (HANGLAB_PY_RAISE_STEP)");
+    CHECK(f5[1].rank == 2);
+    CHECK(f5[1].pid == 7);
+    CHECK(r4->rank == 1);
+    CHECK(r4->exitcode == 1);
+    CHECK(r4->error_file == "/r/torchrun/x/attempt_0/1/error.json");
+    CHECK(r4->traceback == "RuntimeError: injected failure at step 8 (HANGLAB_PY_RAISE_STEP)");
+    CHECK(f4.empty());
+  }
   SECTION("no summary: nothing") {
     std::optional<TorchrunFailure> r3;
     std::vector<TorchrunFailure> f3;

@@ -127,6 +127,7 @@ void parse_torchrun_summary(const std::string& log, std::optional<TorchrunFailur
   std::string raw, line;
   enum { kNone, kFailures, kRoot } section = kNone;
   TorchrunFailure* cur = nullptr;
+  bool in_traceback = false;
   std::vector<TorchrunFailure> found_failures;
   std::optional<TorchrunFailure> found_root;
   while (std::getline(in, raw)) {
@@ -146,7 +147,9 @@ void parse_torchrun_summary(const std::string& log, std::optional<TorchrunFailur
     }
     if (section == kNone) continue;
     std::smatch m;
+    if (line.rfind("---", 0) == 0) in_traceback = false;
     if (std::regex_match(line, m, kEntry)) {
+      in_traceback = false;
       if (section == kFailures) {
         found_failures.emplace_back();
         cur = &found_failures.back();
@@ -162,12 +165,19 @@ void parse_torchrun_summary(const std::string& log, std::optional<TorchrunFailur
       cur = nullptr;
       continue;
     }
+    // A multi-line traceback (a rank that wrote an error file) continues with the traceback's
+    // lines, each indented by two spaces: keep its last one, the exception ("RuntimeError: ...").
+    if (cur && in_traceback && line.rfind("  ", 0) == 0) {
+      if (auto t = trim(line); !t.empty()) cur->traceback = t;
+      continue;
+    }
+    in_traceback = false;
     if (!cur || !std::regex_match(line, m, kField)) continue;
     const std::string key = m[1], val = trim(m[2]);
     std::smatch v;
     if (key == "time") cur->time = val;
     else if (key == "error_file") cur->error_file = val;
-    else if (key == "traceback") cur->traceback = val;
+    else if (key == "traceback") cur->traceback = val, in_traceback = true;
     else if (key == "rank" && std::regex_search(val, v, kRank))
       cur->rank = std::stoi(v[1]), cur->local_rank = std::stoi(v[2]);
     else if (key == "exitcode" && std::regex_search(val, v, kExit))
