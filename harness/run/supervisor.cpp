@@ -746,6 +746,11 @@ void Supervisor::check_triggers(double now) {
     } else {
       due = true;
     }
+    // Under a launcher a rank's pid arrives with the rank (torchrun takes seconds to start
+    // it): a timed fault on a rank that has no pid yet waits for it rather than miss it.
+    if (due && launcher_ && f.spec->at_s)
+      for (int x : f.spec->ranks)
+        if (ranks_[x]->alive && ranks_[x]->pid <= 0) due = false;
     if (!due) continue;
     f.fired_mono = now;
     std::string detail = f.injector->fire(*this);
