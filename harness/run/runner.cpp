@@ -309,12 +309,15 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
 
     if (opts.on_state) opts.on_state("triage");
     res.triage = triage_run_dir(res.run_dir);
-    write_file(res.run_dir / "triage.json", to_json(res.triage).dump(2) + "\n");
+    write_file(res.run_dir / "triage.json",
+               to_json(res.triage).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     res.verdict = check_expectations(sc, res.facts, res.triage);
   }
   res.duration_s = unix_now() - t0;
   res.record = run_json(sc, res, host);
-  write_file(res.run_dir / "run.json", res.record.dump(2) + "\n");
+  // A rank's text may hold invalid UTF-8 (a cut line, binary output): replaced, not fatal.
+  write_file(res.run_dir / "run.json",
+             res.record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   return res;
 }
 

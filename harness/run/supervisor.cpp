@@ -509,7 +509,7 @@ void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, d
   if (!r.has_trace) {
     // Without a trace, a rank's output is its only sign of progress and of errors.
     last_progress_mono_ = mono_now();
-    if (const char* det = classify_backend_line(line)) detect(det, r.rank, line.substr(0, 300), t);
+    if (const char* det = classify_backend_line(line)) detect(det, r.rank, utf8_prefix(line, 300), t);
     // ...and of its step: read with triage's own log parser, so that at_step triggers a
     // fault in a bring-your-own rank at a step (not at a wall-clock guess of when training
     // will have started), and the watchdog knows when its init is over.
@@ -640,7 +640,7 @@ void Supervisor::on_trace_event(Rank& r, const json& ev) {
     std::string cls = ev.value("class", "");
     double t = ev.value("t", unix_now());
     std::string detail = ev.value("msg", "");
-    if (detail.size() > 300) detail.resize(300);
+    detail = utf8_prefix(detail, 300);
     if (cls == "timeout")
       detect("backend_timeout", r.rank, detail, t);
     else if (cls == "comm")
@@ -779,8 +779,12 @@ void Supervisor::check_detectors(double now) {
   // uses. Without it the watchdog declared a hang while ranks were still loading, and the
   // verdict depended on how long a loaded host takes to start a process. A starting rank
   // that uses no CPU at all (blocked before it ever ran) still trips the watchdog.
+  // A rank without a trace (a bring-your-own script) is starting until it logs its first
+  // step: after its first line, `import torch` may go on into silent set-up (torch 2.x's
+  // DDP constructor, dataset building) that takes seconds of CPU on a loaded host.
   for (auto& r : ranks_) {
-    if (!r->alive || r->spoke || r->pid <= 0 || r->gone_t > 0) continue;
+    const bool starting = !r->spoke || (!r->has_trace && r->last_step == 0);
+    if (!r->alive || !starting || r->pid <= 0 || r->gone_t > 0) continue;
     const long long cpu = process_cpu_ticks(r->pid);
     if (cpu > r->start_cpu_ticks) r->start_cpu_ticks = cpu, last_progress_mono_ = now;
   }
