@@ -48,6 +48,14 @@ std::string iso_time(double unix_t) {
   return fmt::format("{}.{:06d}Z", buf, us);
 }
 
+std::string utf8_prefix(const std::string& s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t n = max_bytes;
+  // Back up over continuation bytes (10xxxxxx) to the start of the cut character.
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
 std::string rank_ranges(std::vector<int> ranks) {
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());

@@ -24,6 +24,10 @@ void write_file(const std::filesystem::path& p, const std::string& data);  // te
 // job's missing ranks stay one short line); JSON keeps arrays of ints.
 std::string rank_ranges(std::vector<int> ranks);
 
+// The first at most max_bytes bytes of s, never ending inside a UTF-8 sequence (a cut
+// multi-byte character would make the JSON that carries it invalid).
+std::string utf8_prefix(const std::string& s, size_t max_bytes);
+
 // A std::runtime_error naming the syscall, errno text and context.
 [[noreturn]] void throw_system_error(const std::string& call, const std::string& context);
 

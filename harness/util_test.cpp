@@ -30,3 +30,13 @@ TEST_CASE("rank_ranges keeps a 64- and a 16k-rank list one short line") {
     if (r != 8193) v.push_back(r);
   CHECK(rank_ranges(v) == "0-8192,8194-16383");
 }
+
+TEST_CASE("utf8_prefix never cuts a character", "[util]") {
+  const std::string beach = "GLHF! \xF0\x9F\x8F\x96\xEF\xB8\x8F";  // "GLHF! " + U+1F3D6 U+FE0F
+  CHECK(hanglab::utf8_prefix(beach, 100) == beach);
+  CHECK(hanglab::utf8_prefix(beach, 6) == "GLHF! ");
+  for (size_t n = 7; n <= 9; ++n) CHECK(hanglab::utf8_prefix(beach, n) == "GLHF! ");  // inside the 4-byte emoji
+  CHECK(hanglab::utf8_prefix(beach, 10) == "GLHF! \xF0\x9F\x8F\x96");
+  CHECK(hanglab::utf8_prefix(beach, 11) == "GLHF! \xF0\x9F\x8F\x96");
+  CHECK(hanglab::utf8_prefix("abc", 0).empty());
+}

@@ -177,6 +177,25 @@ std::string render_run_report(const Scenario& sc, const RunResult& res) {
     }
     out += fmt::format("  {:+8.3f}  {}\n", l.t - f.start_t, text);
   }
+  if (f.torchrun) {
+    const TorchrunFacts& t = *f.torchrun;
+    out += fmt::format("\nTorchrun: restarted {}, tore down {} ({} closing signal(s)), hung in teardown {}, exit {}\n",
+                       t.restarts, t.tore_down ? "yes" : "no", t.closing_signals, t.hung_in_teardown ? "yes" : "no",
+                       t.exit_code ? std::to_string(*t.exit_code)
+                       : t.exit_signal ? "signal " + signal_text(*t.exit_signal)
+                                       : std::string("-"));
+    auto entry = [](const TorchrunFailure& x) {
+      return fmt::format("rank {} exitcode {} (pid {}) at {}: {}", x.rank, x.exitcode, x.pid, x.time, x.traceback);
+    };
+    if (t.root_cause) out += "  Root Cause (first observed failure): " + entry(*t.root_cause) + "\n";
+    for (const auto& x : t.failures) out += "  also failed: " + entry(x) + "\n";
+  }
+  if (!f.error_files.empty()) {
+    out += "\nError files (TORCHELASTIC_ERROR_FILE):\n";
+    for (const auto& e : f.error_files)
+      out += fmt::format("  rank {}{}: {}  ({})\n", e.rank, e.attempt ? fmt::format(" attempt {}", e.attempt) : "",
+                         e.message, e.path);
+  }
   out += "\n" + render_text(res.triage);
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include "history/history.hpp"
 #include "util.hpp"
+#include "run/launchers/launchers.hpp"
 #include "run/workloads.hpp"
 
 namespace hanglab {
@@ -86,6 +87,9 @@ RunFacts read_run_facts(const fs::path& run_dir) {
   if (f.start_t == 0) f.start_t = run_start_t;
   if (f.end_t == 0 && rj.contains("end_t") && rj["end_t"].is_number()) f.end_t = rj["end_t"].get<double>();
   if (f.teardown_reason.empty() && f.end_t > 0) f.teardown_reason = rj.value("teardown_reason", "all_exited");
+  f.error_files = read_error_files(run_dir);
+  if (rj.contains("settings") && rj["settings"].is_object() && rj["settings"].value("launcher", "") == "torchrun")
+    f.torchrun = read_torchrun_facts(run_dir);
   std::stable_sort(f.detections.begin(), f.detections.end(),
                    [](const Detection& a, const Detection& b) { return a.t < b.t; });
   return f;
@@ -203,6 +207,8 @@ nlohmann::json run_json(const Scenario& sc, const RunResult& res, const HostInfo
                      {"signal", e.signal ? json(run_signal_text(*e.signal)) : json(nullptr)},
                      {"status", e.status()},
                      {"t", e.t}});
+  json error_files = json::array();
+  for (const auto& e : f.error_files) error_files.push_back(to_json(e));
   return {{"scenario", sc.name},
           {"file", sc.file.string()},
           {"description", sc.description},
@@ -224,6 +230,7 @@ nlohmann::json run_json(const Scenario& sc, const RunResult& res, const HostInfo
             {"world_size", sc.workload.world_size},
             {"steps", sc.workload.steps},
             {"launcher", sc.workload.launcher},
+            {"max_restarts", sc.workload.max_restarts},
             {"deadline_s", sc.deadline_s},
             {"timeouts",
              {{"init_s", sc.timeouts.init_s},
@@ -240,6 +247,8 @@ nlohmann::json run_json(const Scenario& sc, const RunResult& res, const HostInfo
           {"faults", faults},
           {"detections", detections},
           {"exits", exits},
+          {"error_files", error_files},
+          {"torchrun", f.torchrun ? to_json(*f.torchrun) : json(nullptr)},
           {"triage", {{"category", res.triage.category}, {"cause", res.triage.cause}, {"missing_ranks", res.triage.missing_ranks}}},
           {"verdict", to_json(res.verdict)}};
 }

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "run/rank_env.hpp"
 #include "run/run_record.hpp"
 #include "run/state.hpp"
 #include "run/launchers/launchers.hpp"
@@ -179,13 +180,6 @@ void update_latest(const fs::path& results, const fs::path& run_dir) {
   if (!ec) fs::rename(tmp, link, ec);
 }
 
-namespace {
-
-std::string ms(double s) { return std::to_string(static_cast<long long>(s * 1000)); }
-
-
-}  // namespace
-
 RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOptions& opts) {
   const Scenario& sc = ps.scenario;
   RunResult res;
@@ -201,27 +195,22 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
     PortLease port;
     const int ws = sc.workload.world_size;
     std::vector<LaunchSpec> specs;
+    // A bring-your-own script may cd into its data or checkpoint directory before it
+    // writes anything: both exist before any rank starts.
+    fs::create_directories(res.run_dir / "data");
+    fs::create_directories(res.run_dir / "ckpt");
     for (int r = 0; r < ws; ++r) {
       LaunchSpec s;
       s.rank = r;
       s.argv = workload_argv(sc);
-      s.env = {{"RANK", std::to_string(r)},
-               {"WORLD_SIZE", std::to_string(ws)},
-               {"LOCAL_RANK", std::to_string(r)},
-               {"LOCAL_WORLD_SIZE", std::to_string(ws)},
-               {"GROUP_RANK", "0"},
-               {"MASTER_ADDR", "127.0.0.1"},
-               {"MASTER_PORT", std::to_string(port.port())},
-               {"HANGLAB_RUN_DIR", fs::absolute(res.run_dir).string()},
-               {"HANGLAB_DATA_DIR", fs::absolute(res.run_dir / "data").string()},
-               {"HANGLAB_CKPT_DIR", fs::absolute(res.run_dir / "ckpt").string()},
-               {"HANGLAB_HEARTBEAT_MS", ms(sc.timeouts.heartbeat_s)},
-               {"HANGLAB_INIT_TIMEOUT_MS", ms(sc.timeouts.init_s)},
-               {"HANGLAB_COLLECTIVE_TIMEOUT_MS", ms(sc.timeouts.collective_s)},
-               {"PYTHONUNBUFFERED", "1"},
-               // As torchrun does for multi-process jobs: one intra-op thread per rank.
-               {"OMP_NUM_THREADS", "1"}};
-      for (const auto& [k, v] : sc.workload.env) s.env[k] = v;
+      RankEnvInput in;
+      in.rank = r;
+      in.world_size = ws;
+      in.master_port = port.port();
+      in.run_id = sc.name + "-" + res.run_dir.filename().string();
+      in.run_dir = fs::absolute(res.run_dir);
+      in.max_restarts = sc.workload.max_restarts;
+      s.env = rank_env(in, sc);
       specs.push_back(std::move(s));
     }
     std::vector<ArmedFault> armed;
@@ -269,9 +258,14 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
       }
       ~RevertGuard() { revert_all(); }
     } guard{ps, &before_launch, {}};
+    std::vector<std::map<std::string, std::string>> base_env;
+    for (const auto& s : specs) base_env.push_back(s.env);
     for (auto& s : specs)
       for (auto& inj : ps.injectors) inj->prepare_rank(s.rank, s);
-    sopts.launcher = launcher_spec(sc.workload.launcher, specs, res.run_dir);
+    if (auto plan = launcher_spec(sc.workload, specs, base_env, res.run_dir)) {
+      sopts.launcher = plan->spec;
+      sopts.rank_fifos = plan->rank_fifos;
+    }
     sup.emplace(sc, res.run_dir, std::move(specs), std::move(armed), sopts);
     guard.job = &*sup;
     res.facts = sup->run();
@@ -279,6 +273,25 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
     state->close();
     for (const auto& e : guard.errors)
       std::cerr << "hanglab: warning: revert of a fault failed: " << e << "\n";
+    // What the ranks and the launcher left: error files under every launcher, torchrun's
+    // account of the job (its log and summary) under torchrun.
+    res.facts.error_files = read_error_files(res.run_dir);
+    if (sc.workload.launcher == "torchrun") res.facts.torchrun = read_torchrun_facts(res.run_dir);
+    {
+      JsonlWriter log(res.run_dir / "harness.jsonl");
+      for (const auto& e : res.facts.error_files) {
+        json j = to_json(e);
+        j["t"] = unix_now();
+        j["ev"] = "error_file";
+        log.write(j);
+      }
+      if (res.facts.torchrun) {
+        json j = to_json(*res.facts.torchrun);
+        j["t"] = unix_now();
+        j["ev"] = "torchrun";
+        log.write(j);
+      }
+    }
     // After revert: injectors read their evidence (cgroup counters, daemon logs) there.
     res.facts.manifests = judge_faults(ps, res.facts, res.run_dir);
     {
@@ -296,12 +309,15 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
 
     if (opts.on_state) opts.on_state("triage");
     res.triage = triage_run_dir(res.run_dir);
-    write_file(res.run_dir / "triage.json", to_json(res.triage).dump(2) + "\n");
+    write_file(res.run_dir / "triage.json",
+               to_json(res.triage).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     res.verdict = check_expectations(sc, res.facts, res.triage);
   }
   res.duration_s = unix_now() - t0;
   res.record = run_json(sc, res, host);
-  write_file(res.run_dir / "run.json", res.record.dump(2) + "\n");
+  // A rank's text may hold invalid UTF-8 (a cut line, binary output): replaced, not fatal.
+  write_file(res.run_dir / "run.json",
+             res.record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   return res;
 }
 

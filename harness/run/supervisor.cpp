@@ -51,6 +51,12 @@ struct Supervisor::Rank {
   std::optional<int> traced_exit;       // from the trace's `exit` event
   std::optional<int> reported_code;     // from the launcher's report
   std::optional<int> reported_signal;
+  std::optional<int> launcher_sent;     // the signal the launcher said it sent (torchrun's closing signal)
+  // rank_fifos: the write ends held here, so a rank's exit (or restart) is no EOF.
+  int fifo_keep_out = -1, fifo_keep_err = -1;
+  off_t exec_off = 0;                   // how far ranks/<r>/exec.jsonl was read
+  std::string exec_partial;
+  int incarnation = 0;                  // 0 = first start; restart_count of the latest exec
   // When the process died, as first seen (its pidfd turned readable, or /proc said so):
   // the time its exit is dated at, however much later its status becomes known.
   double gone_t = 0;
@@ -128,8 +134,41 @@ Supervisor::~Supervisor() {
   }
   if (launcher_) ranks_.push_back(std::move(launcher_));  // closed with the ranks below
   for (auto& r : ranks_) {
-    for (int* fd : {&r->out_fd, &r->err_fd, &r->out_log, &r->err_log, &r->pidfd})
+    for (int* fd : {&r->out_fd, &r->err_fd, &r->out_log, &r->err_log, &r->pidfd, &r->fifo_keep_out, &r->fifo_keep_err})
       if (*fd >= 0) ::close(*fd), *fd = -1;
+  }
+  close_rank_fifos(true);
+}
+
+void Supervisor::make_rank_fifos(Rank& r, const fs::path& rdir) {
+  for (const char* name : {"stdout", "stderr"}) {
+    const fs::path fifo = rdir / (std::string(name) + ".fifo");
+    std::error_code ec;
+    fs::remove(fifo, ec);
+    if (::mkfifo(fifo.c_str(), 0600) != 0) throw_system_error("mkfifo", fifo.string());
+    // The read end first (a non-blocking open for reading never waits for a writer), then
+    // a write end of our own: without it the pipe would report EOF whenever no
+    // incarnation of the rank holds it open (before the start, between restarts).
+    int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int wr = rd >= 0 ? ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+    if (rd < 0 || wr < 0) throw_system_error("open", fifo.string());
+    if (std::string(name) == "stdout")
+      r.out_fd = rd, r.fifo_keep_out = wr;
+    else
+      r.err_fd = rd, r.fifo_keep_err = wr;
+  }
+}
+
+void Supervisor::close_rank_fifos(bool remove) {
+  if (!opts_.rank_fifos) return;
+  for (auto& r : ranks_) {
+    for (int* fd : {&r->fifo_keep_out, &r->fifo_keep_err})
+      if (*fd >= 0) ::close(*fd), *fd = -1;
+    if (remove && r->rank >= 0) {
+      std::error_code ec;
+      for (const char* name : {"stdout.fifo", "stderr.fifo"})
+        fs::remove(dir_ / "ranks" / std::to_string(r->rank) / name, ec);
+    }
   }
 }
 
@@ -235,6 +274,7 @@ void Supervisor::launch_all() {
     r->out_log = ::open((rdir / "stdout.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     r->err_log = ::open((rdir / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     r->external = r->launched = r->alive = true;  // alive = expected; its pid comes with its trace
+    if (opts_.rank_fifos) make_rank_fifos(*r, rdir);
     r->last_hb_mono = launch_mono_;
   }
   launcher_ = std::make_unique<Rank>();
@@ -260,6 +300,29 @@ void Supervisor::on_launcher_line(const std::string& line, bool is_err, double t
   if (noticed && sscanf(noticed, "process rank %d", &rank) == 1 && rank >= 0 && rank < world_size()) {
     const char* on_sig = std::strstr(line.c_str(), "exited on signal ");
     if (on_sig && sscanf(on_sig, "exited on signal %d", &sig) == 1) ranks_[rank]->reported_signal = sig;
+  }
+  // torchrun (torch.distributed.elastic) names ranks by pid: "failed (exitcode: -9)
+  // local_rank: 1 (pid: 27087)", the summary's "exitcode  : -15 (pid: 27081)", and
+  // "Sending process 27081 closing signal SIGTERM" when it stops the survivors.
+  auto by_pid = [&](pid_t pid) -> Rank* {
+    for (auto& x : ranks_)
+      if (x->pid == pid && pid > 0) return x.get();
+    return nullptr;
+  };
+  int tr_code = 0, tr_pid = 0;
+  if (const char* f = std::strstr(line.c_str(), "failed (exitcode: ");
+      f && sscanf(f, "failed (exitcode: %d) local_rank: %*d (pid: %d)", &tr_code, &tr_pid) == 2) {
+    if (Rank* x = by_pid(tr_pid)) (tr_code < 0 ? x->reported_signal : x->reported_code) = tr_code < 0 ? -tr_code : tr_code;
+  } else if (const char* e = std::strstr(line.c_str(), "exitcode  : ");
+             e && sscanf(e, "exitcode  : %d (pid: %d)", &tr_code, &tr_pid) == 2) {
+    if (Rank* x = by_pid(tr_pid)) (tr_code < 0 ? x->reported_signal : x->reported_code) = tr_code < 0 ? -tr_code : tr_code;
+  } else if (const char* c = std::strstr(line.c_str(), "Sending process "); c && std::strstr(c, "closing signal SIG")) {
+    char sig_name[16] = {0};
+    if (sscanf(c, "Sending process %d closing signal SIG%15[A-Z]", &tr_pid, sig_name) == 2)
+      if (Rank* x = by_pid(tr_pid)) {
+        const std::string nm = sig_name;
+        x->launcher_sent = nm == "KILL" ? SIGKILL : nm == "INT" ? SIGINT : nm == "HUP" ? SIGHUP : SIGTERM;
+      }
   }
   // "Process name: [[J,1],R]" and "Exit code: C" come on consecutive lines.
   int j = 0, r2 = -1;
@@ -309,6 +372,13 @@ void Supervisor::finish_external(Rank& r, const std::string& how) {
     ex.code = r.traced_exit;
   } else if (r.reported_code) {
     ex.code = r.reported_code;
+  } else if (r.launcher_sent) {
+    // Reaped by the launcher before its zombie was read, after the launcher said it sent
+    // this signal: it died of it.
+    ex.signal = r.launcher_sent;
+  } else if (launcher_ && !launcher_->alive && launcher_exit_code_ == 0) {
+    // The launcher succeeded: torchrun and mpirun exit 0 only when every rank did.
+    ex.code = 0;
   } else if (in_teardown_ && ex.t >= teardown_t_) {
     // Died after our teardown began and was reaped by the launcher rather than by us: it
     // died of the signal our teardown had sent by then.
@@ -367,10 +437,65 @@ void Supervisor::poll_external_ranks(bool launcher_gone) {
     for (auto& r : ranks_)
       if (r->external && r->alive && r->gone_t > 0 && (!next || r->gone_t < next->gone_t)) next = r.get();
     if (!next) break;
-    const bool known = next->proc_status || next->reported_signal || next->reported_code || next->traced_exit;
+    const bool known = next->proc_status || next->reported_signal || next->reported_code || next->traced_exit ||
+                       next->launcher_sent;
     if (!known && !launcher_gone && !in_teardown_) break;
     finish_external(*next, known ? "exited" : "vanished");
   }
+}
+
+void Supervisor::tail_exec_records(Rank& r) {
+  if (!r.external || !opts_.rank_fifos) return;
+  const fs::path path = dir_ / "ranks" / std::to_string(r.rank) / "exec.jsonl";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char chunk[4096];
+  for (ssize_t n; (n = ::pread(fd, chunk, sizeof chunk, r.exec_off)) > 0;) {
+    r.exec_off += n;
+    r.exec_partial.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  for (size_t pos; (pos = r.exec_partial.find('\n')) != std::string::npos;) {
+    json ev = json::parse(r.exec_partial.substr(0, pos), nullptr, false);
+    r.exec_partial.erase(0, pos + 1);
+    if (!ev.is_object()) continue;
+    const pid_t pid = ev.value("pid", 0);
+    if (pid > 0 && pid != r.pid) new_incarnation(r, pid, ev.value("restart_count", 0));
+  }
+}
+
+void Supervisor::new_incarnation(Rank& r, pid_t pid, int restart_count) {
+  if (r.pid > 0) {
+    // A restart (torchrun --max-restarts): the launcher stopped the whole group before it
+    // started this one, so the previous incarnation is dead; finish it with what is known.
+    tail_trace(r);
+    if (r.alive) {
+      if (r.gone_t == 0) note_gone(r);
+      finish_external(r, "exited");
+    }
+    harness_log_.write({{"t", unix_now()}, {"ev", "restart"}, {"rank", r.rank}, {"pid", pid},
+                        {"restart_count", restart_count}});
+    r.alive = true;
+    r.gone_t = 0;
+    r.proc_status.reset();
+    r.traced_exit.reset();
+    r.reported_code.reset();
+    r.reported_signal.reset();
+    r.launcher_sent.reset();
+    r.exit_by_teardown = r.hb_lost = r.spoke = r.init_done = false;
+    r.in_checkpoint = r.in_eval = false;
+    r.last_step = 0;
+    r.start_cpu_ticks = 0;
+    r.last_hb_mono = mono_now();
+  }
+  r.pid = pid;
+  r.incarnation = restart_count;
+  restarts_ = std::max(restarts_, restart_count);
+  if (opts_.state) opts_.state->process(pid, fmt::format("rank {} (via the launcher)", r.rank));
+  if (r.pidfd >= 0) ::close(r.pidfd);
+  r.pidfd = open_pidfd(pid);
+  harness_log_.write({{"t", unix_now()}, {"ev", "rank_pid"}, {"rank", r.rank}, {"pid", pid},
+                      {"restart_count", restart_count}});
 }
 
 void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, double t) {
@@ -384,7 +509,7 @@ void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, d
   if (!r.has_trace) {
     // Without a trace, a rank's output is its only sign of progress and of errors.
     last_progress_mono_ = mono_now();
-    if (const char* det = classify_backend_line(line)) detect(det, r.rank, line.substr(0, 300), t);
+    if (const char* det = classify_backend_line(line)) detect(det, r.rank, utf8_prefix(line, 300), t);
     // ...and of its step: read with triage's own log parser, so that at_step triggers a
     // fault in a bring-your-own rank at a step (not at a wall-clock guess of when training
     // will have started), and the watchdog knows when its init is over.
@@ -495,9 +620,12 @@ void Supervisor::on_trace_event(Rank& r, const json& ev) {
   r.last_hb_mono = now;
   last_progress_mono_ = now;
   if (kind == "start" && r.external && r.pid <= 0) {
-    r.pid = ev.value("pid", 0);
-    if (opts_.state && r.pid > 0) opts_.state->process(r.pid, fmt::format("rank {} (via the launcher)", r.rank));
-    r.pidfd = open_pidfd(r.pid);
+    tail_exec_records(r);  // the exec record, where there is one, comes first and says the same
+    if (r.pid <= 0) {
+      r.pid = ev.value("pid", 0);
+      if (opts_.state && r.pid > 0) opts_.state->process(r.pid, fmt::format("rank {} (via the launcher)", r.rank));
+      r.pidfd = open_pidfd(r.pid);
+    }
   } else if (kind == "exit" && r.external) {
     r.traced_exit = ev.value("code", 0);
   }
@@ -512,7 +640,7 @@ void Supervisor::on_trace_event(Rank& r, const json& ev) {
     std::string cls = ev.value("class", "");
     double t = ev.value("t", unix_now());
     std::string detail = ev.value("msg", "");
-    if (detail.size() > 300) detail.resize(300);
+    detail = utf8_prefix(detail, 300);
     if (cls == "timeout")
       detect("backend_timeout", r.rank, detail, t);
     else if (cls == "comm")
@@ -548,6 +676,7 @@ void Supervisor::reap() {
     if (pid <= 0) break;
     if (launcher_ && pid == launcher_->pid && launcher_->alive) {
       launcher_->alive = false;
+      if (WIFEXITED(st)) launcher_exit_code_ = WEXITSTATUS(st);
       // Its last lines (the report of how the first failed rank ended) are read before
       // the ranks still pending a status are finished without one.
       drain_fd(*launcher_, launcher_->out_fd, launcher_->out_buf, launcher_->out_log, false, false);
@@ -617,6 +746,11 @@ void Supervisor::check_triggers(double now) {
     } else {
       due = true;
     }
+    // Under a launcher a rank's pid arrives with the rank (torchrun takes seconds to start
+    // it): a timed fault on a rank that has no pid yet waits for it rather than miss it.
+    if (due && launcher_ && f.spec->at_s)
+      for (int x : f.spec->ranks)
+        if (ranks_[x]->alive && ranks_[x]->pid <= 0) due = false;
     if (!due) continue;
     f.fired_mono = now;
     std::string detail = f.injector->fire(*this);
@@ -645,10 +779,26 @@ void Supervisor::check_detectors(double now) {
   // uses. Without it the watchdog declared a hang while ranks were still loading, and the
   // verdict depended on how long a loaded host takes to start a process. A starting rank
   // that uses no CPU at all (blocked before it ever ran) still trips the watchdog.
+  // A rank without a trace (a bring-your-own script) is starting until it logs its first
+  // step: after its first line, `import torch` may go on into silent set-up (torch 2.x's
+  // DDP constructor, dataset building) that takes seconds of CPU on a loaded host.
   for (auto& r : ranks_) {
-    if (!r->alive || r->spoke || r->pid <= 0 || r->gone_t > 0) continue;
+    const bool starting = !r->spoke || (!r->has_trace && r->last_step == 0);
+    if (!r->alive || !starting || r->pid <= 0 || r->gone_t > 0) continue;
     const long long cpu = process_cpu_ticks(r->pid);
     if (cpu > r->start_cpu_ticks) r->start_cpu_ticks = cpu, last_progress_mono_ = now;
+  }
+  // A launcher that is starting ranks (torchrun importing torch, rendezvous, a restart of
+  // the worker group) runs while no rank can speak yet: its CPU time is that progress.
+  if (launcher_ && launcher_->alive && launcher_->pid > 0) {
+    bool starting = false;
+    for (const auto& r : ranks_) starting = starting || (r->alive && (r->pid <= 0 || r->gone_t > 0));
+    bool any_alive = false;
+    for (const auto& r : ranks_) any_alive = any_alive || r->alive;
+    if (starting || !any_alive) {
+      const long long cpu = process_cpu_ticks(launcher_->pid);
+      if (cpu > launcher_cpu_ticks_) launcher_cpu_ticks_ = cpu, last_progress_mono_ = now;
+    }
   }
   const double hb_limit = 3 * sc_.timeouts.heartbeat_s;
   for (auto& r : ranks_) {
@@ -854,6 +1004,9 @@ std::string Supervisor::compute_outcome() const {
   for (const auto& d : facts_.detections)
     timeout = timeout || d.detector == "backend_timeout" || d.detector == "harness_watchdog";
   for (const auto& e : facts_.exits) bad_exit = bad_exit || e.signal || e.code.value_or(0) != 0;
+  // torchrun restarted the worker group and then exited 0: the job, as its launcher runs
+  // it, completed (exit_monitor and the rest still record what failed on the way).
+  if (restarts_ > 0 && launcher_exit_code_ == 0 && facts_.teardown_reason == "all_exited") return "completed";
   if (timeout) return "hang";
   if (bad_exit) return "crash";
   return "completed";
@@ -884,7 +1037,7 @@ RunFacts Supervisor::run() {
         break;
       }
     }
-    for (auto& r : ranks_) tail_trace(*r);
+    for (auto& r : ranks_) tail_exec_records(*r), tail_trace(*r);
     reap();
     double now = mono_now();
     check_triggers(now);
@@ -917,7 +1070,9 @@ RunFacts Supervisor::run() {
     facts_.teardown_reason = reason;
     kill_stray_children();
   }
-  // Everything is gone: flush the last partial lines and trace events.
+  // Everything is gone: flush the last partial lines and trace events. A rank's fifo
+  // reports EOF once our own write end is closed too.
+  close_rank_fifos(false);
   if (launcher_) {
     drain_fd(*launcher_, launcher_->out_fd, launcher_->out_buf, launcher_->out_log, false, true);
     drain_fd(*launcher_, launcher_->err_fd, launcher_->err_buf, launcher_->err_log, true, true);
@@ -927,6 +1082,7 @@ RunFacts Supervisor::run() {
     drain_fd(*r, r->err_fd, r->err_buf, r->err_log, true, true);
     tail_trace(*r);
   }
+  close_rank_fifos(true);
   for (auto& f : faults_) {
     if (f.record_pending)  // no rank ever gave a sign of life: dated at launch
       f.record_pending = false, record_fault(f, f.pending_detail, first_sign_t_ > 0 ? first_sign_t_ : facts_.start_t);

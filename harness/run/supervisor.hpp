@@ -52,6 +52,11 @@ struct SupervisorOptions {
   // launcher's pipes, and their deaths are seen through pidfds (or /proc) and dated then;
   // how each ended comes from /proc while it is a zombie, else the launcher's report.
   std::optional<LaunchSpec> launcher;
+  // Launcher mode where every rank writes to ranks/<r>/stdout.fifo and stderr.fifo, made
+  // and read here (torchrun: hanglab_rank_exec redirects each worker there), and records
+  // each incarnation's pid in ranks/<r>/exec.jsonl. A restarted rank (torchrun
+  // --max-restarts) is the same rank with a new pid: its new incarnation is watched anew.
+  bool rank_fifos = false;
   // The run's state file (run/state.hpp): every process forked here is recorded in it, so
   // a sweep can end them if hanglab itself is killed. Null = not recorded (unit tests).
   RunState* state = nullptr;
@@ -79,6 +84,10 @@ class Supervisor : public Job {
   void launch(Rank& r, const LaunchSpec& spec);
   void on_launcher_line(const std::string& line, bool is_err, double t);
   void poll_external_ranks(bool launcher_gone);
+  void tail_exec_records(Rank& r);
+  void new_incarnation(Rank& r, pid_t pid, int restart_count);
+  void make_rank_fifos(Rank& r, const std::filesystem::path& rdir);
+  void close_rank_fifos(bool remove);
   void finish_external(Rank& r, const std::string& how);
   void note_gone(Rank& r);
   void note_launcher_abort(double t);
@@ -107,6 +116,9 @@ class Supervisor : public Job {
   std::unique_ptr<Rank> launcher_;  // launcher mode only
   bool launcher_abort_logged_ = false;
   int launcher_named_rank_ = -1;  // rank of the last "Process name:" line of the launcher
+  std::optional<int> launcher_exit_code_;  // the launcher's own exit code, once reaped
+  long long launcher_cpu_ticks_ = 0;
+  int restarts_ = 0;              // highest restart count a rank incarnation started with
   double teardown_t_ = 0;         // when our teardown sent SIGTERM (Unix s); 0: not begun
   double teardown_kill_t_ = 0;    // ...and SIGKILL
   JsonlWriter harness_log_;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "injector.hpp"
+#include "run/launchers/launchers.hpp"
 #include "scenario/config_error.hpp"
 
 namespace hanglab {
@@ -64,21 +65,31 @@ fs::path workload_dir() {
   return "workloads";
 }
 
+namespace {
+bool uses_venv(const WorkloadSpec& w) {
+  for (const auto& a : w.command)
+    if (a.find("{venv}") != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
 std::string workload_unsupported_reason(const Scenario& sc) {
   const auto& w = sc.workload;
-  if (!w.command.empty()) return {};
+  if (auto why = launcher_unsupported_reason(w.launcher); !why.empty()) return why;
+  if (!w.command.empty()) {
+    if (uses_venv(w) && project_venv().empty())
+      return "the command uses {venv} and there is no project venv (.venv: run ci/install-deps.sh, or set HANGLAB_VENV)";
+    return {};
+  }
   const WorkloadInfo* info = find_workload(w.name);
   if (!info) return "unknown workload '" + w.name + "'";
   bool backend_ok = false;
   for (const auto& b : info->backends) backend_ok = backend_ok || b == w.backend;
-  if (!backend_ok) return "workload " + w.name + " does not support backend '" + w.backend + "'";
+  if (!backend_ok) return "workload " + w.name + " does not support backend '" + w.backend + "' in this build";
   fs::path bin = workload_dir() / workload_binary(*info, w.backend);
   if (::access(bin.c_str(), X_OK) != 0)
     return "workload binary " + bin.string() + " is not built here (CMake did not find what it needs: LibTorch 2.x "
            "for torch_ddp, LibTorch with CUDA for torch_ddp_nccl, MPI for mpi_ddp, CUDA/NCCL for nccl_*)";
-  if (w.launcher == "mpirun" && ::system("command -v mpirun >/dev/null 2>&1") != 0)
-    return "launcher mpirun: `mpirun` is not on PATH (install openmpi-bin)";
-  if (w.launcher != "local" && w.launcher != "mpirun") return "launcher '" + w.launcher + "' is not available";
   return {};
 }
 
@@ -89,6 +100,7 @@ std::string expand_placeholders(std::string s, const Scenario& sc) {
   const std::pair<std::string, std::string> subst[] = {
       {"{scenario_dir}", fs::absolute(sc.file).parent_path().lexically_normal().string()},
       {"{workload_dir}", workload_dir().lexically_normal().string()},
+      {"{venv}", project_venv().string()},
   };
   for (const auto& [from, to] : subst)
     for (size_t pos; (pos = s.find(from)) != std::string::npos;) s.replace(pos, from.size(), to);
@@ -167,7 +179,8 @@ bool option_takes_value(const std::string& interp, const std::string& opt) {
 
 void check_workload_runnable(const Scenario& sc) {
   const auto& w = sc.workload;
-  if (!w.command.empty()) {
+  // Without the project venv a {venv} command is skipped (unsupported here), not wrong.
+  if (!w.command.empty() && !(uses_venv(w) && project_venv().empty())) {
     const std::vector<std::string> argv = workload_argv(sc);
     auto pos = [&](size_t i) { return i < w.command_pos.size() ? w.command_pos[i] : w.table_pos; };
     const std::string& prog = argv[0];
@@ -206,6 +219,9 @@ void check_workload_runnable(const Scenario& sc) {
         break;
       }
     }
+  } else if (w.name == "mpi_ddp" && w.launcher == "torchrun") {
+    throw error_at(w.launcher_pos, sc, "workload.launcher",
+                   "mpi_ddp forms its world under mpirun only (under torchrun each rank would be an MPI singleton)");
   } else if (w.name == "mpi_ddp" && w.launcher == "local" && w.world_size > 1) {
     throw error_at(w.launcher_pos, sc, "workload.launcher",
                    "mpi_ddp runs several ranks only under launcher = \"mpirun\" (world_size is " +

@@ -70,6 +70,7 @@ class Checker {
                                         std::to_string(triage_.last_good_step),
                                         *tr.last_good_step == triage_.last_good_step));
     for (const auto& [rank, state] : tr.liveness) v.checks.push_back(check_liveness(rank, state));
+    add_torchrun_checks(ex.torchrun, v.checks);
 
     // No [expect] at all: "run it and show me what happens". The verdict is `observed`
     // (exit 0) once the run finished with an outcome, unless a default check below fails;
@@ -110,6 +111,48 @@ class Checker {
     std::string when = base_t_ ? fmt::format("{:+.2f} s", d.t - *base_t_) : fmt::format("t={:.3f}", d.t);
     std::string who = d.rank < 0 ? "job-wide" : fmt::format("rank {}", d.rank);
     return fmt::format("fired at {} ({}{})", when, who, d.detail.empty() ? "" : ": " + d.detail);
+  }
+
+  // [expect.torchrun]: what torchrun said and did, from its log, summary and the ranks'
+  // exec records (RunFacts::torchrun). Unknown when the run has no torchrun account.
+  void add_torchrun_checks(const TorchrunExpect& want, std::vector<Check>& out) const {
+    if (!want.any()) return;
+    const std::optional<TorchrunFacts>& t = facts_.torchrun;
+    auto add = [&](const std::string& key, const std::string& expected, std::optional<std::string> actual,
+                   const std::string& why_not) {
+      Check c{"torchrun." + key, kPass, expected, actual.value_or(""), ""};
+      if (!t) {
+        c.status = kUnknown;
+        c.reason = complete() ? "the run has no torchrun account (launcher.stderr.log, exec records)" : incomplete_reason();
+      } else if (!actual) {
+        c.status = kFail;
+        c.reason = why_not;
+      } else if (*actual != expected) {
+        c.status = kFail;
+        c.reason = why_not.empty() ? fmt::format("torchrun: {} (expected {})", *actual, expected) : why_not;
+      }
+      out.push_back(c);
+    };
+    auto yes_no = [](bool b) { return std::string(b ? "true" : "false"); };
+    if (want.restarted)
+      add("restarted", std::to_string(*want.restarted), t ? std::optional(std::to_string(t->restarts)) : std::nullopt, "");
+    if (want.tore_down)
+      add("tore_down", yes_no(*want.tore_down), t ? std::optional(yes_no(t->tore_down)) : std::nullopt,
+          t && t->tore_down != *want.tore_down
+              ? fmt::format("torchrun sent {} closing signal(s) before hanglab's own teardown", t->closing_signals)
+              : "");
+    if (want.hung_in_teardown)
+      add("hung_in_teardown", yes_no(*want.hung_in_teardown), t ? std::optional(yes_no(t->hung_in_teardown)) : std::nullopt,
+          t && t->hung_in_teardown != *want.hung_in_teardown
+              ? fmt::format("SIGKILL escalation {}, still running at hanglab's teardown {}", yes_no(t->sigkill_escalation),
+                            yes_no(t->alive_at_harness_teardown))
+              : "");
+    if (want.root_cause_rank) {
+      std::optional<std::string> got;
+      if (t && t->root_cause) got = std::to_string(t->root_cause->rank);
+      add("root_cause_rank", std::to_string(*want.root_cause_rank), got,
+          t && !t->root_cause ? "torchrun printed no failure summary (no \"Root Cause (first observed failure)\")" : "");
+    }
   }
 
   Check check_outcome(const std::string& want) const {

@@ -455,3 +455,58 @@ TEST_CASE("fault_manifested: every fault must be exercised unless the scenario e
     CHECK(find_check(v, "fault_manifested.1").actual == "never fired: never fired");
   }
 }
+
+TEST_CASE("[expect.torchrun] is checked against what torchrun did", "[expect]") {
+  Scenario sc = scenario_with_fault();
+  sc.workload.launcher = "torchrun";
+  sc.expect.torchrun.restarted = 0;
+  sc.expect.torchrun.tore_down = true;
+  sc.expect.torchrun.hung_in_teardown = false;
+  sc.expect.torchrun.root_cause_rank = 0;
+  RunFacts f = hang_facts();
+  const TriageResult t = mismatch_triage();
+
+  SECTION("no torchrun account: unknown, never pass") {
+    Verdict v = check_expectations(sc, f, t);
+    CHECK(find_check(v, "torchrun.restarted").status == "unknown");
+    CHECK(find_check(v, "torchrun.root_cause_rank").status == "unknown");
+    CHECK(v.status != "pass");
+  }
+  TorchrunFacts tf;
+  tf.closing_signals = 2;
+  tf.tore_down = true;
+  TorchrunFailure root;
+  root.rank = 0;
+  root.exitcode = 1;
+  tf.root_cause = root;
+  SECTION("what torchrun did matches") {
+    f.torchrun = tf;
+    Verdict v = check_expectations(sc, f, t);
+    for (const char* n : {"torchrun.restarted", "torchrun.tore_down", "torchrun.hung_in_teardown",
+                          "torchrun.root_cause_rank"})
+      CHECK(find_check(v, n).status == "pass");
+    CHECK(find_check(v, "torchrun.root_cause_rank").actual == "0");
+  }
+  SECTION("each differing fact fails on its own") {
+    tf.restarts = 1;
+    tf.hung_in_teardown = true;
+    tf.sigkill_escalation = true;
+    tf.root_cause->rank = 2;
+    f.torchrun = tf;
+    Verdict v = check_expectations(sc, f, t);
+    CHECK(find_check(v, "torchrun.restarted").status == "fail");
+    CHECK(find_check(v, "torchrun.restarted").actual == "1");
+    CHECK(find_check(v, "torchrun.hung_in_teardown").status == "fail");
+    CHECK(find_check(v, "torchrun.hung_in_teardown").reason.find("SIGKILL escalation true") != std::string::npos);
+    CHECK(find_check(v, "torchrun.root_cause_rank").status == "fail");
+    CHECK(find_check(v, "torchrun.tore_down").status == "pass");
+    CHECK(v.status == "fail");
+  }
+  SECTION("no failure summary: root_cause_rank fails and says so") {
+    tf.root_cause.reset();
+    f.torchrun = tf;
+    Check c = find_check(check_expectations(sc, f, t), "torchrun.root_cause_rank");
+    CHECK(c.status == "fail");
+    CHECK(c.reason.find("no failure summary") != std::string::npos);
+  }
+}

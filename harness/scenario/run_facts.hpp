@@ -15,6 +15,9 @@
 //   exit       rank, code (int|null), signal (int|null), status (code, or 128+signal)
 //   stack      rank, file, tool, ok           stack captured into ranks/<r>/stack.txt
 //   teardown   reason (all_exited | hang | deadline | interrupted | error)
+//   launcher_exit  pid, code, signal          the launcher process (mpirun, torchrun) ended
+//   error_file rank, attempt, path, message    a rank's TORCHELASTIC_ERROR_FILE, after the run
+//   torchrun   restarts, tore_down, hung_in_teardown, root_cause{...}, failures[]   after the run
 //   run_end    outcome (completed | hang | crash | slow), duration_s
 // Detector names: backend_timeout, backend_error, exit_monitor, harness_watchdog,
 // heartbeat_loss (triage is added by the checker from the triage answer).
@@ -58,6 +61,42 @@ struct FaultManifest {
   std::vector<std::string> adapted;  // what adapt() arranged in the workload for it
 };
 
+// A TORCHELASTIC_ERROR_FILE a rank wrote (torch.distributed.elastic's @record on an uncaught
+// exception): under every launcher hanglab points it into the run directory.
+struct ErrorFileRecord {
+  int rank = -1;
+  int attempt = 0;        // torchrun's attempt_N (restart count); 0 under other launchers
+  std::string path;       // relative to the run directory
+  std::string message;    // message.message, e.g. "RuntimeError: ..."
+  std::string timestamp;  // message.extraInfo.timestamp (Unix seconds, as written)
+};
+
+// One entry of torchrun's failure summary ("Root Cause (first observed failure)" / "Failures").
+struct TorchrunFailure {
+  int rank = -1;
+  int local_rank = -1;
+  int exitcode = 0;       // negative: killed by that signal
+  int pid = 0;
+  std::string time;       // as printed, whole seconds
+  std::string error_file; // "<N/A>" when the rank wrote none
+  std::string traceback;  // its one line, or the last line of a traceback (the exception)
+};
+
+// What torchrun itself did (launcher = "torchrun"), read from the run directory: the ranks'
+// exec records (ranks/<r>/exec.jsonl), torchrun's log (launcher.stderr.log) and harness.jsonl.
+struct TorchrunFacts {
+  int restarts = 0;                       // highest TORCHELASTIC_RESTART_COUNT a rank started with
+  int closing_signals = 0;                // "Sending process P closing signal S" before hanglab's teardown
+  bool tore_down = false;                 // it stopped surviving workers itself (closing_signals > 0)
+  bool sigkill_escalation = false;        // "Unable to shutdown process ... forcefully exiting via SIGKILL"
+  bool alive_at_harness_teardown = false; // still running when hanglab's own teardown began
+  bool hung_in_teardown = false;          // sigkill_escalation, or tore down and never finished by itself
+  std::optional<int> exit_code;           // torchrun's own exit (null: killed, or not seen)
+  std::optional<int> exit_signal;
+  std::optional<TorchrunFailure> root_cause;
+  std::vector<TorchrunFailure> failures;  // the other entries of the summary
+};
+
 struct RunFacts {
   double start_t = 0;                 // launch time, Unix seconds
   double end_t = 0;
@@ -67,6 +106,8 @@ struct RunFacts {
   std::vector<Detection> detections;  // in time order
   std::vector<RankExit> exits;
   std::vector<FaultManifest> manifests;  // empty when not judged (harness error, old run dir)
+  std::vector<ErrorFileRecord> error_files;  // every TORCHELASTIC_ERROR_FILE the ranks wrote
+  std::optional<TorchrunFacts> torchrun;     // launcher torchrun only
 };
 
 }  // namespace hanglab

@@ -26,14 +26,16 @@ using Allowed = std::initializer_list<std::string_view>;
 
 const Allowed kTopLevelKeys = {"scenario", "workload", "timeouts", "fault", "expect"};
 const Allowed kScenarioKeys = {"name", "description", "tags", "deadline_s"};
-const Allowed kWorkloadKeys = {"name", "command", "backend", "world_size", "steps", "launcher", "args", "env"};
+const Allowed kWorkloadKeys = {"name",     "command",      "backend", "world_size", "steps",
+                                "launcher", "max_restarts", "args",    "env"};
 const Allowed kTimeoutKeys = {"init_s", "collective_s", "progress_s", "heartbeat_s", "checkpoint_s", "eval_s"};
 const Allowed kExpectKeys = {"outcome",      "detected_by", "not_detected_by", "detected_within_s",
-                             "not_before_s", "triage",      "fault_manifests"};
+                             "not_before_s", "triage",      "fault_manifests", "torchrun"};
+const Allowed kTorchrunExpectKeys = {"restarted", "tore_down", "hung_in_teardown", "root_cause_rank"};
 const Allowed kTriageKeys = {"category", "cause", "phase", "scope", "missing_ranks", "last_good_step", "liveness"};
 
 const Allowed kBackends = {"gloo", "nccl", "mpi"};
-const Allowed kLaunchers = {"local", "mpirun"};
+const Allowed kLaunchers = {"local", "mpirun", "torchrun"};
 const Allowed kOutcomes = {"completed", "hang", "crash", "slow"};
 const Allowed kDetectors = {"backend_timeout", "backend_error",  "exit_monitor",
                             "harness_watchdog", "heartbeat_loss", "triage"};
@@ -369,6 +371,7 @@ class Loader {
   // checking against a wrong bound would only add noise.
   std::optional<int> world_size_;
   std::optional<int> steps_;
+  std::string launcher_ = "local";  // [workload] launcher, for the launcher-specific expectations
 };
 
 void Loader::load(toml::table& root, Scenario& sc) {
@@ -454,8 +457,15 @@ void Loader::load_workload(const toml::table& root, WorkloadSpec& w) {
 
   if (auto b = enum_at(*t, "backend", "workload", kBackends)) w.backend = *b;
   if (auto l = enum_at(*t, "launcher", "workload", kLaunchers)) w.launcher = *l;
+  launcher_ = w.launcher;
   w.table_pos = pos_of(*t);
   w.launcher_pos = t->get("launcher") ? pos_of(*t->get("launcher")) : w.table_pos;
+  if (const toml::node* mr = t->get("max_restarts")) {
+    if (w.launcher != "torchrun")
+      error(*mr, "workload.max_restarts", "only with launcher = \"torchrun\" (its --max-restarts)");
+    else if (auto n = int_at(*t, "max_restarts", "workload", 0, 100))
+      w.max_restarts = *n;
+  }
   w.world_size_pos = t->get("world_size") ? pos_of(*t->get("world_size")) : w.table_pos;
   if (t->get("world_size")) {
     world_size_ = int_at(*t, "world_size", "workload", 1, kMaxWorldSize);
@@ -654,6 +664,29 @@ void Loader::load_expect(const toml::table& root, ExpectSpec& ex) {
     }
   }
   if (const toml::table* tr = table_at(*t, "triage", "expect")) load_triage_expect(*tr, ex.triage);
+  if (const toml::table* tr = table_at(*t, "torchrun", "expect")) {
+    const std::string path = "expect.torchrun";
+    reject_unknown_keys(*tr, path, kTorchrunExpectKeys);
+    if (launcher_ != "torchrun")
+      error(*tr, path, "only with [workload] launcher = \"torchrun\" (what torchrun did)");
+    ex.torchrun.restarted = int_at(*tr, "restarted", path, 0, 100);
+    for (const char* k : {"tore_down", "hung_in_teardown"}) {
+      const toml::node* n = tr->get(k);
+      if (!n) continue;
+      if (!n->is_boolean()) {
+        type_error(*n, path + "." + k, "true or false");
+        continue;
+      }
+      (std::string_view(k) == "tore_down" ? ex.torchrun.tore_down : ex.torchrun.hung_in_teardown) =
+          n->as_boolean()->get();
+    }
+    if (tr->get("root_cause_rank")) {
+      if (world_size_)
+        ex.torchrun.root_cause_rank = int_at(*tr, "root_cause_rank", path, 0, *world_size_ - 1);
+      else
+        ex.torchrun.root_cause_rank = int_at(*tr, "root_cause_rank", path, 0, kMaxWorldSize - 1);
+    }
+  }
 }
 
 void Loader::load_triage_expect(const toml::table& t, TriageExpect& tr) {

@@ -44,7 +44,8 @@ struct WorkloadSpec {
   std::string backend = "gloo";       // gloo | nccl | mpi
   int world_size = 2;
   int steps = 10;
-  std::string launcher = "local";     // local | mpirun
+  std::string launcher = "local";     // local | mpirun | torchrun
+  int max_restarts = 0;               // torchrun --max-restarts (launcher torchrun only)
   // [workload.args] in file order, values rendered as strings (bools as true/false).
   std::vector<std::pair<std::string, std::string>> args;
   std::map<std::string, std::string> env;  // [workload.env]
@@ -77,6 +78,16 @@ struct TriageExpect {
   std::map<int, std::string> liveness;
 };
 
+// [expect.torchrun]: what torchrun itself did (launcher = "torchrun" only).
+struct TorchrunExpect {
+  std::optional<int> restarted;          // times it restarted the worker group
+  std::optional<bool> tore_down;         // it stopped the surviving workers itself after a failure
+  std::optional<bool> hung_in_teardown;  // a worker outlived its closing signal (SIGKILL escalation,
+                                         // or torchrun still waiting when hanglab ended the run)
+  std::optional<int> root_cause_rank;    // the rank its failure summary names as "Root Cause"
+  bool any() const { return restarted || tore_down || hung_in_teardown || root_cause_rank; }
+};
+
 struct ExpectSpec {
   std::optional<std::string> outcome;       // completed | hang | crash | slow
   std::vector<std::string> detected_by;     // detector names that must fire
@@ -88,6 +99,7 @@ struct ExpectSpec {
   // a fault that has no effect, and the check expects it NOT to be exercised.
   std::optional<bool> fault_manifests;
   TriageExpect triage;
+  TorchrunExpect torchrun;
 };
 
 struct Scenario {

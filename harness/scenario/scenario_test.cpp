@@ -520,3 +520,45 @@ TEST_CASE("[expect] fault_manifests: a boolean, only with a [[fault]]", "[scenar
   CHECK(alone.line() == 6);
   CHECK_THAT(alone.what(), Catch::Contains("no [[fault]]"));
 }
+
+TEST_CASE("launcher torchrun: max_restarts and [expect.torchrun]", "[scenario]") {
+  Scenario sc = load(R"([workload]
+name = "torch_ddp"
+world_size = 3
+launcher = "torchrun"
+max_restarts = 2
+[expect]
+outcome = "crash"
+[expect.torchrun]
+restarted = 2
+tore_down = true
+hung_in_teardown = false
+root_cause_rank = 2
+)");
+  CHECK(sc.workload.launcher == "torchrun");
+  CHECK(sc.workload.max_restarts == 2);
+  REQUIRE(sc.expect.torchrun.any());
+  CHECK(*sc.expect.torchrun.restarted == 2);
+  CHECK(*sc.expect.torchrun.tore_down);
+  CHECK_FALSE(*sc.expect.torchrun.hung_in_teardown);
+  CHECK(*sc.expect.torchrun.root_cause_rank == 2);
+
+  SECTION("max_restarts under another launcher") {
+    ConfigError e = load_error("[workload]\nname = \"torch_ddp\"\nmax_restarts = 1\n");
+    CHECK(e.key() == "workload.max_restarts");
+    CHECK(e.line() == 3);
+  }
+  SECTION("[expect.torchrun] under another launcher") {
+    ConfigError e = load_error("[workload]\nname = \"torch_ddp\"\n[expect.torchrun]\nrestarted = 0\n");
+    CHECK(e.key() == "expect.torchrun");
+    CHECK(e.line() == 3);
+  }
+  SECTION("an unknown key, a wrong type, a rank out of range") {
+    const std::string head = "[workload]\nname = \"torch_ddp\"\nworld_size = 3\nlauncher = \"torchrun\"\n[expect.torchrun]\n";
+    CHECK(load_error(head + "restarts = 1\n").key() == "expect.torchrun.restarts");
+    CHECK(load_error(head + "tore_down = 1\n").key() == "expect.torchrun.tore_down");
+    ConfigError e = load_error(head + "root_cause_rank = 3\n");
+    CHECK(e.key() == "expect.torchrun.root_cause_rank");
+    CHECK(e.line() == 6);
+  }
+}

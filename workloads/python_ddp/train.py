@@ -8,16 +8,21 @@ produce the logs a real job produces. It writes no hanglab trace: hanglab runs i
 bring-your-own rank and triage reads its text logs (plus the supervisor's view of the
 processes).
 
-Launch: hanglab's local launcher (or anything torchrun-like) sets RANK, WORLD_SIZE,
-LOCAL_RANK, MASTER_ADDR, MASTER_PORT; the script uses init_method="env://" and never
-needs torchrun (Debian's torchrun does not start on Python 3.11). Run it with the
-interpreter that has torch, e.g. Debian's /usr/bin/python3 with python3-torch:
+Launch: under any hanglab launcher the rank gets torchrun's environment (RANK, WORLD_SIZE,
+LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK, MASTER_ADDR, MASTER_PORT,
+TORCHELASTIC_*); the script uses init_method="env://", so it runs unchanged under the local
+launcher and under `launcher = "torchrun"` (where env:// joins torchrun's agent store). Run it
+with the project venv's interpreter (torch 2.x from PyPI, ci/install-deps.sh):
 
     [workload]
-    command = ["/usr/bin/python3", "{scenario_dir}/../workloads/python_ddp/train.py", "--steps", "12"]
+    command = ["{venv}/bin/python", "{scenario_dir}/../workloads/python_ddp/train.py", "--steps", "12"]
+
+main() is wrapped in torch.distributed.elastic's @record: an uncaught exception is written to
+TORCHELASTIC_ERROR_FILE (hanglab points it into the run directory under every launcher;
+torchrun reads it into its failure summary).
 
 Timeouts from hanglab: HANGLAB_COLLECTIVE_TIMEOUT_MS becomes init_process_group(timeout=...)
-(in torch 1.13 that one timeout bounds the store rendezvous and every Gloo collective).
+(the store rendezvous and every Gloo collective).
 
 Optional faults, by environment ([workload.env] reaches every rank, so each names its
 rank): program-logic bugs a real script has, in the places a real script has them.
@@ -41,6 +46,7 @@ import time
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
@@ -76,6 +82,7 @@ def log(rank, msg):
     print(f"[rank {rank}] {msg}", flush=True)
 
 
+@record
 def main():
     args = parse_args()
     rank = env_int("RANK", None)

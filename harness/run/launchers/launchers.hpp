@@ -1,8 +1,10 @@
 // Launchers: how the ranks of a run are started. `local` (the default) has no file of
 // its own: the supervisor forks each rank itself from its LaunchSpec. A launcher that
-// starts every rank from one process (mpirun; later torchrun, srun) turns the per-rank
+// starts every rank from one process (mpirun, torchrun; later srun) turns the per-rank
 // specs into the one LaunchSpec the supervisor execs (SupervisorOptions::launcher); the
-// supervisor then learns rank pids from the traces and exits from the launcher's report.
+// supervisor then learns rank pids from the ranks (their trace's `start` event, or the
+// exec record of hanglab_rank_exec), watches each through a pidfd, and reads how each
+// ended from /proc while it is a zombie, else from the launcher's report.
 // One file per launcher, one line in launcher_spec() (launchers.cpp).
 #pragma once
 
@@ -12,14 +14,61 @@
 #include <vector>
 
 #include "injector.hpp"
+#include "scenario/run_facts.hpp"
+#include "scenario/scenario.hpp"
 
 namespace hanglab {
+
+struct LauncherPlan {
+  LaunchSpec spec;          // the one process the supervisor execs
+  // The ranks write to ranks/<r>/stdout.fifo and stderr.fifo (hanglab_rank_exec redirects
+  // them there before it execs the rank), so each rank's output reaches the supervisor on
+  // its own pipe, timed as under the local launcher; else it arrives tagged on the
+  // launcher's own pipes (mpirun --tag-output).
+  bool rank_fifos = false;
+};
 
 // mpirun: one MPMD app context per rank, --tag-output (launchers/mpirun.cpp).
 LaunchSpec mpirun_launch_spec(const std::vector<LaunchSpec>& specs, const std::filesystem::path& run_dir);
 
+// torchrun (the project venv's): --nproc-per-node, c10d rendezvous, --max-restarts, its log
+// directory in the run directory; each worker is hanglab_rank_exec, which applies the
+// rank's own environment, hooks and wrapper and execs it (launchers/torchrun.cpp).
+// base_env[r]: rank r's environment before the faults prepared it; a torchrun contract
+// variable (RANK, MASTER_ADDR, ...) that a fault or [workload.env] changed is kept over
+// torchrun's value, every other one is left to torchrun.
+LauncherPlan torchrun_launch_plan(const WorkloadSpec& w, const std::vector<LaunchSpec>& specs,
+                                  const std::vector<std::map<std::string, std::string>>& base_env,
+                                  const std::filesystem::path& run_dir);
+
 // The launcher process for `[workload] launcher = NAME`; nullopt for "local".
-std::optional<LaunchSpec> launcher_spec(const std::string& name, const std::vector<LaunchSpec>& specs,
-                                        const std::filesystem::path& run_dir);
+std::optional<LauncherPlan> launcher_spec(const WorkloadSpec& w, const std::vector<LaunchSpec>& specs,
+                                          const std::vector<std::map<std::string, std::string>>& base_env,
+                                          const std::filesystem::path& run_dir);
+
+// Empty when launcher `name` can run here, else why not (reported as skipped).
+std::string launcher_unsupported_reason(const std::string& name);
+
+// The project venv (torch 2.x, torchrun, py-spy): $HANGLAB_VENV, else .venv in the working
+// directory, else .venv in the source tree hanglab was built from. Empty when none has
+// bin/python.
+std::filesystem::path project_venv();
+
+// The TORCHELASTIC_ERROR_FILEs the ranks wrote: ranks/<r>/error.json (local, mpirun) and
+// torchrun/<run>/attempt_<n>/<local rank>/error.json (torchrun's log directory), sorted by
+// attempt, then rank. Paths relative to the run directory.
+std::vector<ErrorFileRecord> read_error_files(const std::filesystem::path& run_dir);
+
+// What torchrun did, from the run directory alone (so `hanglab report` reads the same):
+// ranks/<r>/exec.jsonl, launcher.stderr.log (timestamped by the supervisor) and harness.jsonl.
+TorchrunFacts read_torchrun_facts(const std::filesystem::path& run_dir);
+
+// Parses torchrun's ChildFailedError summary out of its log text (with or without the
+// supervisor's timestamps in front of each line): the root cause and the other failures.
+void parse_torchrun_summary(const std::string& log, std::optional<TorchrunFailure>& root_cause,
+                            std::vector<TorchrunFailure>& failures);
+
+nlohmann::json to_json(const TorchrunFacts& t);
+nlohmann::json to_json(const ErrorFileRecord& e);
 
 }  // namespace hanglab

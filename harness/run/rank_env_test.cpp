@@ -1,0 +1,71 @@
+// The rank environment: torchrun's whole per-worker contract under every launcher, so a
+// torchrun-style script runs unchanged; what torchrun itself sets is left to torchrun.
+#include <catch2/catch.hpp>
+
+#include "run/rank_env.hpp"
+
+using namespace hanglab;
+
+namespace {
+RankEnvInput input(int rank, int ws) {
+  RankEnvInput in;
+  in.rank = rank;
+  in.world_size = ws;
+  in.master_port = 29512;
+  in.run_id = "kill_rank-20261202T000000Z";
+  in.run_dir = "/results/kill_rank/20261202T000000Z";
+  return in;
+}
+}  // namespace
+
+TEST_CASE("torchrun's contract for one node: local = global, one group, one role", "[rank_env]") {
+  const auto env = torchrun_contract_env(input(2, 4));
+  const std::map<std::string, std::string> want = {
+      {"RANK", "2"},          {"WORLD_SIZE", "4"},       {"LOCAL_RANK", "2"},       {"LOCAL_WORLD_SIZE", "4"},
+      {"GROUP_RANK", "0"},    {"GROUP_WORLD_SIZE", "1"}, {"ROLE_RANK", "2"},        {"ROLE_NAME", "default"},
+      {"ROLE_WORLD_SIZE", "4"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29512"},
+      {"TORCHELASTIC_RUN_ID", "kill_rank-20261202T000000Z"}, {"TORCHELASTIC_RESTART_COUNT", "0"},
+      {"TORCHELASTIC_MAX_RESTARTS", "0"},
+      {"TORCHELASTIC_ERROR_FILE", "/results/kill_rank/20261202T000000Z/ranks/2/error.json"}};
+  CHECK(env == want);
+  // No agent store outside torchrun: env:// must create its own store on rank 0.
+  CHECK(env.count("TORCHELASTIC_USE_AGENT_STORE") == 0);
+  // Every name in it is one torchrun sets itself.
+  for (const auto& [k, v] : env) CHECK(is_torchrun_contract_key(k));
+}
+
+TEST_CASE("every rank gets its own rank, role rank and error file; the rest is shared", "[rank_env]") {
+  Scenario sc;
+  sc.workload.world_size = 3;
+  for (int r = 0; r < 3; ++r) {
+    auto env = rank_env(input(r, 3), sc);
+    CHECK(env["RANK"] == std::to_string(r));
+    CHECK(env["LOCAL_RANK"] == std::to_string(r));
+    CHECK(env["ROLE_RANK"] == std::to_string(r));
+    CHECK(env["TORCHELASTIC_ERROR_FILE"] == "/results/kill_rank/20261202T000000Z/ranks/" + std::to_string(r) + "/error.json");
+    CHECK(env["HANGLAB_DATA_DIR"] == "/results/kill_rank/20261202T000000Z/data");
+    CHECK(env["HANGLAB_CKPT_DIR"] == "/results/kill_rank/20261202T000000Z/ckpt");
+    CHECK(env["OMP_NUM_THREADS"] == "1");
+  }
+}
+
+TEST_CASE("timeouts in ms, and [workload.env] over everything", "[rank_env]") {
+  Scenario sc;
+  sc.timeouts.collective_s = 7.5;
+  sc.timeouts.heartbeat_s = 0.25;
+  sc.workload.env = {{"OMP_NUM_THREADS", "4"}, {"MASTER_ADDR", "10.0.0.9"}, {"MY_FLAG", "x"}};
+  auto env = rank_env(input(0, 2), sc);
+  CHECK(env["HANGLAB_COLLECTIVE_TIMEOUT_MS"] == "7500");
+  CHECK(env["HANGLAB_HEARTBEAT_MS"] == "250");
+  CHECK(env["OMP_NUM_THREADS"] == "4");
+  CHECK(env["MASTER_ADDR"] == "10.0.0.9");
+  CHECK(env["MY_FLAG"] == "x");
+}
+
+TEST_CASE("contract keys are torchrun's names, and only those", "[rank_env]") {
+  for (const char* k : {"RANK", "LOCAL_WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_NAME", "MASTER_PORT",
+                        "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE"})
+    CHECK(is_torchrun_contract_key(k));
+  for (const char* k : {"HANGLAB_TRACE", "OMP_NUM_THREADS", "GLOO_SOCKET_IFNAME", "RANKS", "PATH", ""})
+    CHECK_FALSE(is_torchrun_contract_key(k));
+}
