@@ -4,9 +4,8 @@
 // which keep the file:line of each fact so the reasoner (reason/run_*.cpp) can cite its
 // evidence. Internal to hanglab_triage.
 //
-// Harness `fault` events are the injected ground truth: they are kept (HarnessFault) only
-// to be named beside the answer; triage reaches its answer from observations only, as on a
-// real incident.
+// Harness `fault` events are the injected ground truth: they are kept (HarnessFault) but
+// never used by the reasoner; triage reaches its answer from observations only.
 #pragma once
 
 #include <map>
@@ -160,9 +159,10 @@ struct HarnessDetect {
   std::string detail;
 };
 
-// The harness' own record of a fault it injected (harness.jsonl `fault`). The verdict is
-// never drawn from it (triage answers from observations, as on a real incident); the answer
-// only names it beside the verdict, so that a reader can compare.
+// The harness' own record of a fault it injected (harness.jsonl `fault`). Neither the
+// verdict nor the answer uses it (triage answers from observations, as on a real incident:
+// triage_test checks the answer is the same without these lines); it is read so that the
+// run's evidence model is whole for the report layers that compare verdict and fault.
 struct HarnessFault {
   double t = 0;
   int line = 0;

@@ -76,7 +76,7 @@ void classify_stack(StackFrameInfo& info) {
     if (is_backward(f)) {
       // DDP's gradient allreduce runs inside backward: blocked there, the rank waits for it.
       info.klass = blocked ? "collective" : "compute";
-      info.klass_what = blocked ? "backward, blocked (DDP gradient allreduce)" : "backward";
+      info.klass_what = blocked ? "the DDP gradient allreduce (blocked in backward)" : "backward";
       info.klass_frame = f;
       return;
     }
