@@ -389,18 +389,19 @@ void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, d
     // ...and of its step: read with triage's own log parser, so that at_step triggers a
     // fault in a bring-your-own rank at a step (not at a wall-clock guess of when training
     // will have started), and the watchdog knows when its init is over.
+    // The progress table (triage/logs/progress.hpp) first: its shapes are whole lines
+    // ("[GPU1] Epoch 12 | Batchsize: 32 | Steps: 22" is epoch 12, not step 22). Its step
+    // counter, or for an epoch-only program its epoch, is the step at_step counts.
+    if (auto pm = match_progress(line)) {
+      const long long n = pm->step ? *pm->step : pm->epoch ? static_cast<long long>(*pm->epoch) : 0;
+      r.init_done = true;
+      if (n > 0) r.last_step = std::max(r.last_step, static_cast<int>(n));
+      return;
+    }
     LogLine ll;
     if (parse_log_line(line, LogLineContext{}, ll) && (ll.rank < 0 || ll.rank == r.rank)) {
       if (ll.kind == LogKind::kInitDone) r.init_done = true;
       if (ll.kind == LogKind::kStep && ll.step > 0) r.init_done = true, r.last_step = std::max(r.last_step, ll.step);
-    }
-    if (auto pm = match_progress(line)) {
-      // Any other progress shape (triage/logs/progress.hpp): "[GPU1] Epoch 12 | ...", a tqdm
-      // bar, "iter=120". Its step counter, or for an epoch-only program its epoch, is the
-      // step at_step counts.
-      const long long n = pm->step ? *pm->step : pm->epoch ? static_cast<long long>(*pm->epoch) : 0;
-      r.init_done = true;
-      if (n > 0) r.last_step = std::max(r.last_step, static_cast<int>(n));
     }
   }
 }
@@ -730,10 +731,15 @@ void Supervisor::capture_stacks() {
       const std::string pid = std::to_string(r->pid);
       // Nor one in an uninterruptible wait (state D, e.g. a write to stalled storage): ptrace
       // cannot stop it until the call returns.
-      argv = ps.state == "D" || ps.state == "T"
-                 ? std::vector<std::string>{"py-spy", "dump", "--nonblocking", "--pid", pid}
-                 : std::vector<std::string>{"sh", "-c",
-                                            "py-spy dump --pid " + pid + " || py-spy dump --nonblocking --pid " + pid};
+      // A FUSE / NFS wait (wchan request_wait_answer, nfs_*) lets no SIGSTOP in either, and a
+      // blocking dump that cannot stop the rank hangs: it gets half the capture time.
+      const bool unstoppable = ps.state == "D" || ps.state == "T" || ps.wchan.find("fuse") != std::string::npos ||
+                               ps.wchan == "request_wait_answer" || ps.wchan.rfind("nfs", 0) == 0;
+      const std::string half = fmt::format("{:.0f}", std::max(1.0, opts_.stack_timeout_s / 2));
+      argv = unstoppable ? std::vector<std::string>{"py-spy", "dump", "--nonblocking", "--pid", pid}
+                         : std::vector<std::string>{"sh", "-c",
+                                                    "timeout " + half + " py-spy dump --pid " + pid +
+                                                        " || py-spy dump --nonblocking --pid " + pid};
     } else {
       tool = "gdb";
       argv = {"gdb", "-p", std::to_string(r->pid), "-batch", "-nx", "-ex", "set pagination off",

@@ -67,6 +67,9 @@ std::string busy_phrase(const Seen& s) {
 
 void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced) {
   const auto& h = in.harness;
+  // Times relative to the launch, as in the run-record answer (the log reading starts at
+  // the first log line).
+  if (!traced && h.start_t) r.t0 = *h.start_t;
   std::map<int, Seen> seen;
   for (const auto& [rank, o] : in.ranks) {
     Seen s;
@@ -125,7 +128,8 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
       category = "straggler";
       cause = "frozen";
       const Seen& c = seen[stopped.front()];
-      fail_t = c.stack()->t.value_or(h.stacks_t.value_or(0));
+      // It went silent at its last progress line (when it stopped, at the latest).
+      fail_t = c.o->progress ? c.o->progress->last_t : c.stack()->t.value_or(h.stacks_t.value_or(0));
       headline = fmt::format("rank(s) {} stopped (process state T at the stack capture){}", join_ranks(stopped),
                              dead.empty() ? " while the others waited"
                                           : fmt::format("; rank(s) {} gave up on them and exited", [&] {
@@ -133,7 +137,13 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
                                               for (const Seen* x : dead) d.push_back(x->rank);
                                               return join_ranks(d);
                                             }()));
-      r.first_failure = Failure{c.rank, fail_t, "stopped (state T)", fmt::format("ranks/{}/stack.txt", c.rank)};
+      r.first_failure = Failure{
+          c.rank, fail_t,
+          c.o->progress ? fmt::format("stopped (state T at the stack capture); its last progress line ({}) is the "
+                                      "time shown",
+                                      c.o->progress->last_what)
+                        : std::string("stopped (state T at the stack capture)"),
+          fmt::format("ranks/{}/stack.txt", c.rank)};
       r.echoes.clear();
       for (const Seen* d : dead)
         r.echoes.push_back({d->rank, d->exit->t, exit_phrase(*d->exit), reason::h_ref(d->exit->line)});
@@ -273,6 +283,7 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
   }
   if (det) {
     std::vector<std::string> busy_parts;
+    std::vector<int> stopped_alive;
     std::map<std::string, std::vector<int>> waiting;
     for (const auto& [rank, s] : seen) {
       if (s.exit && s.exit->t <= det->t && !s.teardown) continue;  // dead by then
@@ -286,7 +297,14 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
                                       : fmt::format("rank {} was in {}", rank, busy_phrase(s)));
       } else if (k == "collective" || k == "init") {
         waiting[s.stack()->klass_what].push_back(rank);
+      } else if (k == "stopped") {
+        stopped_alive.push_back(rank);
       }
+    }
+    if (busy_parts.empty() && !stopped_alive.empty()) {
+      r.detector_context = fmt::format("{} fired while rank(s) {} stood stopped (process state T): frozen, not slow "
+                                       "— no timeout would have let it finish [{}]",
+                                       det->detector, join_ranks(stopped_alive), reason::h_ref(det->line));
     }
     if (!busy_parts.empty()) {
       double since = 0;
