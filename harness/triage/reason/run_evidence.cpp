@@ -119,6 +119,10 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
     std::vector<int> culprits;
     std::string category, cause, headline;
     double fail_t = 0;
+    // The log reading already named a culprit from the text (a traceback as root, "Connection
+    // closed" as echo, collective sequences that diverge): an exit code alone does not
+    // outrank that, since echoes exit non-zero too and in any order; a signal death does.
+    const bool log_decided = !r.missing_ranks.empty() && r.category != "unknown" && r.category != "none";
     std::vector<int> stopped;
     for (const auto& [rank, s] : seen)
       if (s.klass() == "stopped" && !(s.exit && !s.teardown)) stopped.push_back(rank);
@@ -147,7 +151,14 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
       r.echoes.clear();
       for (const Seen* d : dead)
         r.echoes.push_back({d->rank, d->exit->t, exit_phrase(*d->exit), reason::h_ref(d->exit->line)});
-    } else if (!dead.empty()) {
+    } else if (!dead.empty() && [&] {
+                 const Seen* first = dead.front();
+                 for (const Seen* d : dead) {
+                   if (d->exit->t > first->exit->t + reason::kExitReportSlackS) break;
+                   if (d->exit->signal) return true;
+                 }
+                 return !log_decided;
+               }()) {
       const Seen* first = dead.front();
       for (const Seen* d : dead) {
         if (d->exit->t > first->exit->t + reason::kExitReportSlackS) break;
@@ -171,7 +182,7 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
         if (d != first)
           r.echoes.push_back({d->rank, d->exit->t, exit_phrase(*d->exit), reason::h_ref(d->exit->line)});
       }
-    } else {
+    } else if (!log_decided) {
       std::vector<int> waiting, busy;
       for (const auto& [rank, s] : seen) {
         const std::string k = s.klass();

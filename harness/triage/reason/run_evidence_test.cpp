@@ -97,6 +97,28 @@ TEST_CASE("an exception exit reported a moment after a peer's echo exit still na
   CHECK(f.r.cause == "exception");
 }
 
+TEST_CASE("exit codes alone do not overturn a culprit the logs named; a signal death does") {
+  Fixture f;  // a skipped collective: the culprit exits 0, its peers' echoes exit 1 first
+  f.r.category = "collective_mismatch";
+  f.r.cause = "skipped_collective";
+  f.r.missing_ranks = {1};
+  f.exit(2, 1012.0, 1, std::nullopt, false, 40);
+  f.exit(1, 1012.1, 0, std::nullopt, false, 41);
+  f.exit(0, 1012.2, 1, std::nullopt, false, 42);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.category == "collective_mismatch");
+  CHECK(f.r.missing_ranks == std::vector<int>{1});
+  CHECK(f.rank(1).liveness == "completed");
+  CHECK(f.rank(2).liveness == "dead");
+  f = Fixture();
+  f.r.category = "rank_exit";
+  f.r.missing_ranks = {0};
+  f.exit(0, 1012.2, 1, std::nullopt, false, 42);
+  f.exit(2, 1012.0, std::nullopt, 9, false, 40);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.missing_ranks == std::vector<int>{2});
+}
+
 TEST_CASE("a stopped rank outranks its peers' timeout exits") {
   Fixture f;
   f.exit(0, 1019, 1, std::nullopt, false, 40);
