@@ -25,6 +25,7 @@
 #include <map>
 #include <set>
 
+#include "triage/reason/next_steps.hpp"
 #include "triage/reason/run_analyzer.hpp"
 
 namespace hanglab {
@@ -281,6 +282,9 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
       }
       r.answers.push_back(fmt::format("Slow or dead: {}", fmt::join(parts, "; ")));
       r.answers.push_back(fmt::format("Scope: {} (missing rank(s) {})", r.scope, join_ranks(r.missing_ranks)));
+      r.next_steps = playbook_next_steps(r);
+      r.notes.push_back("the supervisor's record (exits, signals) and the captured stacks decided this answer; the "
+                        "notes above are what the logs alone could tell");
     }
   }
 
