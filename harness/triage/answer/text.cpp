@@ -83,8 +83,12 @@ std::string render_text(const TriageResult& r) {
     out += s;
     out += '\n';
   };
+  const bool supervised = std::any_of(r.per_rank.begin(), r.per_rank.end(),
+                                      [](const RankTimeline& t) { return t.exit_t > 0 || !t.stack_class.empty(); });
   line(fmt::format("TRIAGE  {} / {}  (confidence {}){}", r.category, r.cause, r.confidence,
-                   r.source == "logs" ? "  from plain logs" : ""));
+                   r.source != "logs" ? ""
+                   : supervised       ? "  from plain logs and the supervisor's record"
+                                      : "  from plain logs"));
   if (!r.summary.empty()) line(r.summary);
   if (!r.detector_context.empty()) line("Detector in context: " + r.detector_context);
   line(fmt::format("phase {} | scope {} | missing ranks {} | last good step {} | world size {}", r.phase, r.scope,
