@@ -65,4 +65,18 @@ long long process_cpu_ticks(pid_t pid) {
   return ut + st + cut + cst;
 }
 
+ProcState read_proc_state(pid_t pid) {
+  ProcState ps;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return ps;
+  auto rp = stat.rfind(')');
+  if (rp == std::string::npos || rp + 2 >= stat.size()) return ps;
+  ps.state = stat.substr(rp + 2, 1);
+  std::ifstream wc("/proc/" + std::to_string(pid) + "/wchan");
+  std::string w;
+  if (std::getline(wc, w) && w != "0") ps.wchan = w;
+  return ps;
+}
+
 }  // namespace hanglab

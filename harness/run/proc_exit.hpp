@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <string>
 
 namespace hanglab {
 
@@ -32,5 +33,15 @@ ProcExit probe_proc_exit(pid_t pid);
 // + cstime, fields 14-17 of /proc/PID/stat), in clock ticks; -1 when unreadable. The
 // supervisor's sign of progress for a rank that has not written anything yet.
 long long process_cpu_ticks(pid_t pid);
+
+// The scheduler state of a process (field 3 of /proc/PID/stat: R running, S sleeping, D disk
+// sleep, T stopped, t traced, Z zombie) and the kernel function it sleeps in
+// (/proc/PID/wchan, "0" when running). Read just before a stack capture, which stops the
+// process itself: triage needs the state the rank was in, not the state gdb put it in.
+struct ProcState {
+  std::string state;  // one letter; empty when unreadable
+  std::string wchan;  // empty when unreadable or not sleeping
+};
+ProcState read_proc_state(pid_t pid);
 
 }  // namespace hanglab

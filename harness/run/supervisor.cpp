@@ -18,6 +18,7 @@
 
 #include "run/state.hpp"
 #include "run/proc_exit.hpp"
+#include "triage/logs/progress.hpp"
 #include "triage/logs/parse.hpp"
 
 extern char** environ;
@@ -513,6 +514,15 @@ void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, d
     // ...and of its step: read with triage's own log parser, so that at_step triggers a
     // fault in a bring-your-own rank at a step (not at a wall-clock guess of when training
     // will have started), and the watchdog knows when its init is over.
+    // The progress table (triage/logs/progress.hpp) first: its shapes are whole lines
+    // ("[GPU1] Epoch 12 | Batchsize: 32 | Steps: 22" is epoch 12, not step 22). Its step
+    // counter, or for an epoch-only program its epoch, is the step at_step counts.
+    if (auto pm = match_progress(line)) {
+      const long long n = pm->step ? *pm->step : pm->epoch ? static_cast<long long>(*pm->epoch) : 0;
+      r.init_done = true;
+      if (n > 0) r.last_step = std::max(r.last_step, static_cast<int>(n));
+      return;
+    }
     LogLine ll;
     if (parse_log_line(line, LogLineContext{}, ll) && (ll.rank < 0 || ll.rank == r.rank)) {
       if (ll.kind == LogKind::kInitDone) r.init_done = true;
@@ -856,6 +866,9 @@ void Supervisor::capture_stacks() {
   harness_log_.write({{"t", unix_now()}, {"ev", "stack_capture"}, {"timeout_s", opts_.stack_timeout_s}});
   for (auto& r : ranks_) {
     if (!r->alive || r->gone_t > 0) continue;
+    // The process state before the tool stops it: R running, S sleeping (wchan: where in
+    // the kernel), D uninterruptible (I/O), T stopped (a SIGSTOP, i.e. frozen).
+    const ProcState ps = read_proc_state(r->pid);
     std::error_code ec;
     std::string exe = fs::read_symlink("/proc/" + std::to_string(r->pid) + "/exe", ec).filename().string();
     bool python = exe.rfind("python", 0) == 0;
@@ -866,7 +879,17 @@ void Supervisor::capture_stacks() {
       // py-spy cannot suspend a process that is already stopped (SIGSTOP); then read
       // its memory without suspending it.
       const std::string pid = std::to_string(r->pid);
-      argv = {"sh", "-c", "py-spy dump --pid " + pid + " || py-spy dump --nonblocking --pid " + pid};
+      // Nor one in an uninterruptible wait (state D, e.g. a write to stalled storage): ptrace
+      // cannot stop it until the call returns.
+      // A FUSE / NFS wait (wchan request_wait_answer, nfs_*) lets no SIGSTOP in either, and a
+      // blocking dump that cannot stop the rank hangs: it gets half the capture time.
+      const bool unstoppable = ps.state == "D" || ps.state == "T" || ps.wchan.find("fuse") != std::string::npos ||
+                               ps.wchan == "request_wait_answer" || ps.wchan.rfind("nfs", 0) == 0;
+      const std::string half = fmt::format("{:.0f}", std::max(1.0, opts_.stack_timeout_s / 2));
+      argv = unstoppable ? std::vector<std::string>{"py-spy", "dump", "--nonblocking", "--pid", pid}
+                         : std::vector<std::string>{"sh", "-c",
+                                                    "timeout " + half + " py-spy dump --pid " + pid +
+                                                        " || py-spy dump --nonblocking --pid " + pid};
     } else {
       tool = "gdb";
       argv = {"gdb", "-p", std::to_string(r->pid), "-batch", "-nx", "-ex", "set pagination off",
@@ -875,7 +898,11 @@ void Supervisor::capture_stacks() {
     fs::path out = dir_ / "ranks" / std::to_string(r->rank) / "stack.txt";
     int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) continue;
-    std::string head = fmt::format("# {} of rank {} (pid {}) at {}\n", tool, r->rank, r->pid, iso_time(unix_now()));
+    std::string head = fmt::format("# {} of rank {} (pid {}) at {}\n# state: {} wchan: {}\n", tool, r->rank, r->pid,
+                                   iso_time(unix_now()), ps.state.empty() ? "?" : ps.state,
+                                   ps.wchan.empty() ? "-" : ps.wchan);
+    harness_log_.write({{"t", unix_now()}, {"ev", "proc_state"}, {"rank", r->rank}, {"pid", r->pid},
+                        {"state", ps.state}, {"wchan", ps.wchan}});
     write_all(fd, head);
     pid_t pid = ::fork();
     if (pid == 0) {

@@ -10,6 +10,7 @@
 
 #include "triage/logs/reader.hpp"
 #include "triage/reason/run.hpp"
+#include "triage/reason/run_evidence.hpp"
 
 namespace hanglab {
 
@@ -28,13 +29,16 @@ TriageResult triage_run_dir(const std::filesystem::path& dir) {
     try {
       TriageResult r = triage_logs({dir}, o);
       r.notes.insert(r.notes.begin(), "no rank wrote a hanglab trace (a bring-your-own program): judged from the "
-                                      "ranks' stdout/stderr and the launcher's console, as plain logs");
+                                      "supervisor's record, the captured stacks and the ranks' stdout/stderr");
+      apply_run_evidence(in, r, /*traced=*/false);
       return r;
     } catch (const std::exception&) {
       // No log file either: the supervisor's record is all there is.
     }
   }
-  return analyze_run(in);
+  TriageResult r = analyze_run(in);
+  apply_run_evidence(in, r, any_trace);
+  return r;
 }
 
 TriageResult triage_logs(const std::vector<fs::path>& paths, const TriageOptions& opts) {

@@ -39,6 +39,16 @@ nlohmann::json to_json(const TriageResult& r) {
     p["last_hb_t"] = t.last_hb_t;
     p["stuck_in"] = t.stuck_in;
     p["failure"] = t.failure;
+    p["exit_t"] = t.exit_t > 0 ? json(t.exit_t) : json(nullptr);
+    p["exit_by_harness"] = t.exit_by_harness;
+    p["proc_state"] = t.proc_state;
+    p["stack_class"] = t.stack_class;
+    p["top_frames"] = t.top_frames;
+    p["progress"] = t.progress_lines > 0 ? json{{"last", t.progress},
+                                                {"t", t.progress_t},
+                                                {"lines", t.progress_lines},
+                                                {"every_s", t.progress_every_s}}
+                                         : json(nullptr);
     if (r.source == "logs") {
       if (t.last_coll_seq && t.last_coll_numel >= 0) p["last_coll"]["numel"] = t.last_coll_numel;
       p["host"] = t.host;
@@ -49,6 +59,7 @@ nlohmann::json to_json(const TriageResult& r) {
     per.push_back(std::move(p));
   }
   j["per_rank"] = per;
+  j["detector_context"] = r.detector_context;
   if (r.stuck_collective) {
     const auto& s = *r.stuck_collective;
     j["stuck_collective"] = {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <tuple>
@@ -82,9 +83,14 @@ std::string render_text(const TriageResult& r) {
     out += s;
     out += '\n';
   };
+  const bool supervised = std::any_of(r.per_rank.begin(), r.per_rank.end(),
+                                      [](const RankTimeline& t) { return t.exit_t > 0 || !t.stack_class.empty(); });
   line(fmt::format("TRIAGE  {} / {}  (confidence {}){}", r.category, r.cause, r.confidence,
-                   r.source == "logs" ? "  from plain logs" : ""));
+                   r.source != "logs" ? ""
+                   : supervised       ? "  from plain logs and the supervisor's record"
+                                      : "  from plain logs"));
   if (!r.summary.empty()) line(r.summary);
+  if (!r.detector_context.empty()) line("Detector in context: " + r.detector_context);
   line(fmt::format("phase {} | scope {} | missing ranks {} | last good step {} | world size {}", r.phase, r.scope,
                    ranks_text(r.missing_ranks), r.last_good_step, r.world_size));
   if (r.divergence_seq || r.divergence_step) {
@@ -113,6 +119,25 @@ std::string render_text(const TriageResult& r) {
                      t.last_phase.empty() ? "-" : t.last_phase, coll_text(t), exit_text(t), t.mean_step_ms,
                      t.busy_step_ms, t.stuck_in.empty() ? "-" : t.stuck_in));
   }
+  }
+  // What the supervisor and the stack capture observed, and the progress lines printed.
+  const bool observed = std::any_of(r.per_rank.begin(), r.per_rank.end(), [](const RankTimeline& t) {
+    return t.exit_t > 0 || !t.stack_class.empty() || t.progress_lines > 0;
+  });
+  if (observed) {
+    line("");
+    line("Rank evidence (supervisor, stacks, progress lines)");
+    line(fmt::format("  {:<4} {:<13} {:>10} {:<5} {:<10} {:<26} {:>10} {:>7}  {}", "rank", "exit", "at", "state",
+                     "stack", "last progress", "at", "every", "top frames"));
+    for (const auto& t : r.per_rank) {
+      const std::string ex = t.exit_t > 0 ? exit_text(t) + (t.exit_by_harness ? " (harness)" : "") : "alive";
+      line(fmt::format("  {:<4} {:<13} {:>10} {:<5} {:<10} {:<26} {:>10} {:>7}  {}", t.rank, ex,
+                       t.exit_t > 0 ? rel_time(r, t.exit_t) : "-", t.proc_state.empty() ? "-" : t.proc_state,
+                       t.stack_class.empty() ? "-" : t.stack_class,
+                       t.progress.empty() ? "-" : t.progress.substr(0, 26), t.progress_t > 0 ? rel_time(r, t.progress_t) : "-",
+                       t.progress_every_s > 0 ? fmt::format("{:.2f}s", t.progress_every_s) : "-",
+                       t.top_frames.empty() ? "-" : fmt::format("{}", fmt::join(t.top_frames, " <- "))));
+    }
   }
   if (r.stuck_collective) {
     const auto& s = *r.stuck_collective;

@@ -4,8 +4,8 @@
 // which keep the file:line of each fact so the reasoner (reason/run_*.cpp) can cite its
 // evidence. Internal to hanglab_triage.
 //
-// Harness `fault` events are deliberately not kept: they are the injected ground truth,
-// and triage must reach its answer from observations only, as on a real incident.
+// Harness `fault` events are the injected ground truth: they are kept (HarnessFault) but
+// never used by the reasoner; triage reaches its answer from observations only.
 #pragma once
 
 #include <map>
@@ -68,6 +68,32 @@ struct StackFrameInfo {
   std::string tool;   // gdb | py-spy | unknown
   std::string frame;  // innermost interesting frame of the main thread
   int line = 0;       // line of that frame in stack.txt
+  // The main thread's frames, innermost first (py-spy: "save (torch/serialization.py:850)";
+  // gdb: the function name, "from lib" / "at file:line" kept after a tab).
+  std::vector<std::string> frames;
+  std::optional<bool> idle;  // py-spy's "(idle)" / "(active)" mark of the main thread
+  // The process state just before the capture (the harness writes "# state: S wchan: x"):
+  // R running, S sleeping, D uninterruptible (I/O), T/t stopped. Empty when not recorded.
+  std::string state;
+  std::string wchan;
+  std::optional<double> t;  // when the capture began (the "at <iso>" of its header)
+  // What the stack shows the rank doing (records/stack_class.hpp): collective | io | data |
+  // init | compute | stopped | unknown, the frame that decided it and a short phrase.
+  std::string klass;
+  std::string klass_frame;
+  std::string klass_what;
+};
+
+// Progress lines a program printed (logs/progress.hpp), with the harness' timestamps.
+struct ProgressSeen {
+  int lines = 0;            // progress lines seen
+  double first_t = 0;       // clock of the first one
+  double last_t = 0;        // clock of the last one
+  std::string last_ref;     // stdout.log:<line> of the last one
+  std::string last_text;    // the last one, without its timestamp
+  std::string last_what;    // "epoch 12, step 22" (ProgressMatch::describe)
+  std::string pattern;      // the table entry of the last one
+  double median_gap_s = 0;  // median interval between consecutive progress lines
 };
 
 struct RankObservations {
@@ -108,6 +134,7 @@ struct RankObservations {
   // counters and the kernel's oom-kill lines, collected like `dmesg` on a real node).
   std::optional<LogHit> oom_evidence;
   std::optional<StackFrameInfo> stack;
+  std::optional<ProgressSeen> progress;  // from stdout.log / stderr.log
 };
 
 struct HarnessLaunch {
@@ -132,6 +159,17 @@ struct HarnessDetect {
   std::string detail;
 };
 
+// The harness' own record of a fault it injected (harness.jsonl `fault`). Neither the
+// verdict nor the answer uses it (triage answers from observations, as on a real incident:
+// triage_test checks the answer is the same without these lines); it is read so that the
+// run's evidence model is whole for the report layers that compare verdict and fault.
+struct HarnessFault {
+  double t = 0;
+  int line = 0;
+  std::string kind;
+  std::vector<int> ranks;
+};
+
 struct HarnessObservations {
   bool present = false;
   std::optional<double> start_t;
@@ -148,6 +186,8 @@ struct HarnessObservations {
   std::optional<double> stacks_t;
   int teardown_line = 0;
   std::optional<double> end_t;  // run_end
+  std::optional<double> progress_s;  // the harness watchdog's limit
+  std::vector<HarnessFault> faults;  // context only, see HarnessFault
 };
 
 struct RunObservations {

@@ -37,6 +37,16 @@ struct RankTimeline {
   double last_step_t = 0;          // clock of its last step line (0 = none)
   std::string last_line;           // file:line of its last line
   std::string failure_ref;         // file:line of `failure`
+  // What the supervisor and the stack capture observed (reason/run_evidence.cpp):
+  double exit_t = 0;               // when the supervisor saw it exit (0 = alive at the end)
+  bool exit_by_harness = false;    // the harness killed it while tearing the job down
+  std::string proc_state;          // R | S | D | T ... just before the stack capture
+  std::string stack_class;         // collective | io | data | init | compute | stopped | unknown
+  std::vector<std::string> top_frames;  // main thread, innermost first (at most 3)
+  std::string progress;            // last progress line, e.g. "epoch 12 (22 steps)"
+  double progress_t = 0;           // its clock
+  int progress_lines = 0;
+  double progress_every_s = 0;     // median interval between progress lines
 };
 
 struct StuckCollective {
@@ -83,6 +93,9 @@ struct TriageResult {
   // What the input cannot decide and what is provable instead, plus how the input was
   // read (world size source, unread or truncated files). Empty for most run directories.
   std::vector<std::string> notes;
+  // The detector in context: which detector fired and what the ranks were doing then
+  // ("harness_watchdog after 8.0 s while rank 0 was in torch.save ...: slow, not dead").
+  std::string detector_context;
 };
 
 struct TriageOptions {

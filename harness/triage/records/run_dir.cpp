@@ -3,6 +3,9 @@
 // citing are tagged with the small needle table below (LogHit), not judged.
 #include "triage/records/run_dir.hpp"
 
+#include "triage/logs/progress.hpp"
+#include "triage/records/stack_class.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -256,6 +259,56 @@ void read_log(const fs::path& file, const char* name, RankObservations& r) {
   }
 }
 
+// Progress lines (logs/progress.hpp) of both streams, in clock order: a tqdm bar goes to
+// stderr, a print() to stdout.
+struct ProgressLine {
+  double t = 0;
+  std::string ref;
+  std::string text;
+  std::string what;
+  std::string pattern;
+};
+
+void read_progress(const fs::path& file, const char* name, std::vector<ProgressLine>& out) {
+  auto lines = read_lines(file);
+  if (!lines) return;
+  for (size_t i = 0; i < lines->size(); ++i) {
+    std::string_view text = (*lines)[i];
+    double t = 0;
+    const auto sp = text.find(' ');
+    if (sp == std::string_view::npos) continue;
+    auto ts = parse_log_timestamp(std::string(text.substr(0, sp)));
+    if (!ts) continue;  // only the harness' own time-stamped lines: the gap needs a clock
+    t = *ts;
+    text = text.substr(sp + 1);
+    auto m = match_progress(text);
+    if (!m) continue;
+    std::string shown(text.substr(0, 200));
+    if (auto cr = shown.find_last_of('\r'); cr != std::string::npos) shown = shown.substr(cr + 1);
+    out.push_back({t, fmt::format("{}:{}", name, i + 1), shown, m->describe(), std::string(m->pattern)});
+  }
+}
+
+std::optional<ProgressSeen> summarize_progress(std::vector<ProgressLine> v) {
+  if (v.empty()) return std::nullopt;
+  std::stable_sort(v.begin(), v.end(), [](const ProgressLine& a, const ProgressLine& b) { return a.t < b.t; });
+  ProgressSeen p;
+  p.lines = static_cast<int>(v.size());
+  p.first_t = v.front().t;
+  p.last_t = v.back().t;
+  p.last_ref = v.back().ref;
+  p.last_text = v.back().text;
+  p.last_what = v.back().what;
+  p.pattern = v.back().pattern;
+  std::vector<double> gaps;
+  for (size_t i = 1; i < v.size(); ++i) gaps.push_back(v[i].t - v[i - 1].t);
+  if (!gaps.empty()) {
+    std::sort(gaps.begin(), gaps.end());
+    p.median_gap_s = gaps[gaps.size() / 2];
+  }
+  return p;
+}
+
 // oom.txt: "oom_kill N" counters (N > 0) or kernel "oom-kill"/"Killed process" lines.
 void read_oom(const fs::path& file, RankObservations& r) {
   auto lines = read_lines(file);
@@ -286,7 +339,7 @@ void read_harness(const fs::path& file, HarnessObservations& h) {
       continue;
     const double t = j["t"].get<double>();
     const std::string ev = j["ev"].get<std::string>();
-    // "fault" and "revert" lines are the injected ground truth: never read them.
+    // "fault" lines are the injected ground truth: kept for context only (HarnessFault).
     if (ev == "run_start") {
       h.start_t = t;
       h.world_size = get_opt<int>(j, "world_size");
@@ -295,6 +348,7 @@ void read_harness(const fs::path& file, HarnessObservations& h) {
         h.heartbeat_s = get_opt<double>(to, "heartbeat_s");
         h.collective_s = get_opt<double>(to, "collective_s");
         h.init_s = get_opt<double>(to, "init_s");
+        h.progress_s = get_opt<double>(to, "progress_s");
       }
     } else if (ev == "launch") {
       const auto rank = get_opt<int>(j, "rank");
@@ -313,6 +367,17 @@ void read_harness(const fs::path& file, HarnessObservations& h) {
         h.teardown_reason = get_or<std::string>(j, "reason", "");
         h.teardown_line = ln;
       }
+    } else if (ev == "fault") {
+      HarnessFault f;
+      f.t = t;
+      f.line = ln;
+      f.kind = get_or<std::string>(j, "kind", "");
+      if (j.contains("ranks") && j["ranks"].is_array()) {
+        for (const auto& x : j["ranks"]) {
+          if (x.is_number_integer()) f.ranks.push_back(x.get<int>());
+        }
+      }
+      h.faults.push_back(std::move(f));
     } else if (ev == "stack_capture") {
       if (!h.stacks_t) h.stacks_t = t;
     } else if (ev == "run_end") {
@@ -453,7 +518,12 @@ std::optional<StackFrameInfo> parse_gdb(const std::vector<std::string>& lines) {
   }
   if (threads.empty()) return std::nullopt;
   auto it = std::find_if(threads.begin(), threads.end(), [](const RawThread& t) { return t.main; });
-  return innermost_interesting(it != threads.end() ? *it : threads.front(), "gdb");
+  const RawThread& th = it != threads.end() ? *it : threads.front();
+  auto info = innermost_interesting(th, "gdb");
+  if (info) {
+    for (const auto& f : th.frames) info->frames.push_back(f.where.empty() ? f.name : f.name + "\t" + f.where);
+  }
+  return info;
 }
 
 std::optional<StackFrameInfo> parse_py_spy(const std::vector<std::string>& lines) {
@@ -483,11 +553,20 @@ std::optional<StackFrameInfo> parse_py_spy(const std::vector<std::string>& lines
   if (threads.empty()) return std::nullopt;
   auto it = std::find_if(threads.begin(), threads.end(), [](const RawThread& t) { return t.main; });
   const RawThread& th = it != threads.end() ? *it : threads.front();
-  for (const auto& f : th.frames) {
-    if (f.where.empty()) return StackFrameInfo{"py-spy", f.name, f.line};
-  }
   if (th.frames.empty()) return std::nullopt;
-  return StackFrameInfo{"py-spy", th.frames.front().name, th.frames.front().line};
+  StackFrameInfo info{"py-spy", th.frames.front().name, th.frames.front().line};
+  for (const auto& f : th.frames) {
+    if (f.where.empty()) {
+      info.frame = f.name;
+      info.line = f.line;
+      break;
+    }
+  }
+  for (const auto& f : th.frames) info.frames.push_back(f.name);
+  // "Thread 15172 (idle): "MainThread"": idle = off CPU, blocked in a call
+  if (th.header.find("(idle)") != std::string::npos) info.idle = true;
+  if (th.header.find("(active") != std::string::npos) info.idle = false;
+  return info;
 }
 
 }  // namespace
@@ -516,7 +595,30 @@ std::optional<StackFrameInfo> parse_stack_text(const std::string& text) {
   const bool py = std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
     return l.rfind("Process ", 0) == 0 || l.find("\"MainThread\"") != std::string::npos || l.rfind("Python v", 0) == 0;
   });
-  return py ? parse_py_spy(lines) : parse_gdb(lines);
+  auto info = py ? parse_py_spy(lines) : parse_gdb(lines);
+  // The harness' header: "# py-spy of rank 2 (pid 15172) at 2026-12-02T00:37:39.608053Z" and
+  // "# state: S wchan: do_epoll_wait" (the process state before the tool stopped it).
+  std::string state, wchan;
+  std::optional<double> at;
+  for (const auto& l : lines) {
+    if (l.rfind("# state: ", 0) == 0) {
+      char st[8] = {0}, wc[128] = {0};
+      if (std::sscanf(l.c_str(), "# state: %7s wchan: %127s", st, wc) >= 1) {
+        state = st[0] == '?' ? "" : st;
+        wchan = (wc[0] == '-' && wc[1] == 0) ? "" : wc;
+      }
+    } else if (l.rfind("# ", 0) == 0 && l.find(" of rank ") != std::string::npos) {
+      const auto k = l.rfind(" at ");
+      if (k != std::string::npos) at = parse_log_timestamp(l.substr(k + 4));
+    }
+  }
+  if (!info && (state.empty() && !at)) return std::nullopt;
+  if (!info) info = StackFrameInfo{py ? "py-spy" : "gdb", "", 0};
+  info->state = state;
+  info->wchan = wchan;
+  info->t = at;
+  classify_stack(*info);
+  return info;
 }
 
 bool is_run_dir(const fs::path& dir) {
@@ -560,6 +662,10 @@ RunObservations load_run_observations(const fs::path& dir) {
     read_log(rd / "stderr.log", "stderr.log", r);
     read_log(rd / "stdout.log", "stdout.log", r);
     read_oom(rd / "oom.txt", r);
+    std::vector<ProgressLine> progress;
+    read_progress(rd / "stdout.log", "stdout.log", progress);
+    read_progress(rd / "stderr.log", "stderr.log", progress);
+    r.progress = summarize_progress(std::move(progress));
     if (auto lines = read_lines(rd / "stack.txt")) {
       std::string text;
       for (const auto& l : *lines) text += l + "\n";

@@ -1,0 +1,178 @@
+// The progress-line table (see progress.hpp). Specific shapes come first: the first entry
+// whose needle and regex both match decides, so "[GPU1] Epoch 12 | Batchsize: 32 | Steps: 22"
+// is the tutorial's epoch line, not a generic "Steps: 22".
+#include "triage/logs/progress.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+namespace hanglab {
+
+namespace {
+
+// Optional leading tags a program or logger puts before its message: "[rank 2] ",
+// "[GPU1] ", "INFO: ", "train: ".
+#define HL_PREFIX R"(^(?:\s*\[[^\]]*\]|\s*[A-Za-z_][\w.-]*:)*\s*)"
+
+}  // namespace
+
+const std::vector<ProgressPattern>& progress_patterns() {
+  // name, needle, regex, epoch, epoch_total, step, step_total, example[, json]
+  static const std::vector<ProgressPattern> kTable = {
+      // pytorch/examples distributed/ddp-tutorial-series: Steps is the batches of one epoch.
+      {"ddp_tutorial", "batchsize", R"(Epoch (\d+) \| Batchsize: \d+ \| Steps: (\d+))", 1, 0, 0, 2,
+       "[GPU1] Epoch 12 | Batchsize: 32 | Steps: 22"},
+      // pytorch/examples dcgan (and many GAN scripts): [epoch/epochs][batch/batches]
+      {"epoch_batch_brackets", "][", R"(\[(\d+)/(\d+)\]\s*\[(\d+)/(\d+)\])", 1, 2, 3, 4,
+       "[1/5][20/469] Loss_D: 0.6517 Loss_G: 2.8713 D(x): 0.7718 D(G(z)): 0.2712 / 0.0791"},
+      // pytorch/examples imagenet ProgressMeter: "Epoch: [0][ 10/5005]"
+      {"imagenet_meter", "epoch", R"(Epoch: \[(\d+)\]\s*\[\s*(\d+)/(\d+)\])", 1, 0, 2, 3,
+       "Epoch: [0][ 10/5005]\tTime  0.512 ( 0.640)\tData  0.001 ( 0.120)\tLoss 6.8956e+00 (6.9089e+00)"},
+      // pytorch/examples mnist: "Train Epoch: 1 [640/60000 (1%)]" (samples seen, not batches)
+      {"mnist", "train epoch", R"(Train Epoch: (\d+) \[(\d+)/(\d+))", 1, 0, 2, 3,
+       "Train Epoch: 1 [640/60000 (1%)]\tLoss: 2.283364"},
+      // Megatron-LM training_log: " iteration       20/  500000 | consumed samples: ..."
+      {"megatron", "iteration", R"(iteration\s+(\d+)\s*/\s*(\d+)\s*\|)", 0, 0, 1, 2,
+       " iteration       20/  500000 | consumed samples:        10240 | elapsed time per iteration (ms): 512.3 | "
+       "learning rate: 1.500E-04 | global batch size:   512 | lm loss: 9.812E+00 |"},
+      // DeepSpeed engine: "[Rank 0] step=20, skipped=0, lr=[...]" and the throughput line.
+      {"deepspeed_step", "skipped=", R"(\bstep=(\d+), skipped=\d+)", 0, 0, 1, 0,
+       "[Rank 0] step=20, skipped=0, lr=[0.001], mom=[(0.9, 0.999)]"},
+      {"deepspeed_steps", "steps:", R"(\bsteps: (\d+) loss: )", 0, 0, 1, 0,
+       "steps: 20 loss: 0.6931 iter time (s): 0.512 samples/sec: 62.500"},
+      // Lightning's progress bar: "Epoch 3:  45%|####5     | 212/469 [00:10<00:12, 20.10it/s, v_num=0]"
+      {"lightning_bar", "%|", R"(Epoch (\d+):\s*\d+%\|[^|]*\|\s*(\d+)/(\d+))", 1, 0, 2, 3,
+       "Epoch 3:  45%|████▌     | 212/469 [00:10<00:12, 20.10it/s, v_num=0, train_loss=0.312]"},
+      // A plain tqdm bar (HF Trainer's, accelerate's, anybody's): " 45%|####5 | 212/469 [00:10<00:12, 20.1it/s]"
+      {"tqdm", "%|", R"((\d+)%\|[^|]*\|\s*(\d+)/(\d+)\s*\[)", 0, 0, 2, 3,
+       " 45%|████▌     | 212/469 [00:10<00:12, 20.10it/s]"},
+      // HF Trainer's log dict (Python repr): {'loss': 0.69, ..., 'epoch': 0.04}
+      {"hf_trainer_log", "'epoch'", R"('epoch': ([0-9]+(?:\.[0-9]+)?))", 1, 0, 0, 0,
+       "{'loss': 0.6931, 'grad_norm': 1.234, 'learning_rate': 4.9e-05, 'epoch': 0.04}"},
+      // JSON lines (metrics loggers, our own python_ddp --json): a step / iteration field.
+      {"json_step", "{", R"(^\s*\{)", 0, 0, 0, 0, R"({"step": 300, "loss": 0.1234, "lr": 0.001})", true},
+      // key=value anywhere in the line: "loss=0.31 iter=120", "global_step=300"
+      {"key_value", "=", R"(\b(?:global_step|step|iteration|iter)\s*=\s*(\d+)(?:\s*/\s*(\d+))?)", 0, 0, 1, 2,
+       "train: loss=0.3125 iter=120 lr=0.001"},
+      // A message that starts with the counter: "step 300/1000", "Iteration 50", "[rank 2] step: 29/200"
+      {"step_word", "", HL_PREFIX R"((?:global[ _]step|step|iteration|iter)\b\s*[:#]?\s*(\d+)(?:\s*/\s*(\d+))?)", 0, 0, 1,
+       2, "[rank 2] step 29/200 loss 0.4183"},
+      // ...or with the epoch: "Epoch 3", "epoch 12/40", "Starting epoch 2"
+      {"epoch_word", "epoch", HL_PREFIX R"((?:starting |train |training )?epoch\b\s*[:#]?\s*\[?\s*(\d+)(?:\s*/\s*(\d+))?)", 1,
+       2, 0, 0, "Epoch 3/10 - loss: 0.2211 - accuracy: 0.9312"},
+  };
+  return kTable;
+}
+
+std::string ProgressMatch::describe() const {
+  std::string out;
+  if (epoch) {
+    out = *epoch == static_cast<long long>(*epoch) ? fmt::format("epoch {}", static_cast<long long>(*epoch))
+                                                   : fmt::format("epoch {:.2f}", *epoch);
+    if (epoch_total) out += fmt::format("/{}", *epoch_total);
+  }
+  if (step) {
+    if (!out.empty()) out += ", ";
+    out += fmt::format("step {}", *step);
+    if (step_total) out += fmt::format("/{}", *step_total);
+  } else if (step_total && epoch) {
+    out += fmt::format(" ({} steps)", *step_total);
+  }
+  return out;
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+const std::vector<std::regex>& compiled() {
+  static const std::vector<std::regex> kRegex = [] {
+    std::vector<std::regex> v;
+    for (const auto& p : progress_patterns()) {
+      v.emplace_back(std::string(p.regex), std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+    }
+    return v;
+  }();
+  return kRegex;
+}
+
+std::optional<ProgressMatch> match_json(std::string_view s, const ProgressPattern& p) {
+  const auto j = nlohmann::json::parse(s.begin(), s.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  ProgressMatch m;
+  m.pattern = p.name;
+  for (const char* k : {"step", "global_step", "iteration", "iter"}) {
+    auto it = j.find(k);
+    if (it != j.end() && it->is_number_integer() && it->get<long long>() >= 0) {
+      m.step = it->get<long long>();
+      break;
+    }
+  }
+  if (auto it = j.find("epoch"); it != j.end() && it->is_number() && it->get<double>() >= 0) m.epoch = it->get<double>();
+  if (!m.step && !m.epoch) return std::nullopt;
+  return m;
+}
+
+std::optional<long long> group_int(const std::cmatch& mt, int g) {
+  if (g <= 0 || static_cast<size_t>(g) >= mt.size() || !mt[g].matched) return std::nullopt;
+  try {
+    return std::stoll(mt[g].str());
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::optional<ProgressMatch> match_progress(std::string_view line) {
+  if (const auto cr = line.find_last_of('\r'); cr != std::string_view::npos) {
+    // tqdm redraws in place: the last non-empty segment is the newest state.
+    std::string_view rest = line.substr(cr + 1);
+    std::string_view before = line.substr(0, cr);
+    while (rest.find_first_not_of(" \t") == std::string_view::npos && !before.empty()) {
+      const auto c2 = before.find_last_of('\r');
+      rest = c2 == std::string_view::npos ? before : before.substr(c2 + 1);
+      before = c2 == std::string_view::npos ? std::string_view() : before.substr(0, c2);
+    }
+    line = rest;
+  }
+  if (line.size() > 4096) line = line.substr(0, 4096);
+  if (std::none_of(line.begin(), line.end(), [](unsigned char c) { return std::isdigit(c); })) return std::nullopt;
+  const std::string low = lower(line);
+  const auto& table = progress_patterns();
+  const auto& rx = compiled();
+  for (size_t i = 0; i < table.size(); ++i) {
+    const auto& p = table[i];
+    if (!p.needle.empty() && low.find(p.needle) == std::string::npos) continue;
+    std::cmatch mt;
+    if (!std::regex_search(line.data(), line.data() + line.size(), mt, rx[i])) continue;
+    if (p.json) {
+      if (auto m = match_json(line, p)) return m;
+      continue;
+    }
+    ProgressMatch m;
+    m.pattern = p.name;
+    if (p.epoch > 0 && mt[p.epoch].matched) {
+      try {
+        m.epoch = std::stod(mt[p.epoch].str());
+      } catch (...) {
+      }
+    }
+    m.epoch_total = group_int(mt, p.epoch_total);
+    m.step = group_int(mt, p.step);
+    m.step_total = group_int(mt, p.step_total);
+    if (!m.epoch && !m.step) continue;
+    return m;
+  }
+  return std::nullopt;
+}
+
+}  // namespace hanglab

@@ -1,0 +1,47 @@
+// The progress-line table (data): the shapes in which training programs print how far they
+// got — "Epoch 3", "iter=120", "step 300/1000", "[1/5][20/469]", tqdm bars, Lightning / HF
+// Trainer / DeepSpeed / Megatron iteration lines, JSON lines with a step field — each entry
+// a regular expression, the fields its groups hold and a real line of that shape. A
+// newcomer adds a shape by adding one entry (progress_test.cpp checks every example parses
+// to its entry and fields). Used by the run-directory reader for bring-your-own ranks (no
+// hanglab trace: their printed progress is the only sign they trained) and by anything that
+// needs "how far did this program get". Internal to hanglab_triage; reads no file.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hanglab {
+
+struct ProgressPattern {
+  std::string_view name;   // short id: tutorial_epoch, tqdm, megatron, ...
+  std::string_view needle; // lower-case literal that must occur (cheap pre-filter)
+  std::string_view regex;  // ECMAScript, searched in the line
+  // Capture group of each field (0 = the shape has none). epoch may be fractional (HF).
+  int epoch = 0;
+  int epoch_total = 0;
+  int step = 0;
+  int step_total = 0;
+  std::string_view example;  // a line of this shape, as the program prints it
+  bool json = false;         // the line is a JSON object: fields are read by key, not by group
+};
+
+const std::vector<ProgressPattern>& progress_patterns();
+
+struct ProgressMatch {
+  std::string_view pattern;  // the entry's name
+  std::optional<double> epoch;
+  std::optional<long long> epoch_total;
+  std::optional<long long> step;  // step / iteration / batch counter
+  std::optional<long long> step_total;
+  // "epoch 12, step 22/469" style rendering of the fields
+  std::string describe() const;
+};
+
+// The first entry of the table the line matches. A line holding carriage returns (a tqdm
+// bar redrawn in place, flushed with its final newline) is read at its last segment.
+std::optional<ProgressMatch> match_progress(std::string_view line);
+
+}  // namespace hanglab

@@ -1,0 +1,94 @@
+// The progress-line table: every entry's example parses to that entry with its fields, the
+// common shapes give the right numbers, and prose that merely mentions a step does not count.
+#include "triage/logs/progress.hpp"
+
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+
+using namespace hanglab;
+
+TEST_CASE("every progress pattern's example line parses to its own entry") {
+  std::set<std::string> names;
+  for (const auto& p : progress_patterns()) {
+    INFO(p.name << ": " << p.example);
+    CHECK(names.insert(std::string(p.name)).second);
+    auto m = match_progress(p.example);
+    REQUIRE(m);
+    CHECK(m->pattern == p.name);
+    CHECK((m->epoch || m->step));
+  }
+}
+
+TEST_CASE("progress fields of the common shapes") {
+  auto m = match_progress("[GPU1] Epoch 12 | Batchsize: 32 | Steps: 22");
+  REQUIRE(m);
+  CHECK(*m->epoch == 12);
+  CHECK(!m->step);
+  CHECK(*m->step_total == 22);
+  CHECK(m->describe() == "epoch 12 (22 steps)");
+
+  m = match_progress("[1/5][20/469] Loss_D: 0.65 Loss_G: 2.87");
+  REQUIRE(m);
+  CHECK(*m->epoch == 1);
+  CHECK(*m->epoch_total == 5);
+  CHECK(*m->step == 20);
+  CHECK(*m->step_total == 469);
+
+  m = match_progress("step 300/1000 loss 0.12");
+  REQUIRE(m);
+  CHECK(*m->step == 300);
+  CHECK(*m->step_total == 1000);
+
+  m = match_progress("[rank 2] step 29/200 loss 0.4183 dur_ms 101.2");
+  REQUIRE(m);
+  CHECK(*m->step == 29);
+
+  m = match_progress("loss=0.31 iter=120");
+  REQUIRE(m);
+  CHECK(*m->step == 120);
+
+  m = match_progress("Epoch 3");
+  REQUIRE(m);
+  CHECK(*m->epoch == 3);
+
+  m = match_progress(R"({"global_step": 41, "loss": 0.5})");
+  REQUIRE(m);
+  CHECK(*m->step == 41);
+
+  m = match_progress("{'loss': 0.6931, 'learning_rate': 4.9e-05, 'epoch': 0.04}");
+  REQUIRE(m);
+  CHECK(*m->epoch == Approx(0.04));
+
+  m = match_progress(" iteration      120/   10000 | consumed samples:  61440 | lm loss: 7.1E+00 |");
+  REQUIRE(m);
+  CHECK(*m->step == 120);
+  CHECK(*m->step_total == 10000);
+
+  m = match_progress("Epoch 0: 100%|##########| 469/469 [00:31<00:00, 15.01it/s, v_num=3]");
+  REQUIRE(m);
+  CHECK(m->pattern == "lightning_bar");
+  CHECK(*m->epoch == 0);
+  CHECK(*m->step == 469);
+}
+
+TEST_CASE("a tqdm bar redrawn with carriage returns is read at its newest state") {
+  auto m = match_progress("  1%|          | 5/469 [00:01<01:30]\r 10%|#         | 47/469 [00:09<01:20]\r");
+  REQUIRE(m);
+  CHECK(m->pattern == "tqdm");
+  CHECK(*m->step == 47);
+  CHECK(*m->step_total == 469);
+}
+
+TEST_CASE("prose, errors and paths are not progress") {
+  for (const char* line : {"RuntimeError: [rank 1] injected failure at step 7",
+                           "Traceback (most recent call last):",
+                           "  File \"/opt/train.py\", line 148, in step_fn",
+                           "saving checkpoint to /ckpt/epoch_3/model.pt",
+                           "the next epoch 4 will use a new seed",
+                           "[E ProcessGroupGloo.cpp:138] Rank 1 successfully reached monitoredBarrier",
+                           "Steps: 22", "{\"loss\": 0.1}", "{not json, step: 3"}) {
+    INFO(line);
+    CHECK(!match_progress(line));
+  }
+}

@@ -1,0 +1,176 @@
+// One evidence model per run: the supervisor's exits, the stacks with their process state and
+// the progress lines decide a bring-your-own run's answer over the plain-log reading.
+#include "triage/reason/run_evidence.hpp"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "triage/records/stack_class.hpp"
+
+using namespace hanglab;
+
+namespace {
+
+// A 3-rank bring-your-own run as records/run_dir.cpp reads it; the plain-log answer it starts
+// from said "init, everybody hung" (what the logs alone gave, issue 17).
+struct Fixture {
+  RunObservations in;
+  TriageResult r;
+  Fixture() {
+    in.harness.present = true;
+    in.harness.start_t = 1000;
+    in.harness.progress_s = 8;
+    in.harness.collective_s = 60;
+    for (int rank = 0; rank < 3; ++rank) {
+      RankObservations o;
+      o.rank = rank;
+      ProgressSeen p;
+      p.lines = 20;
+      p.first_t = 1005;
+      p.last_t = 1012;
+      p.last_ref = "stdout.log:20";
+      p.last_what = "epoch 6 (4 steps)";
+      p.median_gap_s = 0.35;
+      o.progress = p;
+      in.ranks[rank] = o;
+      RankTimeline t;
+      t.rank = rank;
+      t.liveness = "hung";
+      r.per_rank.push_back(t);
+    }
+    r.world_size = 3;
+    r.phase = "init";
+    r.category = "unknown";
+    r.cause = "no_error_logged";
+    r.t0 = 1000;
+    r.source = "logs";
+  }
+  void stack(int rank, const std::string& state, std::vector<std::string> frames, bool idle, double t) {
+    StackFrameInfo s;
+    s.tool = "py-spy";
+    s.state = state;
+    s.frames = std::move(frames);
+    s.idle = idle;
+    s.t = t;
+    classify_stack(s);
+    in.ranks[rank].stack = s;
+  }
+  void exit(int rank, double t, std::optional<int> code, std::optional<int> sig, bool teardown, int line) {
+    in.harness.exits[rank] = HarnessExit{t, line, code, sig, teardown};
+  }
+  const RankTimeline& rank(int k) const { return r.per_rank.at(k); }
+};
+
+}  // namespace
+
+TEST_CASE("a SIGKILLed bring-your-own rank: culprit from the supervisor, training from its progress lines") {
+  Fixture f;
+  f.exit(1, 1012.5, std::nullopt, 9, false, 40);
+  f.exit(0, 1012.6, 1, std::nullopt, false, 41);
+  f.exit(2, 1012.6, 1, std::nullopt, false, 42);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.category == "rank_exit");
+  CHECK(f.r.cause == "killed");
+  CHECK(f.r.missing_ranks == std::vector<int>{1});
+  CHECK(f.r.phase == "training");
+  CHECK(f.rank(1).liveness == "dead");
+  CHECK(f.rank(0).liveness == "dead");
+  CHECK(*f.rank(1).signal == 9);
+  CHECK(*f.rank(0).exit_code == 1);
+  CHECK(f.rank(1).progress == "epoch 6 (4 steps)");
+  CHECK(f.r.echoes.size() == 2);
+  REQUIRE(f.r.first_failure);
+  CHECK(f.r.first_failure->evidence == "harness.jsonl:40");
+}
+
+TEST_CASE("an exception exit reported a moment after a peer's echo exit still names the signal death") {
+  Fixture f;
+  f.exit(0, 1012.50, 1, std::nullopt, false, 40);  // waitpid order is not cause order
+  f.exit(2, 1012.55, std::nullopt, 9, false, 41);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.missing_ranks == std::vector<int>{2});
+  f = Fixture();
+  f.exit(1, 1012.5, 1, std::nullopt, false, 40);
+  f.exit(0, 1013.0, 1, std::nullopt, false, 41);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.missing_ranks == std::vector<int>{1});
+  CHECK(f.r.cause == "exception");
+}
+
+TEST_CASE("exit codes alone do not overturn a culprit the logs named; a signal death does") {
+  Fixture f;  // a skipped collective: the culprit exits 0, its peers' echoes exit 1 first
+  f.r.category = "collective_mismatch";
+  f.r.cause = "skipped_collective";
+  f.r.missing_ranks = {1};
+  f.exit(2, 1012.0, 1, std::nullopt, false, 40);
+  f.exit(1, 1012.1, 0, std::nullopt, false, 41);
+  f.exit(0, 1012.2, 1, std::nullopt, false, 42);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.category == "collective_mismatch");
+  CHECK(f.r.missing_ranks == std::vector<int>{1});
+  CHECK(f.rank(1).liveness == "completed");
+  CHECK(f.rank(2).liveness == "dead");
+  f = Fixture();
+  f.r.category = "rank_exit";
+  f.r.missing_ranks = {0};
+  f.exit(0, 1012.2, 1, std::nullopt, false, 42);
+  f.exit(2, 1012.0, std::nullopt, 9, false, 40);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.missing_ranks == std::vector<int>{2});
+}
+
+TEST_CASE("a stopped rank outranks its peers' timeout exits") {
+  Fixture f;
+  f.exit(0, 1019, 1, std::nullopt, false, 40);
+  f.exit(1, 1019, 1, std::nullopt, false, 41);
+  f.in.harness.teardown_t = 1026;
+  f.exit(2, 1026.5, std::nullopt, 9, true, 50);
+  f.stack(2, "T", {"main (train.py:148)", "<module> (train.py:164)"}, true, 1025.5);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.category == "straggler");
+  CHECK(f.r.cause == "frozen");
+  CHECK(f.r.missing_ranks == std::vector<int>{2});
+  CHECK(f.rank(2).liveness == "frozen");
+  CHECK(f.rank(2).proc_state == "T");
+  CHECK(f.rank(0).liveness == "dead");
+  CHECK(f.r.phase == "training");
+}
+
+TEST_CASE("a save on stalled storage that trips the watchdog: checkpoint, slow not dead, detector in context") {
+  Fixture f;
+  f.in.harness.teardown_t = 1021;
+  f.in.harness.detections.push_back({1020.1, 30, "harness_watchdog", -1, "no progress on any live rank for 8.1 s"});
+  f.stack(0, "D", {"__exit__ (torch/serialization.py:499)", "save (torch/serialization.py:850)",
+                   "main (progress_train.py:61)"}, true, 1020.3);
+  for (int k : {1, 2})
+    f.stack(k, "S", {"_engine_run_backward (torch/autograd/graph.py:768)", "backward (torch/_tensor.py:521)",
+                     "main (progress_train.py:55)"}, true, 1020.3);
+  for (int k : {0, 1, 2}) f.exit(k, 1021.5, std::nullopt, 9, true, 60 + k);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.category == "straggler");
+  CHECK(f.r.cause == "slow_storage");
+  CHECK(f.r.phase == "checkpoint");
+  CHECK(f.r.missing_ranks == std::vector<int>{0});
+  CHECK(f.rank(0).liveness == "slow");
+  CHECK(f.rank(1).liveness == "hung");
+  CHECK(f.rank(0).stack_class == "io");
+  CHECK(f.rank(0).top_frames.size() == 3);
+  CHECK(f.r.detector_context.find("harness_watchdog after 8.1 s") != std::string::npos);
+  CHECK(f.r.detector_context.find("rank 0 was in torch.save for 8.3 s") != std::string::npos);
+  CHECK(f.r.detector_context.find("waiting in the DDP gradient allreduce") != std::string::npos);
+  CHECK(f.r.detector_context.find("slow, not dead") != std::string::npos);
+  CHECK(f.r.detector_context.find("progress_s (8 s) is below") != std::string::npos);
+}
+
+TEST_CASE("a traced run keeps its verdict; the table gets states and frames") {
+  Fixture f;
+  f.r.category = "rank_exit";
+  f.r.missing_ranks = {2};
+  f.stack(0, "S", {"c10d::ProcessGroupGloo::AsyncWork::wait"}, true, 1020);
+  f.exit(1, 1012.5, std::nullopt, 9, false, 40);
+  apply_run_evidence(f.in, f.r, true);
+  CHECK(f.r.category == "rank_exit");
+  CHECK(f.r.missing_ranks == std::vector<int>{2});
+  CHECK(f.rank(0).stack_class == "collective");
+  CHECK(f.rank(1).exit_t == 1012.5);
+}
