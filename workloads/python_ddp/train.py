@@ -21,8 +21,9 @@ main() is wrapped in torch.distributed.elastic's @record: an uncaught exception 
 TORCHELASTIC_ERROR_FILE (hanglab points it into the run directory under every launcher;
 torchrun reads it into its failure summary).
 
-Timeouts from hanglab: HANGLAB_COLLECTIVE_TIMEOUT_MS becomes init_process_group(timeout=...)
-(the store rendezvous and every Gloo collective).
+Timeouts from hanglab: HANGLAB_INIT_TIMEOUT_MS bounds the env:// store rendezvous
+(torch.distributed.rendezvous), HANGLAB_COLLECTIVE_TIMEOUT_MS becomes
+init_process_group(timeout=...) (every Gloo collective).
 
 Optional faults, by environment ([workload.env] reaches every rank, so each names its
 rank): program-logic bugs a real script has, in the places a real script has them.
@@ -90,6 +91,7 @@ def main():
     if rank is None or world_size is None:
         sys.exit("RANK and WORLD_SIZE must be set (torchrun-style environment)")
     timeout_ms = env_int("HANGLAB_COLLECTIVE_TIMEOUT_MS", 1800 * 1000)
+    init_ms = env_int("HANGLAB_INIT_TIMEOUT_MS", timeout_ms)
     fault_rank = env_int("HANGLAB_PY_FAULT_RANK", 1)
     skip_step = env_int("HANGLAB_PY_SKIP_STEP", 0) if rank == fault_rank else 0
     raise_step = env_int("HANGLAB_PY_RAISE_STEP", 0) if rank == fault_rank else 0
@@ -100,7 +102,14 @@ def main():
               f"master {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}, torch {torch.__version__}, "
               f"pid {os.getpid()}")
     t_start = time.time()
-    dist.init_process_group(backend="gloo", init_method="env://", rank=rank, world_size=world_size,
+    # Rendezvous (the env:// store: every rank reaching MASTER_ADDR:MASTER_PORT, torchrun's
+    # agent store where it serves one) is bounded by the init timeout, the collectives by the
+    # collective timeout: init_process_group(timeout=...) alone would bound both by the
+    # collective one, and a rank still importing torch on a loaded host would fail the others'
+    # rendezvous ("client socket has timed out") although nothing is wrong.
+    store, rank, world_size = next(dist.rendezvous("env://", rank, world_size,
+                                                   timeout=datetime.timedelta(milliseconds=init_ms)))
+    dist.init_process_group(backend="gloo", store=store, rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(milliseconds=timeout_ms))
     log(rank, f"process group ready in {(time.time() - t_start) * 1000:.0f} ms "
               f"(gloo, world_size {world_size}, collective timeout {timeout_ms} ms)")
