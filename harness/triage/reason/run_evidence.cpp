@@ -73,6 +73,7 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
   if (!traced && h.start_t) r.t0 = *h.start_t;
   std::map<int, Seen> seen;
   for (const auto& [rank, o] : in.ranks) {
+    if (rank < 0) continue;  // a launcher's own console (torchrun, mpirun), not a rank
     Seen s;
     s.rank = rank;
     s.o = &o;

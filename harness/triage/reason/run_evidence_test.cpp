@@ -174,3 +174,33 @@ TEST_CASE("a traced run keeps its verdict; the table gets states and frames") {
   CHECK(f.rank(0).stack_class == "collective");
   CHECK(f.rank(1).exit_t == 1012.5);
 }
+
+TEST_CASE("every rank exited 0 on its own: nothing failed, whatever the logs lacked") {
+  Fixture f;
+  for (int rank = 0; rank < 3; ++rank) f.exit(rank, 1013 + 0.1 * rank, 0, std::nullopt, false, 40 + rank);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.category == "none");
+  CHECK(f.r.cause == "none");
+  CHECK(f.r.scope == "none");
+  CHECK(f.r.missing_ranks.empty());
+  for (int rank = 0; rank < 3; ++rank) CHECK(f.rank(rank).liveness == "completed");
+}
+
+TEST_CASE("the same with no progress lines (a script that prints nothing a table knows)") {
+  Fixture f;
+  for (auto& [rank, o] : f.in.ranks) o.progress.reset();
+  for (int rank = 0; rank < 3; ++rank) f.exit(rank, 1013 + 0.1 * rank, 0, std::nullopt, false, 40 + rank);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.category == "none");
+  CHECK(f.r.cause == "none");
+}
+
+TEST_CASE("a launcher's console (rank -1, no exit of its own) does not stop a clean run being clean") {
+  Fixture f;
+  RankObservations launcher;
+  launcher.rank = -1;
+  f.in.ranks[-1] = launcher;
+  for (int rank = 0; rank < 3; ++rank) f.exit(rank, 1013 + 0.1 * rank, 0, std::nullopt, false, 40 + rank);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.category == "none");
+}
