@@ -16,6 +16,7 @@
 #include "triage/logs/parse.hpp"
 #include "triage/logs/patterns.hpp"
 #include "triage/logs/reader.hpp"
+#include "triage/reason/log.hpp"
 
 namespace fs = std::filesystem;
 using namespace hanglab;

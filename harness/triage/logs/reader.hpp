@@ -5,8 +5,8 @@
 // failure summary, Open MPI's exit block, continuation lines) and keeps only what the
 // analyzer needs: per rank a bounded step history and its first/last lines, and the
 // notable events (failures, exits, phase markers, world-size statements), each with its
-// file:line. analyze_log_corpus() (analyze.cpp) turns that into a
-// TriageResult. Internal to hanglab_triage; exposed for unit tests and the benchmark.
+// file:line. logs/timeline.hpp reads that into per-rank state and analyze_log_corpus()
+// (reason/log.hpp, reason/log_*.cpp) turns it into a TriageResult. Internal to hanglab_triage; exposed for unit tests and the benchmark.
 //
 // Files are read as streams in fixed-size chunks (memory does not grow with file size)
 // and several files are scanned in parallel; results are merged in file order, so the
@@ -152,8 +152,6 @@ std::vector<LogInput> list_log_inputs(const std::vector<std::filesystem::path>& 
 
 // Reads and parses the inputs (threads: 0 = hardware concurrency, at most 8).
 LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads = 0);
-
-TriageResult analyze_log_corpus(const LogCorpus& corpus, const TriageOptions& opts);
 
 // "name:line" of an event or a file line.
 std::string log_ref(const LogCorpus& c, uint32_t file, uint32_t line);
