@@ -99,7 +99,7 @@ bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o
   o.rank = o.local_rank = o.pg_rank = -1;
   o.rank_src = RankSource::kNone;
   o.pg = o.host = o.msg = o.op = o.word = o.where = {};
-  o.pg_default = false;
+  o.pg_default = o.peer_closed = o.torch_rendezvous = false;
   o.pid = -1;
   o.kind = LogKind::kNone;
   o.seq = o.numel_in = o.numel_out = o.timeout_ms = o.ran_ms = o.last_enqueued = o.last_completed = -1;
@@ -194,6 +194,9 @@ bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o
   if (o.kind == LogKind::kStoreTimeout || o.kind == LogKind::kException || o.kind == LogKind::kCommException) {
     if (o.word.empty()) o.word = exception_class(body);
   }
+  // Facts the reasoning asks of a line's text, set here so that it never matches text itself.
+  if (o.kind == LogKind::kCommException) o.peer_closed = has(o.msg, "onnection closed");
+  if (o.kind == LogKind::kRendezvousError) o.torch_rendezvous = has(o.msg, "Rendezvous");
   // NCCL prefix pid/host stay unless the event named its own (OOM kill, launcher).
   if (o.pid < 0) o.pid = pid_before;
   if (o.host.empty()) o.host = host_before;

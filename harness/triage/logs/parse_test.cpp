@@ -393,3 +393,22 @@ TEST_CASE("a save line: the verb, then 'checkpoint' within a few words", "[triag
   CHECK(parse("INFO: saving time by skipping the validation pass; the last good checkpoint stays").kind !=
         LogKind::kCheckpointBegin);
 }
+
+TEST_CASE("facts the reasoning asks of a line: a closed connection, torchrun's rendezvous", "[triage_logs]") {
+  // A comm error whose text says the connection closed: the peer is gone.
+  const LogLine closed = parse("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+                               "remote connection closed unexpectedly");
+  CHECK(closed.kind == LogKind::kCommException);
+  CHECK(closed.peer_closed);
+  const LogLine other = parse("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error, "
+                              "NCCL version 2.14.3");
+  CHECK(other.kind == LogKind::kCommException);
+  CHECK_FALSE(other.peer_closed);
+  // The flags are per line: the next line starts without them.
+  CHECK_FALSE(parse("step 3 loss 0.5").peer_closed);
+  // torchrun's rendezvous names itself; a store error under it does not.
+  const LogLine rdzv = parse("torch.distributed.elastic.rendezvous.api.RendezvousClosedError");
+  CHECK(rdzv.kind == LogKind::kRendezvousError);
+  CHECK(rdzv.torch_rendezvous);
+  CHECK_FALSE(other.torch_rendezvous);
+}

@@ -67,6 +67,8 @@ struct LogEvent {
   bool pg_default = false;
   std::string op, pg, host, word, where, text;
   std::string category, cause;  // what the line proves (pattern table), empty = the kind's default
+  bool peer_closed = false;       // LogLine::peer_closed
+  bool torch_rendezvous = false;  // LogLine::torch_rendezvous
   std::vector<int> ranks;
 };
 

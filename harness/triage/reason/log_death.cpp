@@ -163,7 +163,7 @@ const Fail* LogAnalyzer::dead_peer_echo() const {
   for (const Fail* f : all_fails()) {
     if (f->role == Role::kEcho && f->ev &&
         (f->ev->kind == LogKind::kCommClosed || f->ev->kind == LogKind::kNcclRemoteError ||
-         (f->ev->kind == LogKind::kCommException && f->ev->text.find("onnection closed") != std::string::npos))) {
+         (f->ev->kind == LogKind::kCommException && f->ev->peer_closed))) {
       dead_peer = f;
       break;
     }

@@ -107,7 +107,7 @@ bool LogAnalyzer::try_init() {
   // The store torchrun's c10d rendezvous connects to is the rendezvous itself.
   if (r_.cause == "store_timeout") {
     for (const Fail* f : init_fails) {
-      if (f->ev && f->ev->kind == LogKind::kRendezvousError && f->ev->text.find("Rendezvous") != std::string::npos)
+      if (f->ev && f->ev->kind == LogKind::kRendezvousError && f->ev->torch_rendezvous)
         r_.cause = "rendezvous_timeout";
     }
   }
