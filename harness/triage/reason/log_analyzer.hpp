@@ -31,6 +31,7 @@
 //   no error anywhere -> none when every rank finished; a job that slowed down as a whole
 //     is a straggler whose rank the logs cannot name; else unknown.
 // Timestamps are compared with their resolution (whole-second stamps from dmesg -T or
+// torchrun's summary are intervals), and across hosts with a skew allowance.
 #pragma once
 
 #include <optional>
