@@ -15,6 +15,7 @@
 
 #include "triage/triage.hpp"
 #include "triage/logs/reader.hpp"
+#include "triage/reason/log.hpp"
 #include "util.hpp"
 
 namespace hanglab {

@@ -1,6 +1,6 @@
 // The triage entry points (triage.hpp): a run directory is read (records/) and reasoned
 // about (reason/); plain logs are read (logs/reader.cpp) and reasoned about
-// (logs/analyze.cpp); a run directory without any trace is triaged from its logs.
+// (reason/log_*.cpp); a run directory without any trace is triaged from its logs.
 #include "triage/triage.hpp"
 
 #include <fmt/format.h>
@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "triage/logs/reader.hpp"
+#include "triage/reason/log.hpp"
 #include "triage/reason/run.hpp"
 #include "triage/reason/run_evidence.hpp"
 

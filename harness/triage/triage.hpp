@@ -13,12 +13,10 @@
 //   model/    TriageResult (the answer, per-rank timelines) and a run directory's observations
 //   records/  run directory -> observations            logs/  plain log files -> LogCorpus,
 //                                                             the line pattern table
-//   reason/   observations -> TriageResult (root vs echo, missing by absence, slow vs dead),
-//             the playbook's next steps
+//   reason/   observations or a plain-log timeline -> TriageResult (root vs echo, missing by
+//             absence, slow vs dead), the playbook's next steps
 //   answer/   triage.json and the text report
 //   triage.cpp  the entry points below, which chain them.
-// (logs/analyze.cpp, the plain-log reasoner, still sits in logs/ and includes
-// reason/next_steps.hpp until it is split into matching and reasoning.)
 #pragma once
 
 #include <filesystem>

@@ -1,5 +1,5 @@
 // libFuzzer target over plain-log triage: the log reader (logs/reader.cpp, line parser
-// logs/parse.cpp, pattern table logs/patterns.cpp) and the analyzer (logs/analyze.cpp), end to end.
+// logs/parse.cpp, pattern table logs/patterns.cpp) and the analyzer (logs/timeline.cpp, reason/log_*.cpp), end to end.
 //
 // The input is split into up to four log files at each line "=====" (so the fuzzer can
 // build multi-rank incidents): rank-0.log, rank-1.log, ... or, for the odd-numbered

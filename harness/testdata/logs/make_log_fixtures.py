@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the plain-log fixtures under harness/testdata/logs/<case>/ used by triage_log_test.
+"""Writes the plain-log fixtures under harness/testdata/logs/<case>/ used by triage_log_corpus_test (reason/log_corpus_test.cpp).
 
 Each case is what an engineer brings from a real incident: per-pod `kubectl logs
 --timestamps` files, one combined torchrun/Slurm/Open MPI console log, per-rank files,

@@ -156,6 +156,12 @@ struct LogLine {
   // What the line proves, from the pattern table (triage_log_patterns.cpp); empty = the kind's default.
   std::string_view category;
   std::string_view cause;
+  // A comm exception whose text says the connection was closed ("Connection closed by peer"):
+  // the peer is gone, not slow.
+  bool peer_closed = false;
+  // A rendezvous error of torchrun's rendezvous ("RendezvousTimeoutError", "Rendezvous ... failed"),
+  // not only of the store under it.
+  bool torch_rendezvous = false;
 };
 
 struct LogLineContext {

@@ -4,7 +4,7 @@
 // hand-written checks, so a newcomer adds a shape by adding one entry here, its example
 // line (from a case under harness/testdata/reallogs/) and one corpus case; the unit test
 // checks that every entry's example parses to its entry. The reasoning (root vs echo,
-// missing by absence) stays in triage_log_analyze.cpp. Internal to hanglab_triage.
+// missing by absence) stays in reason/log_*.cpp. Internal to hanglab_triage.
 #pragma once
 
 #include <string_view>

@@ -436,6 +436,8 @@ class FileScanner {
     e.text = std::string(msg.substr(0, kMaxEventText));
     e.category = std::string(l_.category);
     e.cause = std::string(l_.cause);
+    e.peer_closed = l_.peer_closed;
+    e.torch_rendezvous = l_.torch_rendezvous;
     e.ranks = l_.ranks;
     if (e.kind == LogKind::kCrash && e.signal == 7) {
       bus_ev_ = out_.events.size();

@@ -5,8 +5,8 @@
 // failure summary, Open MPI's exit block, continuation lines) and keeps only what the
 // analyzer needs: per rank a bounded step history and its first/last lines, and the
 // notable events (failures, exits, phase markers, world-size statements), each with its
-// file:line. analyze_log_corpus() (analyze.cpp) turns that into a
-// TriageResult. Internal to hanglab_triage; exposed for unit tests and the benchmark.
+// file:line. logs/timeline.hpp reads that into per-rank state and analyze_log_corpus()
+// (reason/log.hpp, reason/log_*.cpp) turns it into a TriageResult. Internal to hanglab_triage; exposed for unit tests and the benchmark.
 //
 // Files are read as streams in fixed-size chunks (memory does not grow with file size)
 // and several files are scanned in parallel; results are merged in file order, so the
@@ -67,6 +67,8 @@ struct LogEvent {
   bool pg_default = false;
   std::string op, pg, host, word, where, text;
   std::string category, cause;  // what the line proves (pattern table), empty = the kind's default
+  bool peer_closed = false;       // LogLine::peer_closed
+  bool torch_rendezvous = false;  // LogLine::torch_rendezvous
   std::vector<int> ranks;
 };
 
@@ -152,8 +154,6 @@ std::vector<LogInput> list_log_inputs(const std::vector<std::filesystem::path>& 
 
 // Reads and parses the inputs (threads: 0 = hardware concurrency, at most 8).
 LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads = 0);
-
-TriageResult analyze_log_corpus(const LogCorpus& corpus, const TriageOptions& opts);
 
 // "name:line" of an event or a file line.
 std::string log_ref(const LogCorpus& c, uint32_t file, uint32_t line);

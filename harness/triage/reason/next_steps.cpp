@@ -1,6 +1,6 @@
 // playbook_next_steps(): the playbook's advice for a verdict, by category and cause (see
 // next_steps.hpp). Used by both reasoners: the run-record one (run_answers.cpp) and the
-// plain-log one (logs/analyze.cpp).
+// plain-log one (reason/log_*.cpp).
 #include "triage/reason/next_steps.hpp"
 
 #include <fmt/format.h>

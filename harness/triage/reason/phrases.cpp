@@ -20,4 +20,10 @@ std::string ranks_phrase(const std::vector<int>& ranks) {
   return fmt::format("{} {}", ranks.size() == 1 ? "rank" : "ranks", rank_ranges(ranks));
 }
 
+std::string ranks_phrase_counted(const std::vector<int>& ranks) {
+  std::string s = ranks_phrase(ranks);
+  if (ranks.size() > 8) s += fmt::format(" ({} ranks)", ranks.size());
+  return s;
+}
+
 }  // namespace hanglab::reason

@@ -12,5 +12,10 @@ std::string signal_name(int sig);
 
 // "rank 1" / "ranks 0,2,3" / "ranks 0-36,38-63"
 std::string ranks_phrase(const std::vector<int>& ranks);
+// The same, with the count after more than 8 ranks: "ranks 0-1022,1024-16383 (16383 ranks)"
+std::string ranks_phrase_counted(const std::vector<int>& ranks);
+
+// The median (0 for none). Defined in run_facts.cpp, which has used it first.
+double median(std::vector<double> v);
 
 }  // namespace hanglab::reason

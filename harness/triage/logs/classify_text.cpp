@@ -1,0 +1,592 @@
+// classify_text(): what a plain log message means -- its LogKind and fields. Message kinds
+// are tested most specific first (a DistBackendError whose text is a watchdog timeout is an
+// echo, not a generic exception); see parse_parts.hpp.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "triage/logs/parse_parts.hpp"
+#include "triage/logs/patterns.hpp"
+
+namespace hanglab::logparse {
+
+void classify_text(sv m, LogLine& o) {
+  // --- hanglab workloads (exact formats, cheap to test first)
+  if (parse_harness_error(m, o)) return;
+  if (parse_legacy_error(m, o)) return;
+  if (starts(m, "done: ")) {
+    long long s = 0;
+    size_t e = read_int(m, 6, &s);
+    if (e != npos) {
+      o.kind = LogKind::kDone;
+      o.step = static_cast<int>(s);
+      if (e < m.size() && m[e] == '/') {
+        long long tot = 0;
+        if (read_int(m, e + 1, &tot) != npos) o.total_steps = static_cast<int>(tot);
+      }
+      return;
+    }
+  }
+  if (starts(m, "hanglab hook ")) return;  // injected ground truth: never evidence
+  if (starts(m, "lingering after the training loop") || m == "final barrier") {
+    o.kind = LogKind::kLeftLoop;
+    return;
+  }
+  if (starts(m, "data exhausted after ") || starts(m, "data loader exhausted after ")) {
+    o.kind = LogKind::kDataExhausted;
+    o.step = static_cast<int>(int_after(m, "after ", 0, false));
+    o.total_steps = static_cast<int>(int_after(m, " of ", 0, false));
+    return;
+  }
+  if (starts(m, "process group ready")) {
+    o.kind = LogKind::kInitDone;
+    set_world(m, o);
+    return;
+  }
+  if (starts(m, "checkpoint at step ") && has(m, " saved")) {
+    o.kind = LogKind::kCheckpointEnd;
+    o.step = static_cast<int>(int_after(m, "step ", 0, false));
+    return;
+  }
+  if (starts(m, "eval at step ")) {
+    o.kind = LogKind::kEvalEnd;
+    o.step = static_cast<int>(int_after(m, "step ", 0, false));
+    return;
+  }
+
+  // --- PyTorch ProcessGroupNCCL
+  if (has(m, "Watchdog caught collective operation timeout")) {
+    o.kind = (has(m, "thread terminated with exception") || starts(trim(m), "what():")) ? LogKind::kWatchdogRepeat
+                                                                                         : LogKind::kWatchdogTimeout;
+    parse_workncll_fields(m, o);
+    return;
+  }
+  if (has(m, "Received a dump signal") || has(m, "dump signal from another rank")) {
+    o.kind = LogKind::kDumpSignal;
+    if (size_t k = m.find("from "); k != npos) {
+      size_t q = skip_sp(m, k + 5);
+      if (starts(m.substr(q), "rank ")) {
+        long long v = 0;
+        if (read_int(m, q + 5, &v) != npos) o.other_rank = static_cast<int>(v);
+      }
+    }
+    parse_work_status(m, o);
+    return;
+  }
+  if (has(m, "Heartbeat monitor timed out") || has(m, "watchdog got stuck for")) {
+    o.kind = LogKind::kHeartbeatMonitor;
+    return;
+  }
+  if (has(m, " [missing ranks: ")) {
+    // Horovod's stall check: "allreduce.avg_loss [missing ranks: 1]": the ranks that never
+    // submitted the tensor its peers wait on (word "stall").
+    o.kind = LogKind::kDesyncMissing;
+    o.word = "stall";
+    size_t p = m.find(" [missing ranks: ") + 17;
+    const size_t e = m.find(']', p);
+    while (e != npos && p < e) {
+      long long v = 0;
+      const size_t q = read_int(m, skip_sp(m, p), &v);
+      if (q == npos || q > e) break;
+      o.ranks.push_back(static_cast<int>(v));
+      p = q;
+      while (p < e && (m[p] == ',' || m[p] == ' ')) ++p;
+    }
+    return;
+  }
+  if (has(m, "are the lagging ranks")) {
+    o.kind = LogKind::kDesyncMissing;
+    read_rank_list(m, m.find("ranks ["), o.ranks);
+    return;
+  }
+  if (has(m, "joined but didn't finish collective #") || has(m, "but didn't join collective #")) {
+    o.kind = LogKind::kDesyncLagging;
+    read_rank_list(m, 0, o.ranks);
+    o.seq = int_after(m, "collective #", 0, false);
+    return;
+  }
+  if (has(m, "Detected mismatch between collectives on ranks")) {
+    // "Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=12, OpType=ALLREDUCE, ...), but Rank 2
+    //  is running collective: CollectiveFingerPrint(SequenceNumber=12, OpType=ALLREDUCE, TensorShape=[1] ...)"
+    o.kind = LogKind::kCollMismatch;
+    o.word = "fingerprint";
+    for (size_t k = m.find("Rank "); k != npos; k = m.find("Rank ", k + 5)) {
+      long long v = 0;
+      const size_t e = read_int(m, k + 5, &v);
+      if (e != npos && e < m.size() && m.compare(e, 4, " is ") == 0) o.ranks.push_back(static_cast<int>(v));
+    }
+    o.seq = int_after(m, "SequenceNumber=", 0, false);
+    return;
+  }
+  if (has(m, "op.preamble.length <= op.nbytes")) {
+    // Gloo received a message of another size than the buffer it posted for the same slot:
+    // the two ranks ran different collectives.
+    o.kind = LogKind::kCollMismatch;
+    o.word = "size";
+    return;
+  }
+  if (has(m, "last enqueued") && (has(m, "last completed") || has(m, "work sequence id"))) {
+    o.kind = LogKind::kWorkStatus;
+    parse_work_status(m, o);
+    return;
+  }
+  if (has(m, "ProcessGroupNCCL initialization options") || has(m, "ProcessGroupNCCL initialized with")) {
+    o.kind = LogKind::kPgInit;
+    long long g = int_after(m, "global rank:", 0, false);
+    if (g >= 0) o.other_rank = static_cast<int>(g);
+    long long sz = int_after(m, "size:", 0, false);
+    if (sz > 0) o.world = static_cast<int>(sz);
+    return;
+  }
+
+  // --- exceptions (a Python traceback's last line, possibly rank-prefixed)
+  if (const sv cls = exception_class(m); !cls.empty()) {
+    o.word = cls;
+    if (has(cls, "OutOfMemoryError") || has(m, "CUDA out of memory")) {
+      o.kind = LogKind::kCudaOom;
+    } else if (starts(cls, "nccl")) {  // ncclRemoteError:, ncclSystemError:, ncclInternalError: ...
+      o.kind = cls == "ncclRemoteError"          ? LogKind::kNcclRemoteError
+               : cls == "ncclSystemError"        ? LogKind::kNcclSystemError
+               : cls == "ncclUnhandledCudaError" ? LogKind::kCudaError
+                                                 : LogKind::kNcclError;
+    } else if (has(m, "Unable to find address for") || has(m, "no socket interface found")) {
+      o.kind = LogKind::kWrongIfname;
+    } else if (has(m, "unhandled system error") && !has(m, "NCCL error")) {
+      o.kind = LogKind::kNcclSystemError;
+    } else if (has(cls, "ChildFailedError")) {
+      o.kind = LogKind::kChildFailed;
+    } else if (has(cls, "SignalException") || cls == "KeyboardInterrupt") {
+      o.kind = LogKind::kSignalException;
+      long long s = int_after(m, "got signal:", 0, false);
+      o.signal = s > 0 ? static_cast<int>(s) : (cls == "KeyboardInterrupt" ? 2 : 0);
+    } else if (has(cls, "DistStoreError") || has(m, "clients joined") || has(m, "client socket has timed out") ||
+               has(m, "Socket Timeout")) {
+      o.kind = LogKind::kStoreTimeout;
+      if (size_t k = m.find(" clients joined"); k != npos) {
+        size_t b = m.rfind(' ', k - 1);
+        long long j = 0, w = 0;
+        size_t e = read_int(m, b == npos ? 0 : b + 1, &j);
+        if (e != npos && e < m.size() && m[e] == '/' && read_int(m, e + 1, &w) != npos) {
+          o.joined = static_cast<int>(j);
+          o.world = static_cast<int>(w);
+        }
+      }
+    } else if (has(cls, "Rendezvous")) {
+      o.kind = has(cls, "Timeout") ? LogKind::kStoreTimeout : LogKind::kRendezvousError;
+    } else if (has(m, "unhandled cuda error") || (has(m, "CUDA error") && !comm_text(m))) {
+      o.kind = LogKind::kCudaError;
+    } else if (comm_text(m)) {
+      // "RuntimeError: [...unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete"
+      if (has(m, "Timed out waiting") && has(m, " operation to complete")) {
+        o.kind = LogKind::kGlooTimeout;
+        o.timeout_ms = int_after(m, "Timed out waiting ", 0, false);
+      } else if (has(m, "remote process exited")) {
+        o.kind = LogKind::kNcclRemoteError;
+      } else if (has(m, "Connection closed by peer") || has(m, "Connection reset by peer") ||
+                 (has(m, "Read error") && has(m, "pair.cc")) || has(m, "Broken pipe")) {
+        o.kind = LogKind::kCommClosed;
+      } else {
+        o.kind = LogKind::kCommException;
+      }
+    } else if (has(m, "No space left on device")) {
+      o.kind = LogKind::kDiskFull;
+    } else if (has(m, "DataLoader worker") && has(m, "killed by signal")) {
+      o.kind = LogKind::kDataLoaderKilled;
+      o.signal = signal_from_name(m.substr(m.find("killed by signal") + 16));
+      o.pid = int_after(m, "(pid ", 0, false);
+    } else if (has(m, "Address already in use")) {
+      o.kind = LogKind::kAddressInUse;
+    } else if (has(m, "Connection refused") || has(m, "failed to connect")) {
+      o.kind = LogKind::kStoreRefused;
+    } else if (has(m, "Name or service not known") || has(m, "Temporary failure in name resolution")) {
+      o.kind = LogKind::kDnsFailure;
+    } else if (has(m, "insufficient shared memory")) {
+      o.kind = LogKind::kShmBusError;
+    } else {
+      o.kind = LogKind::kException;
+    }
+    return;
+  }
+
+  if (has(m, "NCCL communicator was aborted") || has(m, "ProcessGroupNCCL aborted") ||
+      has(m, "communicator was aborted")) {
+    o.kind = LogKind::kCommAborted;
+    return;
+  }
+  if (has(m, "Some NCCL operations have failed or timed out") || has(m, "taking the entire process down")) {
+    o.kind = LogKind::kNcclAsyncFailed;
+    return;
+  }
+
+  // --- NCCL's own lines ("host:pid:tid [dev] NCCL WARN ...")
+  if (const size_t nk = m.find("NCCL WARN"); nk != npos || has(m, "NCCL INFO")) {
+    if (has(m, "no socket interface found") || has(m, "No socket interface") || has(m, "SOCKET_IFNAME")) {
+      o.kind = LogKind::kWrongIfname;
+    } else if ((has(m, "shared memory") || has(m, "/dev/shm") || has(m, "shm_")) &&
+               (ihas(m, "error") || ihas(m, "unable") || ihas(m, "fail") || ihas(m, "cannot"))) {
+      o.kind = LogKind::kShmError;
+      o.world = -1;
+      long long size = int_after(m, "(size ", 0, false);
+      o.numel_in = size;
+    } else if (has(m, "NET/IB") && (ihas(m, "error") || ihas(m, "fail") || has(m, "IBV_WC") || ihas(m, "retry"))) {
+      o.kind = LogKind::kIbError;
+    } else if (has(m, "NET/Socket") && (ihas(m, "error") || ihas(m, "fail") || ihas(m, "closed"))) {
+      o.kind = LogKind::kSocketError;
+    } else if (has(m, "Init COMPLETE")) {
+      o.kind = LogKind::kInitDone;
+      if (size_t k = m.find(" rank "); k != npos) {
+        long long r = 0;
+        if (read_int(m, k + 6, &r) != npos) o.other_rank = static_cast<int>(r);
+      }
+      long long n = int_after(m, " nranks ", 0, false);
+      if (n > 0) o.world = static_cast<int>(n);
+    } else if ((has(m, "Abort COMPLETE") || has(m, "Destroy COMPLETE")) && has(m, " nranks ")) {
+      // "comm 0x56.. rank 5 nranks 8 cudaDev 1 busId a7000 - Abort COMPLETE": the size of the
+      // communicator, not a sign that init had finished (an abort can end a failed init).
+      const long long n = int_after(m, " nranks ", 0, false);
+      if (n > 0) {
+        o.kind = LogKind::kWorldSize;
+        o.world = static_cast<int>(n);
+      }
+    } else if (nk != npos && (has(m, "remote process exited") || has(m, "Connection closed"))) {
+      o.kind = LogKind::kNcclRemoteError;
+    } else if (nk != npos && (ihas(m, "error") || ihas(m, "fail"))) {
+      o.kind = LogKind::kNcclError;
+    }
+    if (o.kind != LogKind::kNone) return;
+  }
+  if (has(m, "remote process exited or there was a network error")) {
+    o.kind = LogKind::kNcclRemoteError;
+    return;
+  }
+  if (has(m, "unhandled system error")) {
+    o.kind = LogKind::kNcclSystemError;
+    return;
+  }
+  if (has(m, "unhandled cuda error")) {
+    o.kind = LogKind::kCudaError;
+    return;
+  }
+
+  // --- Gloo / TCP
+  if (has(m, "Timed out waiting") && (has(m, " operation to complete") || has(m, "ms for"))) {
+    o.kind = LogKind::kGlooTimeout;
+    o.timeout_ms = int_after(m, "Timed out waiting ", 0, false);
+    o.word = has(m, "for recv") ? sv("recv") : has(m, "for send") ? sv("send") : sv();
+    return;
+  }
+  if (has(m, "Connection closed by peer") || has(m, "Connection reset by peer") || has(m, "Broken pipe") ||
+      (has(m, "Read error") && has(m, "pair.cc")) || has(m, "Connection closed by remote")) {
+    o.kind = LogKind::kCommClosed;
+    return;
+  }
+
+  // --- store / rendezvous / interfaces
+  if (has(m, "no socket interface found") || has(m, "Unable to find address for") ||
+      (has(m, "SOCKET_IFNAME") && (has(m, "No such device") || ihas(m, "not found")))) {
+    o.kind = LogKind::kWrongIfname;
+    return;
+  }
+  if (has(m, "client socket has timed out") || has(m, "Socket Timeout") || has(m, "clients joined") ||
+      has(m, "waiting for clients") || has(m, "Timed out initializing process group")) {
+    o.kind = LogKind::kStoreTimeout;
+    if (size_t k = m.find(" clients joined"); k != npos) {
+      size_t b = m.rfind(' ', k - 1);
+      long long j = 0, w = 0;
+      size_t e = read_int(m, b == npos ? 0 : b + 1, &j);
+      if (e != npos && e < m.size() && m[e] == '/' && read_int(m, e + 1, &w) != npos) {
+        o.joined = static_cast<int>(j);
+        o.world = static_cast<int>(w);
+      }
+    }
+    return;
+  }
+  if (has(m, "Address already in use")) {
+    o.kind = LogKind::kAddressInUse;
+    return;
+  }
+  if (has(m, "client socket has failed to connect") || (has(m, "Connection refused") && ihas(m, "connect"))) {
+    o.kind = LogKind::kStoreRefused;
+    return;
+  }
+  if (has(m, "Name or service not known") || has(m, "Temporary failure in name resolution") ||
+      has(m, "nodename nor servname")) {
+    o.kind = LogKind::kDnsFailure;
+    return;
+  }
+  if (has(m, "RendezvousTimeoutError") || has(m, "RendezvousClosedError") || has(m, "RendezvousConnectionError")) {
+    o.kind = has(m, "Timeout") ? LogKind::kStoreTimeout : LogKind::kRendezvousError;
+    return;
+  }
+
+  // --- launchers: torchelastic, Open MPI, Slurm
+  if (has(m, "closing signal SIG")) {
+    o.kind = LogKind::kLauncherSignal;
+    o.pid = int_after(m, "Sending process ", 0, false);
+    const size_t k = m.find("closing signal ");
+    o.word = token_after(m.substr(k), "closing signal ", " \t.");
+    if (o.word.empty()) o.word = m.substr(k + 15);
+    o.signal = signal_from_name(o.word);
+    return;
+  }
+  if (has(m, "failed (exitcode: ")) {
+    o.kind = LogKind::kLauncherExit;
+    long long c = int_after(m, "failed (exitcode: ", 0, false);
+    if (c < 0 && c > -65) {
+      o.signal = static_cast<int>(-c);
+    }
+    o.code = static_cast<int>(c);
+    o.local_rank = static_cast<int>(int_after(m, "local_rank: ", 0, false));
+    o.pid = int_after(m, "(pid: ", 0, false);
+    return;
+  }
+  if (starts(trim(m), "*** SIG")) {  // glog's failure signal handler: "*** SIGSEGV (@0x0) received by PID ..."
+    o.kind = LogKind::kCrash;
+    o.signal = signal_from_name(m);
+    if (!o.signal) o.signal = 6;
+    o.pid = int_after(m, "received by PID ", 0, false);
+    return;
+  }
+  if (has(m, ") received by PID ")) {
+    o.kind = LogKind::kSignalReceived;
+    o.signal = static_cast<int>(int_after(m, "Signal ", 0, false));
+    o.pid = int_after(m, "received by PID ", 0, false);
+    return;
+  }
+  if (has(m, "ChildFailedError")) {
+    o.kind = LogKind::kChildFailed;
+    return;
+  }
+  if (has(m, "Root Cause (first observed failure)")) {
+    o.kind = LogKind::kSummaryHeader;
+    o.word = "root";
+    return;
+  }
+  {
+    const sv tm = trim(m);
+    if (tm == "Failures:") {
+      o.kind = LogKind::kSummaryHeader;
+      o.word = "failures";
+      return;
+    }
+    if (tm.size() >= 4 && tm[0] == '[' && tm[tm.size() - 1] == ':' && tm[tm.size() - 2] == ']') {
+      long long v = 0;
+      if (read_int(tm, 1, &v) == tm.size() - 2) {
+        o.kind = LogKind::kSummaryEntry;
+        o.other_rank = static_cast<int>(v);
+        return;
+      }
+    }
+    if (tm.size() >= 10 && (tm.find_first_not_of('=') == npos || tm.find_first_not_of('-') == npos)) {
+      o.kind = LogKind::kSummaryEnd;
+      return;
+    }
+    static const char* kFields[] = {"time", "host", "rank", "exitcode", "error_file", "traceback"};
+    for (const char* f : kFields) {
+      const size_t n = std::strlen(f);
+      if (tm.size() > n && tm.compare(0, n, f) == 0 && (tm[n] == ' ' || tm[n] == ':')) {
+        size_t q = skip_sp(tm, n);
+        if (q < tm.size() && tm[q] == ':') {
+          o.kind = LogKind::kSummaryField;
+          o.word = tm.substr(0, n);
+          o.where = trim(tm.substr(q + 1));
+          return;
+        }
+      }
+    }
+  }
+  if (has(m, "mpirun noticed that process rank ")) {
+    o.kind = LogKind::kMpiExit;
+    o.other_rank = static_cast<int>(int_after(m, "process rank ", 0, false));
+    o.pid = int_after(m, "with PID ", 0, false);
+    o.host = token_after(m, "on node ", " \t");
+    if (has(m, "exited on signal")) {
+      o.signal = static_cast<int>(int_after(m, "exited on signal ", 0, false));
+    } else {
+      long long c = int_after(m, "exit code ", 0, false);
+      o.code = c >= 0 ? static_cast<int>(c) : kNoCode;
+    }
+    return;
+  }
+  if (has(m, "Process name: [[")) {
+    o.kind = LogKind::kMpiProcessName;
+    const size_t k = m.find("Process name: [[");
+    const size_t close = m.find("]", k + 16);
+    const size_t comma = m.find(',', k + 16);
+    if (close != npos && comma != npos && comma < close) {
+      const size_t comma2 = m.find(',', comma + 1);
+      long long v = 0;
+      if (comma2 != npos && read_int(m, comma2 + 1, &v) != npos) o.other_rank = static_cast<int>(v);
+    }
+    return;
+  }
+  if (starts(trim(m), "srun: error: ") && has(m, ": task ")) {
+    o.kind = LogKind::kSrunTask;
+    const sv rest = trim(m).substr(13);
+    const size_t colon = rest.find(':');
+    if (colon != npos) o.host = rest.substr(0, colon);
+    o.other_rank = static_cast<int>(int_after(m, ": task ", 0, false));
+    const size_t k = m.find(": task ");
+    const size_t c2 = m.find(": ", k + 7);
+    if (c2 != npos) {
+      const sv what = m.substr(c2 + 2);
+      o.word = what;
+      if (has(what, "exit code")) {
+        o.code = static_cast<int>(int_after(what, "exit code", 0, false));
+      } else {
+        o.signal = signal_from_name(what);
+      }
+    }
+    return;
+  }
+  if (has(m, "oom_kill event") || has(m, "oom-kill event")) {
+    o.kind = LogKind::kOomKill;
+    return;
+  }
+
+  // --- kernel and container runtime
+  if ((has(m, "Killed process ") && (ihas(m, "out of memory") || ihas(m, "oom"))) || has(m, "oom-kill:")) {
+    o.kind = LogKind::kOomKill;
+    long long pid = int_after(m, "Killed process ", 0, false);
+    if (pid < 0) pid = int_after(m, ",pid=", 0, false);
+    o.pid = pid;
+    if (size_t k = m.find("Killed process "); k != npos) {
+      const size_t open = m.find('(', k);
+      const size_t close = m.find(')', k);
+      if (open != npos && close != npos && close > open) o.word = m.substr(open + 1, close - open - 1);
+    } else if (size_t k2 = m.find(",task="); k2 != npos) {
+      o.word = token_after(m.substr(k2), ",task=", ",");
+    }
+    return;
+  }
+  if (has(m, "OOMKilled")) {
+    o.kind = LogKind::kOomKill;
+    return;
+  }
+  if (has(m, "oom_reaper") || has(m, "invoked oom-killer")) return;
+
+  // --- data loading, crashes, storage
+  if (has(m, "DataLoader worker") && (has(m, "killed by signal") || has(m, "exited unexpectedly"))) {
+    o.kind = LogKind::kDataLoaderKilled;
+    if (size_t k = m.find("killed by signal"); k != npos) o.signal = signal_from_name(m.substr(k + 16));
+    o.pid = int_after(m, "(pid ", 0, false);
+    return;
+  }
+  if (has(m, "Unexpected bus error encountered in worker") || has(m, "insufficient shared memory")) {
+    o.kind = LogKind::kShmBusError;
+    return;
+  }
+  if (has(m, "terminate called after throwing an instance of")) {
+    o.kind = LogKind::kTerminate;
+    o.word = token_after(m, "instance of '", "'");
+    return;
+  }
+  if (has(m, "Traceback (most recent call last)")) {
+    o.kind = LogKind::kTraceback;
+    return;
+  }
+  if (has(m, "Segmentation fault") || has(m, "(core dumped)") || starts(trim(m), "Bus error") ||
+      has(m, "Fatal Python error") || has(m, "Illegal instruction") || has(m, "Floating point exception")) {
+    o.kind = LogKind::kCrash;
+    o.signal = signal_from_name(m);
+    if (!o.signal) o.signal = 6;
+    return;
+  }
+  // The shell's notice of a child killed by SIGKILL: "Killed" alone, or bash's
+  // "line 28:  8156 Killed   python3 main.py".
+  if (trim(m) == "Killed" || (has(m, ": line ") && has(m, " Killed "))) {
+    o.kind = LogKind::kExitStatus;
+    o.signal = 9;
+    return;
+  }
+  if (has(m, "No space left on device")) {
+    o.kind = LogKind::kDiskFull;
+    return;
+  }
+  if (has(m, "Stale file handle") || has(m, "not responding, still trying") || has(m, "Input/output error") ||
+      has(m, "Remote I/O error") || (has(m, "blocked for more than") && has(m, "seconds"))) {
+    o.kind = LogKind::kStorageError;
+    return;
+  }
+  if (has(m, "CUDA out of memory")) {
+    o.kind = LogKind::kCudaOom;
+    return;
+  }
+  if (has(m, "CUDA error") || (has(m, "NVRM") && has(m, "Xid"))) {
+    o.kind = LogKind::kCudaError;
+    return;
+  }
+
+  // --- exit statuses
+  {
+    long long c = -1;
+    bool found = false;
+    static const char* kKeys[] = {"exit code", "Exit Code", "exit status", "exitcode", "exited with code",
+                                  "return code =", "returned exit code"};
+    for (const char* key : kKeys) {
+      const size_t k = m.find(key);
+      if (k == npos) continue;
+      size_t q = k + std::strlen(key);
+      while (q < m.size() && (m[q] == ' ' || m[q] == ':' || m[q] == '=' || m[q] == '\t')) ++q;
+      if (read_int(m, q, &c) != npos) {
+        found = true;
+        break;
+      }
+    }
+    if (found) {
+      o.kind = LogKind::kExitStatus;
+      if (c < 0 && c > -65) {
+        o.signal = static_cast<int>(-c);
+      }
+      o.code = static_cast<int>(c);
+      return;
+    }
+  }
+
+  // --- phases
+  if (ihas(m, "saving checkpoint") || ihas(m, "saving model checkpoint") || ihas(m, "save_checkpoint") ||
+      ihas(m, "writing checkpoint") || saving_checkpoint(m)) {
+    o.kind = LogKind::kCheckpointBegin;
+    return;
+  }
+  if (ihas(m, "checkpoint saved") || ihas(m, "saved checkpoint") || (ihas(m, "checkpoint") && ihas(m, " saved "))) {
+    o.kind = LogKind::kCheckpointEnd;
+    return;
+  }
+  if (ihas(m, "running validation") || ihas(m, "running evaluation") || ihas(m, "start evaluation") ||
+      ihas(m, "starting validation") || ihas(m, "starting evaluation") || istarts(m, "evaluating")) {
+    o.kind = LogKind::kEvalBegin;
+    return;
+  }
+  if (ihas(m, "validation loss") || ihas(m, "eval_loss") || ihas(m, "evaluation finished") ||
+      ihas(m, "validation finished")) {
+    o.kind = LogKind::kEvalEnd;
+    return;
+  }
+  if (ihas(m, "waiting for data") || ihas(m, "loading shard") || ihas(m, "reading shard") ||
+      ihas(m, "fetching batch")) {
+    o.kind = LogKind::kDataWait;
+    return;
+  }
+  if (ihas(m, "training completed") || ihas(m, "training finished") || ihas(m, "finished training") ||
+      ihas(m, "training done")) {
+    o.kind = LogKind::kDone;
+    return;
+  }
+  if (has(m, "Completed store-based barrier") || ihas(m, "process group initialized") ||
+      ihas(m, "init_process_group done")) {
+    o.kind = LogKind::kInitDone;
+    set_world(m, o);
+    return;
+  }
+  set_world(m, o);
+  if (o.world < 0) {
+    long long n = int_after(m, "WORLD_SIZE=", 0, false);
+    if (n > 0) o.world = static_cast<int>(n);
+  }
+  if (o.world > 0) o.kind = LogKind::kWorldSize;
+}
+
+}  // namespace hanglab::logparse

@@ -1,0 +1,280 @@
+// Fields inside a plain log message: rank lists, signal names, exception classes, the
+// watchdog's work fields, PG tags, steps, the world size, error lines (see parse_parts.hpp).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "triage/logs/parse_parts.hpp"
+#include "triage/logs/patterns.hpp"
+
+namespace hanglab::logparse {
+
+// "Saving latest checkpoint ...", "Saving best model checkpoint to ...": the verb, then the
+// word "checkpoint" within a few words after it (not "saving" and "checkpoint" anywhere apart).
+bool saving_checkpoint(sv m) {
+  for (sv verb : {sv("saving "), sv("writing ")}) {
+    const size_t k = ifind(m, verb);
+    if (k == npos) continue;
+    const size_t c = ifind(m, "checkpoint", k + verb.size());
+    if (c != npos && c - (k + verb.size()) <= 24) return true;
+  }
+  return false;
+}
+
+// "[1, 2, 3]" after `key`.
+void read_rank_list(sv s, size_t from, std::vector<int>& out) {
+  size_t b = s.find('[', from);
+  if (b == npos) return;
+  size_t e = s.find(']', b);
+  if (e == npos) return;
+  size_t p = b + 1;
+  while (p < e) {
+    p = skip_sp(s, p);
+    long long v = 0;
+    size_t q = read_int(s, p, &v);
+    if (q == npos || q > e) break;
+    out.push_back(static_cast<int>(v));
+    p = q;
+    while (p < e && (s[p] == ',' || s[p] == ' ')) ++p;
+  }
+}
+
+int signal_from_name(sv s) {
+  struct Name {
+    const char* n;
+    int sig;
+  };
+  static const Name kNames[] = {{"sigkill", 9},      {"killed", 9},       {"sigsegv", 11},    {"segmentation", 11},
+                                {"sigbus", 7},       {"bus error", 7},    {"sigabrt", 6},     {"abort", 6},
+                                {"sigterm", 15},     {"terminated", 15},  {"sigint", 2},      {"interrupt", 2},
+                                {"sigill", 4},       {"illegal inst", 4}, {"sigfpe", 8},      {"floating point", 8},
+                                {"sighup", 1},       {"sigpipe", 13},     {"sigxcpu", 24}};
+  for (const auto& n : kNames) {
+    if (ihas(s, n.n)) return n.sig;
+  }
+  return 0;
+}
+
+// "torch.cuda.OutOfMemoryError: ..." -> the class token, when the message starts
+// with a dotted identifier ending in Error/Exception/Interrupt followed by ':' or end.
+sv exception_class(sv m) {
+  size_t e = 0;
+  while (e < m.size() && (alpha(m[e]) || dig(m[e]) || m[e] == '_' || m[e] == '.')) ++e;
+  if (e < 5 || (e < m.size() && m[e] != ':')) return {};
+  sv cls = m.substr(0, e);
+  auto ends = [&](sv suf) { return cls.size() >= suf.size() && cls.substr(cls.size() - suf.size()) == suf; };
+  if (ends("Error") || ends("Exception") || ends("Interrupt") || ends("Exit") || ends("Failure")) return cls;
+  return {};
+}
+
+bool comm_text(sv m) {
+  return has(m, "Timed out waiting") || has(m, "Connection closed") || has(m, "Connection reset") ||
+         has(m, "communicator was aborted") || has(m, "Watchdog caught") || has(m, "NCCL error") ||
+         has(m, "remote process exited") || has(m, "Socket Timeout") || has(m, "Broken pipe") ||
+         has(m, "ProcessGroupNCCL is aborted") || has(m, "Read error") || has(m, "NCCL communicator") ||
+         has(m, "DistBackendError") || has(m, "watchdog thread terminated");
+}
+
+void parse_workncll_fields(sv m, LogLine& o) {
+  o.seq = int_after(m, "SeqNum=");
+  o.op = token_after(m, "OpType=", ",)");
+  o.numel_in = int_after(m, "NumelIn=");
+  o.numel_out = int_after(m, "NumelOut=");
+  o.timeout_ms = int_after(m, "Timeout(ms)=");
+  o.ran_ms = int_after(m, "ran for ");
+}
+
+void parse_work_status(sv m, LogLine& o) {
+  long long v = int_after(m, "last enqueued NCCL work:");
+  if (v < 0) v = int_after(m, "Last enqueued NCCL work:");
+  if (v < 0) v = int_after(m, "last enqueued work:");
+  o.last_enqueued = v;
+  // "-1" (nothing completed yet) reads as -1, the same as "not stated".
+  long long c = int_after(m, "last completed NCCL work:", 0, false);
+  if (c == -1) c = int_after(m, "last completed work:", 0, false);
+  if (c == -1 && !has(m, "last completed")) c = int_after(m, "Last completed NCCL work:", 0, false);
+  o.last_completed = c;
+  if (o.seq < 0) o.seq = int_after(m, "work sequence id:", 0, false);
+  if (o.seq < 0) o.seq = int_after(m, "Timeout at NCCL work:", 0, false);
+}
+
+// "[PG ID 0 PG GUID 0(default_pg) Rank 2]", "[PG 1 Rank 0]", "[PG 0 (default_pg) Rank 3]"
+void parse_pg_tag(sv m, LogLine& o) {
+  size_t k = m.find("[PG ");
+  if (k == npos || k > 200) return;
+  size_t close = m.find(']', k);
+  if (close == npos) return;
+  sv tag = m.substr(k + 4, close - k - 4);
+  size_t rk = tag.rfind(" Rank ");
+  if (rk == npos) return;
+  long long v = 0;
+  if (read_int(tag, rk + 6, &v) == npos) return;
+  sv id = trim(tag.substr(0, rk));
+  if (starts(id, "ID ")) {
+    sv rest = id.substr(3);
+    size_t sp = rest.find(' ');
+    sv num = sp == npos ? rest : rest.substr(0, sp);
+    o.pg = has(rest, "(default_pg)") ? sv("0(default_pg)") : num;
+    o.pg_default = num == "0" || has(rest, "default_pg");
+  } else {
+    o.pg = id;
+    o.pg_default = id == "0" || has(id, "default_pg");
+  }
+  o.pg_rank = static_cast<int>(v);
+  if (o.pg_default && o.rank_src < RankSource::kMessage) {
+    o.rank = o.pg_rank;
+    o.rank_src = RankSource::kMessage;
+  }
+}
+
+// A step line: the message starts with "step N", "Step: N", "step=N", "iteration N/M",
+// "global_step=N". Fast path: the first word decides.
+bool parse_step(sv m, LogLine& o) {
+  size_t p;
+  if (m.size() < 6) return false;
+  const char c = lc(m[0]);
+  if (c == 's' && istarts(m, "step")) {
+    p = 4;
+  } else if (c == 'i' && istarts(m, "iteration")) {
+    p = 9;
+  } else if (c == 'i' && istarts(m, "iter ")) {
+    p = 4;
+  } else if (c == 'g' && istarts(m, "global_step")) {
+    p = 11;
+  } else if (c == '[' && istarts(m, "[step ")) {
+    p = 5;
+  } else {
+    return false;
+  }
+  if (p >= m.size() || !(m[p] == ' ' || m[p] == ':' || m[p] == '=' || m[p] == '\t')) return false;
+  while (p < m.size() && (m[p] == ' ' || m[p] == ':' || m[p] == '=' || m[p] == '\t')) ++p;
+  long long s = 0;
+  size_t e = read_int(m, p, &s);
+  if (e == npos || s < 0) return false;
+  o.kind = LogKind::kStep;
+  o.step = static_cast<int>(s);
+  if (e < m.size() && m[e] == '/') {
+    size_t q = skip_sp(m, e + 1);
+    long long tot = 0;
+    if (read_int(m, q, &tot) != npos) o.total_steps = static_cast<int>(tot);
+  }
+  // (the loss is not parsed: nothing in the analysis uses it, and this is the hot path)
+  sv rest = m.substr(e);
+  if (size_t k = rest.find("dur_ms"); k != npos) {
+    size_t q = k + 6;
+    while (q < rest.size() && (rest[q] == ' ' || rest[q] == ':' || rest[q] == '=')) ++q;
+    double v = 0;
+    if (read_double(rest, q, &v) != npos) o.dur_ms = v;
+  }
+  return true;
+}
+
+void set_world(sv m, LogLine& o) {
+  size_t k0 = ifind(m, "world_size");
+  // torchrun's "local_world_size=8" is the processes of one node, not the job
+  while (k0 != npos && k0 >= 6 && istarts(m.substr(k0 - 6), "local_")) k0 = ifind(m, "world_size", k0 + 10);
+  if (size_t k = k0; k != npos) {
+    long long v = iint_after(m.substr(k), "world_size");
+    if (v > 0) o.world = static_cast<int>(v);
+  } else if (size_t k2 = ifind(m, "world size"); k2 != npos) {
+    long long v = iint_after(m.substr(k2), "world size");
+    if (v > 0) o.world = static_cast<int>(v);
+  }
+}
+
+// hanglab workloads: "ERROR (comm) in backward at step 6: <what> (in allreduce seq 12, numel 4225)"
+bool parse_harness_error(sv m, LogLine& o) {
+  if (!starts(m, "ERROR (")) return false;
+  const size_t close = m.find(')', 7);
+  if (close == npos) return false;
+  const sv cls = m.substr(7, close - 7);
+  sv rest = m.substr(close + 1);
+  if (starts(rest, " in ")) {
+    rest = rest.substr(4);
+    const size_t at = rest.find(" at step ");
+    if (at != npos) {
+      o.where = rest.substr(0, at);
+      long long st = 0;
+      size_t e = read_int(rest, at + 9, &st);
+      if (e != npos) {
+        o.step = static_cast<int>(st);
+        rest = rest.substr(e);
+        if (starts(rest, ": ")) rest = rest.substr(2);
+      }
+    }
+  }
+  // "(in allreduce seq 12, numel 4225)"
+  const size_t in = rest.rfind(" (in ");
+  if (in != npos) {
+    sv coll = rest.substr(in + 5);
+    const size_t sp = coll.find(' ');
+    if (sp != npos) {
+      o.op = coll.substr(0, sp);
+      o.seq = int_after(coll, "seq ");
+      o.numel_in = int_after(coll, "numel ");
+    }
+  }
+  // What the exception text says first; the workload's class decides the rest.
+  LogLine inner;
+  classify_text(rest, inner);
+  o.word = cls;
+  if (inner.kind == LogKind::kCudaOom || inner.kind == LogKind::kCudaError || inner.kind == LogKind::kDiskFull ||
+      inner.kind == LogKind::kWrongIfname || inner.kind == LogKind::kShmError || inner.kind == LogKind::kStoreRefused ||
+      inner.kind == LogKind::kAddressInUse || inner.kind == LogKind::kDnsFailure) {
+    o.kind = inner.kind;
+  } else if (cls == "timeout") {
+    o.kind = inner.kind == LogKind::kStoreTimeout ? LogKind::kStoreTimeout : LogKind::kGlooTimeout;
+    o.timeout_ms = inner.timeout_ms;
+  } else if (cls == "comm") {
+    o.kind = LogKind::kCommClosed;
+  } else if (cls == "rendezvous") {
+    o.kind = inner.kind == LogKind::kStoreTimeout ? LogKind::kStoreTimeout : LogKind::kRendezvousError;
+  } else if (cls == "data") {
+    o.kind = LogKind::kDataError;
+  } else if (cls == "usage") {
+    o.kind = LogKind::kUsageError;
+  } else {
+    o.kind = LogKind::kException;
+  }
+  // fail() exits with the class' code right after this line.
+  o.code = cls == "comm" ? 10 : cls == "timeout" ? 11 : cls == "rendezvous" ? 12 : cls == "data" ? 13
+           : cls == "usage" ? 2 : 1;
+  return true;
+}
+
+// The older hanglab fixture format: "error in allreduce (step 3, seq 6): <what>" and
+// "unhandled exception in forward (step 4): <what>".
+bool parse_legacy_error(sv m, LogLine& o) {
+  const bool coll = starts(m, "error in ");
+  const bool exc = starts(m, "unhandled exception in ");
+  if (!coll && !exc) return false;
+  const size_t open = m.find(" (step ");
+  const size_t close = m.find("): ");
+  if (open == npos || close == npos || close < open) return false;
+  const sv head = m.substr(coll ? 9 : 23, open - (coll ? 9 : 23));
+  const sv inside = m.substr(open + 2, close - open - 2);
+  o.step = static_cast<int>(int_after(inside, "step ", 0, false));
+  const sv what = m.substr(close + 3);
+  if (exc) {
+    o.where = head;
+    o.kind = LogKind::kException;
+    o.code = 1;
+    LogLine inner;
+    classify_text(what, inner);
+    if (inner.kind == LogKind::kCudaOom || inner.kind == LogKind::kCudaError) o.kind = inner.kind;
+    return true;
+  }
+  o.op = head;
+  o.seq = int_after(inside, "seq ", 0, false);
+  LogLine inner;
+  classify_text(what, inner);
+  o.kind = inner.kind == LogKind::kNone ? LogKind::kCommException : inner.kind;
+  o.timeout_ms = inner.timeout_ms;
+  o.word = inner.word;
+  o.code = o.kind == LogKind::kGlooTimeout ? 11 : 10;
+  return true;
+}
+
+}  // namespace hanglab::logparse

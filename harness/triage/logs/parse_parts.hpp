@@ -1,0 +1,60 @@
+// The plain-log line parser's parts, shared between its files (internal to logs/*.cpp):
+//   clock.cpp          the clocks of a line (ISO 8601, syslog, glog, epoch, dmesg)
+//   writers.cpp        the writers' prefixes peeled off a line (launchers, collectors, levels), rank from a path
+//   fields.cpp         fields inside a message (ranks, signals, PG tags, steps, world size, errors)
+//   classify_text.cpp  what a message means (its LogKind and fields): the specific checks, in order
+//   parse.cpp          parse_log_line(), the driver; log_kind_name()
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "triage/logs/parse.hpp"
+#include "triage/logs/scan.hpp"
+
+namespace hanglab::logparse {
+
+// clock.cpp
+// syslog "Nov 29 08:26:59" / dmesg -T "Sat Nov 29 08:26:59 2026" (with_weekday).
+size_t parse_month_day_time(sv s, size_t p, int year, bool with_weekday, double* t, double* res, bool* no_year);
+// A 10-digit Unix epoch ("1764404819.123456") followed by a space or ']'.
+size_t parse_epoch(sv s, size_t p, double* t, double* res);
+// The glog header after a severity letter: "[IWEF]MMDD HH:MM:SS.frac tid file:line] ".
+// Also the time-less PyTorch form "[E ProcessGroupNCCL.cpp:563] ". `bracket`: the
+// header is inside "[...]". Returns the position after "] ", or npos.
+size_t parse_glog_header(sv s, size_t p, bool bracket, int year, LogLine& o);
+
+// writers.cpp
+// One prefix at s[p]; returns the position after it or npos.
+size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool first);
+sv strip_level(sv m);
+
+// fields.cpp
+// "Saving latest checkpoint ...", "Saving best model checkpoint to ...": the verb, then the
+// word "checkpoint" within a few words after it (not "saving" and "checkpoint" anywhere apart).
+bool saving_checkpoint(sv m);
+// "[1, 2, 3]" after `key`.
+void read_rank_list(sv s, size_t from, std::vector<int>& out);
+int signal_from_name(sv s);
+// "torch.cuda.OutOfMemoryError: ..." -> the class token, when the message starts
+// with a dotted identifier ending in Error/Exception/Interrupt followed by ':' or end.
+sv exception_class(sv m);
+bool comm_text(sv m);
+void parse_workncll_fields(sv m, LogLine& o);
+void parse_work_status(sv m, LogLine& o);
+// "[PG ID 0 PG GUID 0(default_pg) Rank 2]", "[PG 1 Rank 0]", "[PG 0 (default_pg) Rank 3]"
+void parse_pg_tag(sv m, LogLine& o);
+// A step line: the message starts with "step N", "Step: N", "step=N", "iteration N/M",
+// "global_step=N". Fast path: the first word decides.
+bool parse_step(sv m, LogLine& o);
+void set_world(sv m, LogLine& o);
+// hanglab workloads: "ERROR (comm) in backward at step 6: <what> (in allreduce seq 12, numel 4225)"
+bool parse_harness_error(sv m, LogLine& o);
+// The older hanglab fixture format: "error in allreduce (step 3, seq 6): <what>" and
+// "unhandled exception in forward (step 4): <what>".
+bool parse_legacy_error(sv m, LogLine& o);
+
+// classify_text.cpp
+void classify_text(sv m, LogLine& o);
+
+}  // namespace hanglab::logparse

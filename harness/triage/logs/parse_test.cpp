@@ -1,0 +1,414 @@
+// Unit tests of the plain-log line parser on every recognised format: rank attribution,
+// clocks, PyTorch/NCCL/Gloo/TCPStore/launcher/kernel lines, save lines.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <cmath>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "triage/log_test_support.hpp"
+#include "triage/logs/parse.hpp"
+#include "triage/logs/patterns.hpp"
+#include "triage/logs/reader.hpp"
+#include "triage/reason/log.hpp"
+#include "triage/triage.hpp"
+
+namespace fs = std::filesystem;
+using namespace hanglab;
+using namespace hanglab::logtest;
+using nlohmann::json;
+
+// ---- the line parser ------------------------------------------------------------------------
+
+TEST_CASE("rank attribution", "[triage_logs]") {
+  SECTION("[rankN]: prefix (PyTorch) wins over an in-message rank") {
+    const auto l = parse("[rank3]:[E1129 08:26:59.123456789 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+                         "collective operation timeout: WorkNCCL(SeqNum=7, OpType=BROADCAST, Timeout(ms)=1800000) ran "
+                         "for 1800350 milliseconds before timing out.");
+    CHECK(l.rank == 3);
+    CHECK(l.rank_src == RankSource::kPrefix);
+  }
+  SECTION("[Rank N] inside the message") {
+    const auto l = parse("[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
+                         "WorkNCCL(SeqNum=7, OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800350 milliseconds before "
+                         "timing out.");
+    CHECK(l.rank == 1);
+    CHECK(l.rank_src == RankSource::kMessage);
+  }
+  SECTION("[PG x Rank N] is PG-local unless the PG is the default one") {
+    const auto sub = parse("[rank6]:[E1129 08:26:59.1 ProcessGroupNCCL.cpp:616] [PG ID 1 PG GUID 1 Rank 2] Watchdog "
+                           "caught collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLGATHER, NumelIn=4, "
+                           "NumelOut=16, Timeout(ms)=600000) ran for 600050 milliseconds before timing out.");
+    CHECK(sub.rank == 6);
+    CHECK(sub.pg_rank == 2);
+    CHECK(sub.pg == "1");
+    CHECK_FALSE(sub.pg_default);
+    const auto sub_only = parse("[PG 1 Rank 2] Some NCCL operations have failed or timed out.");
+    CHECK(sub_only.rank == -1);  // never taken as global rank 2
+    CHECK(sub_only.pg_rank == 2);
+    const auto def = parse("[PG ID 0 PG GUID 0(default_pg) Rank 5] Heartbeat monitor timed out! Process will be "
+                           "terminated after dumping debug info. workMetaList_.size()=1");
+    CHECK(def.rank == 5);
+    CHECK(def.pg_default);
+    CHECK(def.kind == LogKind::kHeartbeatMonitor);
+    const auto def_old = parse("[PG 0 Rank 4] ProcessGroupNCCL initialization options: size: 8, global rank: 4");
+    CHECK(def_old.rank == 4);
+  }
+  SECTION("launcher labels: srun -l, Open MPI, host:rank, torchrun tee") {
+    CHECK(parse("12: step 5 loss 0.3").rank == 12);
+    CHECK(parse("  3: step 5 loss 0.3").rank == 3);
+    const auto mpi = parse("[1,3]<stderr>:RuntimeError: Connection closed by peer");
+    CHECK(mpi.rank == 3);
+    CHECK(mpi.rank_src == RankSource::kLauncher);
+    const auto hvd = parse("[2]<stderr>:terminate called after throwing an instance of 'gloo::IoException'");
+    CHECK(hvd.rank == 2);  // horovodrun's "[rank]<stderr>:" tag
+    CHECK(hvd.rank_src == RankSource::kLauncher);
+    CHECK(hvd.kind == LogKind::kTerminate);
+    CHECK(parse("[12] NCCL INFO Ring 00").rank == -1);  // NCCL's device tag is no rank
+    // NCCL's abort notice states the communicator's size, nothing more.
+    const auto abort = parse("pt-worker-0:4288:4421 [1] NCCL INFO comm 0x5649149de2c0 rank 5 nranks 8 cudaDev 1 busId "
+                             "a7000 - Abort COMPLETE");
+    CHECK(abort.kind == LogKind::kWorldSize);
+    CHECK(abort.world == 8);
+    // A glog clock before "NCCL" is no "host:pid" prefix.
+    const auto glog = parse("[rank5]:[E207 19:37:09.983540349 ProcessGroupNCCL.cpp:681] [Rank 5] Some NCCL operations "
+                            "have failed or timed out.");
+    CHECK(glog.rank == 5);
+    CHECK(glog.pid == -1);
+    CHECK(glog.host.empty());
+    const auto host = parse("[gpu-node-7:5] step 10 loss 1.0");
+    CHECK(host.rank == 5);
+    CHECK(host.host == "gpu-node-7");
+    const auto tee = parse("[default2]:step 10 loss 1.0");
+    CHECK(tee.rank == 2);
+    CHECK(tee.local_rank == 2);
+    CHECK(tee.rank_src == RankSource::kLocal);
+    CHECK(parse("[default2]:[rank10]:step 10 loss 1.0").rank == 10);
+    CHECK(parse("[rank 7] step 3/12 loss 0.5 dur_ms 105").rank == 7);  // hanglab workloads
+  }
+  SECTION("world size statements") {
+    CHECK(parse("world_size=8 rank=3").world == 8);
+    CHECK(parse("INFO:train:launch RANK=0 WORLD_SIZE=16").world == 16);
+    CHECK(parse("[rank 0] torch_ddp starting: world_size 4, backend gloo").world == 4);
+    CHECK(parse("  local_world_size=8 role=default").world == -1);  // one node's processes, not the job
+  }
+  SECTION("file names") {
+    CHECK(rank_from_path("rank-3.log", false) == 3);
+    CHECK(rank_from_path("logs/rank_12.txt", false) == 12);
+    CHECK(rank_from_path("rank3/stdout", false) == 3);
+    CHECK(rank_from_path("ranks/5/stderr.log", false) == 5);
+    CHECK(rank_from_path("train-worker-3.log", false) == 3);
+    CHECK(rank_from_path("worker-3", false) == 3);
+    CHECK(rank_from_path("pytorchjob-worker-1.log", true) == 2);  // Kubeflow: master-0 is rank 0
+    CHECK(rank_from_path("pytorchjob-master-0.log", true) == 0);
+    CHECK(rank_from_path("slurm-88231.out", false) == -1);  // a job id, not a rank
+    CHECK(rank_from_path("dmesg-node-0.txt", false) == -1);
+    CHECK(rank_from_path("coworker-2.log", false) == -1);
+  }
+}
+
+TEST_CASE("clocks", "[triage_logs]") {
+  SECTION("kubectl --timestamps (RFC 3339, nanoseconds) and offsets") {
+    const auto l = parse("2026-11-29T08:26:59.123456789Z [rank0]:step 1 loss 1.0");
+    REQUIRE(l.has_t);
+    CHECK(l.t == Approx(utc(2026, 11, 29, 8, 26, 59.123456789)));
+    CHECK(l.t_res < 1e-6);
+    const auto off = parse("2026-11-29T10:26:59+02:00 step 1");
+    REQUIRE(off.has_t);
+    CHECK(off.t == Approx(utc(2026, 11, 29, 8, 26, 59)));
+    CHECK(off.t_res == 1.0);
+  }
+  SECTION("glog without a year takes the corpus year") {
+    const auto l = parse("I1129 08:26:59.123456 12345 train.cpp:212] step 400 loss 0.3", 2026);
+    REQUIRE(l.has_t);
+    CHECK(l.no_year);
+    CHECK(l.t == Approx(utc(2026, 11, 29, 8, 26, 59.123456)));
+    CHECK(l.kind == LogKind::kStep);
+    CHECK(l.step == 400);
+    const auto bracket = parse("[rank1]:[W1129 08:27:00.000000001 socket.cpp:464] [c10d] something", 2026);
+    CHECK(bracket.has_t);
+  }
+  SECTION("Python logging") {
+    const auto l = parse("2026-11-29 08:26:59,123 - trainer - INFO - step 120 loss 0.4412");
+    REQUIRE(l.has_t);
+    CHECK(l.t == Approx(utc(2026, 11, 29, 8, 26, 59.123)));
+    CHECK(l.t_res == Approx(0.001));
+    CHECK(l.kind == LogKind::kStep);
+    CHECK(l.step == 120);
+    CHECK(parse("2026-11-29 08:26:59,123 INFO step 7 loss 1").step == 7);
+    CHECK(parse("[2025-12-18 20:27:22,783] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 748089").has_t);
+  }
+  SECTION("epoch, dmesg -T, syslog; dmesg uptime is no clock") {
+    const auto e = parse("1795940800.250 step 3 loss 1");
+    REQUIRE(e.has_t);
+    CHECK(e.t == Approx(1795940800.25));
+    const auto d = parse("[Sun Nov 29 08:26:40 2026] Out of memory: Killed process 4242 (python) total-vm:1kB");
+    REQUIRE(d.has_t);
+    CHECK(d.t == Approx(utc(2026, 11, 29, 8, 26, 40)));
+    CHECK(d.kind == LogKind::kOomKill);
+    CHECK(d.pid == 4242);
+    const auto sys = parse("Nov 29 08:26:40 node-3 kernel: Memory cgroup out of memory: Killed process 77 (python)");
+    REQUIRE(sys.has_t);
+    CHECK(sys.host == "node-3");
+    CHECK(sys.kind == LogKind::kOomKill);
+    const auto up = parse("[ 1234.567890] Out of memory: Killed process 12 (python)");
+    CHECK_FALSE(up.has_t);
+    CHECK(up.kind == LogKind::kOomKill);
+  }
+}
+
+TEST_CASE("PyTorch ProcessGroupNCCL lines", "[triage_logs]") {
+  SECTION("watchdog with NumelIn/NumelOut") {
+    const auto l = parse("[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: "
+                         "WorkNCCL(SeqNum=1423, OpType=ALLREDUCE, NumelIn=25557032, NumelOut=25557032, "
+                         "Timeout(ms)=600000) ran for 600023 milliseconds before timing out.");
+    CHECK(l.kind == LogKind::kWatchdogTimeout);
+    CHECK(l.seq == 1423);
+    CHECK(l.op == "ALLREDUCE");
+    CHECK(l.numel_in == 25557032);
+    CHECK(l.numel_out == 25557032);
+    CHECK(l.timeout_ms == 600000);
+    CHECK(l.ran_ms == 600023);
+  }
+  SECTION("older watchdog without Numel") {
+    const auto l = parse("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
+                         "OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800350 milliseconds before timing out.");
+    CHECK(l.kind == LogKind::kWatchdogTimeout);
+    CHECK(l.rank == 1);
+    CHECK(l.seq == 7);
+    CHECK(l.op == "BROADCAST");
+    CHECK(l.numel_in == -1);
+  }
+  SECTION("a truncated watchdog line keeps only complete fields") {
+    const auto l = parse("[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1423, OpType=ALLRED");
+    CHECK(l.kind == LogKind::kWatchdogTimeout);
+    CHECK(l.seq == 1423);
+    CHECK(l.op.empty());
+  }
+  SECTION("the watchdog's repeats are not new timeouts") {
+    CHECK(parse("[rank0]:[E1218 20:27:21.486305774 ProcessGroupNCCL.cpp:1895] [PG ID 1 PG GUID 1 Rank 0] Process group "
+                "watchdog thread terminated with exception: [Rank 0] Watchdog caught collective operation timeout: "
+                "WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600081 "
+                "milliseconds before timing out.")
+              .kind == LogKind::kWatchdogRepeat);
+  }
+  SECTION("last enqueued / completed, dump signal, desync report") {
+    const auto w = parse("[rank1]:[E1218 20:27:21.484903450 ProcessGroupNCCL.cpp:2168] [PG ID 1 PG GUID 1 Rank 1]  "
+                         "failure detected by watchdog at work sequence id: 1 PG status: last enqueued work: 547, last "
+                         "completed work: 12");
+    CHECK(w.kind == LogKind::kWorkStatus);
+    CHECK(w.seq == 1);
+    CHECK(w.last_enqueued == 547);
+    CHECK(w.last_completed == 12);
+    const auto old = parse("[Rank 0] Timeout at NCCL work: 5, last enqueued NCCL work: 1424, last completed NCCL work: "
+                           "1423.");
+    CHECK(old.kind == LogKind::kWorkStatus);
+    CHECK(old.last_enqueued == 1424);
+    CHECK(old.last_completed == 1423);
+    const auto d = parse("[rank5]:[E703 17:54:18.884528282 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) "
+                         "Rank 5] Received a dump signal due to a collective timeout from  rank 7 and we will try our "
+                         "best to dump the debug info. Last enqueued NCCL work: 56116, last completed NCCL work: 56116.");
+    CHECK(d.kind == LogKind::kDumpSignal);
+    CHECK(d.other_rank == 7);
+    CHECK(d.last_enqueued == 56116);
+    CHECK(parse("[Rank 0] Received a dump signal from this local rank and will start to dump the debug info.").kind ==
+          LogKind::kDumpSignal);
+    const auto miss = parse("\t - To our best knowledge, ranks [5, 9] are the lagging ranks that caused this "
+                            "timeout. They never joined any collectives");
+    CHECK(miss.kind == LogKind::kDesyncMissing);
+    CHECK(miss.ranks == std::vector<int>{5, 9});
+    const auto lag = parse("\t   - [47] joined but didn't finish collective #41207 (count from 1)");
+    CHECK(lag.kind == LogKind::kDesyncLagging);
+    CHECK(lag.ranks == std::vector<int>{47});
+    CHECK(lag.seq == 41207);
+  }
+  SECTION("aborts and backend errors") {
+    CHECK(parse("[Rank 3] NCCL communicator was aborted on rank 3.").kind == LogKind::kCommAborted);
+    CHECK(parse("[Rank 3] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA "
+                "kernels, subsequent GPU operations might run on corrupted/incomplete data.")
+              .kind == LogKind::kNcclAsyncFailed);
+    CHECK(parse("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
+                "remote process exited or there was a network error, NCCL version 2.20.5")
+              .kind == LogKind::kNcclRemoteError);
+    CHECK(parse("torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving ncclUniqueId "
+                "from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout")
+              .kind == LogKind::kStoreTimeout);
+    CHECK(parse("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version 2.14.3")
+              .kind == LogKind::kCommException);
+    CHECK(parse("ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. "
+                "unhandled system error")
+              .kind == LogKind::kNcclSystemError);
+  }
+}
+
+TEST_CASE("Gloo, TCPStore, NCCL WARN lines", "[triage_logs]") {
+  const auto t = parse("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
+                       "1800000ms for recv operation to complete");
+  CHECK(t.kind == LogKind::kGlooTimeout);
+  CHECK(t.timeout_ms == 1800000);
+  CHECK(parse("[../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:9125").kind ==
+        LogKind::kCommClosed);
+  CHECK(parse("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error [10.0.0.2]:45711: "
+              "Connection reset by peer")
+            .kind == LogKind::kCommClosed);
+  CHECK(parse("[E socket.cpp:957] [c10d] The client socket has timed out after 1800s while trying to connect to "
+              "(10.0.0.1, 29500).")
+            .kind == LogKind::kStoreTimeout);
+  const auto joined = parse("torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 3/4 "
+                            "clients joined.");
+  CHECK(joined.kind == LogKind::kStoreTimeout);
+  CHECK(joined.joined == 3);
+  CHECK(joined.world == 4);
+  CHECK(parse("RuntimeError: The server socket has failed to listen on any local network address. The server socket "
+              "has failed to bind to [::]:29500 (errno: 98 - Address already in use).")
+            .kind == LogKind::kAddressInUse);
+  const auto boot = parse("node-1:1234:1234 [0] NCCL WARN Bootstrap : no socket interface found");
+  CHECK(boot.kind == LogKind::kWrongIfname);
+  CHECK(boot.host == "node-1");
+  CHECK(boot.pid == 1234);
+  CHECK(parse("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
+              "Unable to find address for: eth9")
+            .kind == LogKind::kWrongIfname);
+  const auto shm = parse("gpu-3:2381:2460 [2] NCCL WARN Error while creating shared memory segment /dev/shm/nccl-8DkzRf "
+                         "(size 9637888)");
+  CHECK(shm.kind == LogKind::kShmError);
+  CHECK(parse("node-2:99:120 [1] NCCL WARN unable to allocate shared memory").kind == LogKind::kShmError);
+  CHECK(parse("node-b:7004:7104 [0] NCCL WARN NET/IB : Got completion from peer 10.10.1.11<38102> with error 12, opcode "
+              "0, len 0, vendor err 129 (Recv)")
+            .kind == LogKind::kIbError);
+  CHECK(parse("node-b:7004:7104 [0] NCCL WARN NET/IB : mlx5_0:1 Got async event : port error").kind ==
+        LogKind::kIbError);
+  const auto init = parse("3: node-a:52103:52103 [3] NCCL INFO comm 0x55d1c3a0 rank 3 nranks 8 cudaDev 3 busId 1b000 "
+                          "commId 0x6a3b - Init COMPLETE");
+  CHECK(init.kind == LogKind::kInitDone);
+  CHECK(init.world == 8);
+  CHECK(init.rank == 3);
+}
+
+TEST_CASE("launchers, tracebacks, kernel and exit statuses", "[triage_logs]") {
+  SECTION("torchrun / torchelastic") {
+    const auto s = parse("W1129 08:27:00.813000 140 torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+                         "process 4240 closing signal SIGTERM");
+    CHECK(s.kind == LogKind::kLauncherSignal);
+    CHECK(s.pid == 4240);
+    CHECK(s.signal == 15);
+    CHECK(parse("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 12 closing signal SIGTERM")
+              .kind == LogKind::kLauncherSignal);
+    const auto f = parse("E1129 08:27:01.214000 140 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+                         "(exitcode: -9) local_rank: 2 (pid: 4242) of binary: /usr/bin/python3");
+    CHECK(f.kind == LogKind::kLauncherExit);
+    CHECK(f.signal == 9);
+    CHECK(f.pid == 4242);
+    CHECK(f.local_rank == 2);
+    CHECK(parse("  exitcode  : -9 (pid: 208585)").kind == LogKind::kSummaryField);
+    CHECK(parse("Root Cause (first observed failure):").kind == LogKind::kSummaryHeader);
+    const auto sig = parse("Signal 9 (SIGKILL) received by PID 208585");
+    CHECK(sig.kind == LogKind::kSignalReceived);
+    CHECK(sig.pid == 208585);
+  }
+  SECTION("Open MPI and Slurm") {
+    const auto m = parse("mpirun noticed that process rank 2 with PID 1234 on node x exited on signal 9 (Killed).");
+    CHECK(m.kind == LogKind::kMpiExit);
+    CHECK(m.other_rank == 2);
+    CHECK(m.pid == 1234);
+    CHECK(m.signal == 9);
+    CHECK(m.host == "x");
+    const auto s = parse("srun: error: node-3: task 5: Killed");
+    CHECK(s.kind == LogKind::kSrunTask);
+    CHECK(s.other_rank == 5);
+    CHECK(s.signal == 9);
+    CHECK(parse("srun: error: node-3: task 5: Exited with exit code 1").code == 1);
+    CHECK(parse("slurmstepd: error: Detected 1 oom_kill event in StepId=1234.0. Some of the step tasks have been OOM "
+                "Killed.")
+              .kind == LogKind::kOomKill);
+  }
+  SECTION("Python tracebacks") {
+    CHECK(parse("Traceback (most recent call last):").kind == LogKind::kTraceback);
+    const auto oom = parse("[rank6]:torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB.");
+    CHECK(oom.kind == LogKind::kCudaOom);
+    CHECK(oom.rank == 6);
+    CHECK(parse("RuntimeError: CUDA error: an illegal memory access was encountered").kind == LogKind::kCudaError);
+    const auto re = parse("RuntimeError: shape '[4, 128]' is invalid for input of size 1000");
+    CHECK(re.kind == LogKind::kException);
+    CHECK(re.word == "RuntimeError");
+    CHECK(parse("torch.distributed.elastic.multiprocessing.api.SignalException: Process 41232 got signal: 15").signal ==
+          15);
+  }
+  SECTION("DataLoader, kernel OOM, crashes, storage") {
+    const auto dl = parse("RuntimeError: DataLoader worker (pid 123) is killed by signal: Bus error. It is possible that "
+                          "dataloader's workers are out of shared memory.");
+    CHECK(dl.kind == LogKind::kDataLoaderKilled);
+    CHECK(dl.signal == 7);
+    CHECK(parse("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
+                "(shm).")
+              .kind == LogKind::kShmBusError);
+    const auto k = parse("Out of memory: Killed process 1234 (python) total-vm:100kB, anon-rss:90kB");
+    CHECK(k.kind == LogKind::kOomKill);
+    CHECK(k.pid == 1234);
+    CHECK(k.word == "python");
+    CHECK(parse("Memory cgroup out of memory: Killed process 1234 (python)").kind == LogKind::kOomKill);
+    CHECK(parse("      Reason:       OOMKilled").kind == LogKind::kOomKill);
+    CHECK(parse("Segmentation fault (core dumped)").signal == 11);
+    CHECK(parse("*** SIGSEGV (@0x0) received by PID 41211 (TID 0x7f) from PID 0; stack trace: ***").kind ==
+          LogKind::kCrash);
+    CHECK(parse("OSError: [Errno 28] No space left on device").kind == LogKind::kDiskFull);
+    CHECK(parse("nfs: server fs01 not responding, still trying").kind == LogKind::kStorageError);
+  }
+  SECTION("exit codes 137/139") {
+    const auto a = parse("command terminated with exit code 137");
+    CHECK(a.kind == LogKind::kExitStatus);
+    CHECK(a.code == 137);
+    CHECK(parse("      Exit Code:    139").code == 139);
+    CHECK(parse("exitcode  : -11 (pid: 6175)").kind == LogKind::kSummaryField);
+  }
+  SECTION("hanglab workloads") {
+    const auto e = parse("[rank 0] ERROR (comm) in backward at step 6: [./gloo/transport/tcp/pair.cc:598] Connection "
+                         "closed by peer [127.0.0.1]:9125 (in allreduce seq 12, numel 4225)");
+    CHECK(e.kind == LogKind::kCommClosed);
+    CHECK(e.step == 6);
+    CHECK(e.seq == 12);
+    CHECK(e.op == "allreduce");
+    CHECK(e.numel_in == 4225);
+    CHECK(e.code == 10);
+    CHECK(parse("[rank 1] done: 12/12 steps in 2.3 s, last loss 1.2666, parameter checksum 406.675628").kind ==
+          LogKind::kDone);
+    CHECK(parse("[rank 1] hanglab hook skip_collective at step 5: skipping allreduce").kind == LogKind::kNone);
+    const auto s = parse("[rank 0] step 3/12 loss 0.4816 dur_ms 119");
+    CHECK(s.kind == LogKind::kStep);
+    CHECK(s.step == 3);
+    CHECK(s.total_steps == 12);
+    CHECK(s.dur_ms == 119);
+  }
+}
+
+TEST_CASE("a save line: the verb, then 'checkpoint' within a few words", "[triage_logs]") {
+  CHECK(parse("2026-02-18 10:28:25,496 - root - INFO - Saving latest checkpoint model trained for 3 epochs").kind ==
+        LogKind::kCheckpointBegin);
+  CHECK(parse("INFO: Saving best model checkpoint to /ckpt").kind == LogKind::kCheckpointBegin);
+  // The two words far apart in prose are not a save.
+  CHECK(parse("INFO: saving time by skipping the validation pass; the last good checkpoint stays").kind !=
+        LogKind::kCheckpointBegin);
+}
+
+TEST_CASE("facts the reasoning asks of a line: a closed connection, torchrun's rendezvous", "[triage_logs]") {
+  // A comm error whose text says the connection closed: the peer is gone.
+  const LogLine closed = parse("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+                               "remote connection closed unexpectedly");
+  CHECK(closed.kind == LogKind::kCommException);
+  CHECK(closed.peer_closed);
+  const LogLine other = parse("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error, "
+                              "NCCL version 2.14.3");
+  CHECK(other.kind == LogKind::kCommException);
+  CHECK_FALSE(other.peer_closed);
+  // The flags are per line: the next line starts without them.
+  CHECK_FALSE(parse("step 3 loss 0.5").peer_closed);
+  // torchrun's rendezvous names itself; a store error under it does not.
+  const LogLine rdzv = parse("torch.distributed.elastic.rendezvous.api.RendezvousClosedError");
+  CHECK(rdzv.kind == LogKind::kRendezvousError);
+  CHECK(rdzv.torch_rendezvous);
+  CHECK_FALSE(other.torch_rendezvous);
+}

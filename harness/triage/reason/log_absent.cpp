@@ -1,0 +1,258 @@
+// Plain-log reasoning: ranks missing by absence from the collective their peers wait in --
+// alive (straggler), in a phase, or dead-or-hung unknown (see log_analyzer.hpp).
+#include "triage/reason/log_analyzer.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "util.hpp"
+
+namespace hanglab::plainlog {
+
+// Evidence that a rank was alive after `t`: a line after it.
+bool LogAnalyzer::lines_after(const RankState& s, double t, std::string* where) const {
+  if (!s.log || !s.log->has_last_t) return false;
+  if (s.log->last_t > t) {
+    if (where) *where = ref(s.log->last_file, s.log->last_line);
+    return true;
+  }
+  return false;
+}
+
+bool LogAnalyzer::steps_after(const RankState& s, double t, const StepRec** rec) const {
+  if (!s.log) return false;
+  for (const auto& st : s.log->recent) {
+    if (st.has_t && st.t > t) {
+      *rec = &st;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The last interval between step lines against the rank's usual one.
+bool LogAnalyzer::step_jump(const RankState& s, double* usual, double* last, const StepRec** at) const {
+  if (!s.log || s.log->recent.size() < 4) return false;
+  const auto& rec = s.log->recent;
+  std::vector<double> per;
+  for (size_t i = 1; i + 1 < rec.size(); ++i) {
+    if (!rec[i].has_t || !rec[i - 1].has_t || rec[i].step <= rec[i - 1].step) continue;
+    per.push_back((rec[i].t - rec[i - 1].t) / (rec[i].step - rec[i - 1].step));
+  }
+  const auto& a = rec[rec.size() - 2];
+  const auto& b = rec.back();
+  if (per.size() < 2 || !a.has_t || !b.has_t || b.step <= a.step) return false;
+  *usual = median(per);
+  *last = (b.t - a.t) / (b.step - a.step);
+  *at = &b;
+  return *usual > 0 && *last >= kJumpRatio * *usual && *last - *usual >= 0.5;
+}
+
+bool LogAnalyzer::try_absent() {
+  if (absent_.empty() || waiting_.empty()) return false;
+  // Ranks that left the loop are handled above; without logs they are not provably absent
+  // unless the world size is stated.
+  std::vector<int> absent;
+  for (int rank : absent_) {
+    const auto& s = rs_[rank];
+    if (s.clean_end || s.left_loop) continue;
+    if (!s.seen() && !world_stated_) continue;
+    absent.push_back(rank);
+  }
+  {
+    size_t unseen = 0;
+    for (int rank : absent) unseen += rs_[rank].seen() ? 0 : 1;
+    if (unseen > 0 && !silence_proves(unseen)) {
+      note(fmt::format("{} rank(s) of the world have no line in these logs: an excerpt of some ranks' logs says "
+                       "nothing about the others, so they are not named missing",
+                       unseen));
+      absent.erase(std::remove_if(absent.begin(), absent.end(), [&](int r) { return !rs_[r].seen(); }), absent.end());
+    }
+  }
+  if (absent.empty()) return false;
+  // The first timeout report of the peers.
+  const CollReport* first = nullptr;
+  for (const auto& rep : reports_) {
+    if (rep.pg != main_pg_ || rep.seq != stuck_seq_ || !rep.ev) continue;
+    if (!first || (rep.ev->has_t && (!first->ev->has_t || rep.ev->t < first->ev->t))) first = &rep;
+  }
+  const double t_first = first && first->ev->has_t ? first->ev->t : 0;
+  // Gloo's timeout among the reports (not necessarily the first line: the closed
+  // connections a timing-out rank causes may be logged before its own timeout).
+  bool gloo = false;
+  for (const auto& rep : reports_)
+    gloo = gloo || (rep.pg == main_pg_ && rep.seq == stuck_seq_ && rep.ev && rep.ev->kind == LogKind::kGlooTimeout);
+  const bool dead_peer_seen = dead_peer_echo() != nullptr;
+  // Desync reports name lagging ranks.
+  std::set<int> desync;
+  const LogEvent* desync_ev = nullptr;
+  for (const auto& e : c_.events) {
+    if (e.kind == LogKind::kDesyncMissing || e.kind == LogKind::kDesyncLagging) {
+      desync.insert(e.ranks.begin(), e.ranks.end());
+      if (!desync_ev) desync_ev = &e;
+    }
+  }
+  const RankState& a = rs_[absent.front()];
+  r_.missing_ranks = absent;
+  const std::string coll = stuck_name();
+  add_evidence(ref(*first->ev), fmt::format("{} reported a timeout in {} (first at {}); {} never did",
+                                            reason::ranks_phrase_counted(waiting_), coll, first->ev->has_t ? clock(t_first) : "?",
+                                            reason::ranks_phrase_counted(absent)));
+  if (!a.seen()) {
+    add_evidence(fmt::format("(no log of rank {})", a.rank),
+                 fmt::format("rank {} has no line at all in these logs (world size {} {})", a.rank, world_,
+                             opts_.world_size ? "given by --world-size" : "stated in the logs"));
+  } else {
+    add_evidence(ref(a.log->last_file, a.log->last_line),
+                 fmt::format("rank {}'s last line{}{}", a.rank,
+                             a.log->has_last_t ? " at " + clock(a.log->last_t) : "",
+                             a.log->n_steps ? fmt::format(" (last step {})", a.log->last_step) : ""));
+  }
+  if (desync_ev) {
+    add_evidence(ref(*desync_ev), fmt::format("desync report: {}", short_text(desync_ev->text)));
+  }
+  // Alive after the peers' timeout?
+  std::string alive_ref;
+  const StepRec* later = nullptr;
+  const bool alive = first && first->ev->has_t && lines_after(a, t_first, &alive_ref);
+  const bool progressed = first && first->ev->has_t && steps_after(a, t_first, &later);
+  const LogEvent* answered = nullptr;  // answered the dump signal: alive
+  for (const LogEvent* e : a.evs) {
+    if (e->kind == LogKind::kDumpSignal || e->kind == LogKind::kHeartbeatMonitor) {
+      answered = e;
+      break;
+    }
+  }
+  double usual = 0, last = 0;
+  const StepRec* jump_at = nullptr;
+  const bool jumped = step_jump(a, &usual, &last, &jump_at);
+  bool storage = false;
+  const LogEvent* storage_ev = nullptr;
+  for (const LogEvent* e : host_events_) {
+    if (e->kind == LogKind::kStorageError && (e->host.empty() || a.host.empty() || e->host == a.host)) {
+      storage = true;
+      storage_ev = e;
+      break;
+    }
+  }
+  for (const LogEvent* e : a.evs) {
+    if (e->kind == LogKind::kStorageError) {
+      storage = true;
+      storage_ev = e;
+      break;
+    }
+  }
+  const std::string phase = phase_of_rank(a);
+  r_.phase = phase;
+  Fail f;
+  f.rank = a.rank;
+  if (a.seen()) {
+    f.has_t = a.log->has_last_t;
+    f.t = a.log->last_t;
+    f.ref = ref(a.log->last_file, a.log->last_line);
+  } else {
+    f.ref = fmt::format("(no log of rank {})", a.rank);
+  }
+  if (progressed || (jumped && alive)) {
+    slow_.insert(absent.begin(), absent.end());
+    r_.category = "straggler";
+    r_.cause = "slow_rank";
+    r_.confidence = "high";
+    if (progressed) {
+      add_evidence(ref(later->file, later->line),
+                   fmt::format("rank {} still logged step {} at {}, after its peers timed out at {}: slow, not dead",
+                               a.rank, later->step, clock(later->t), clock(t_first)));
+    }
+    if (jumped) {
+      add_evidence(ref(jump_at->file, jump_at->line),
+                   fmt::format("rank {}'s step interval jumped from {:.2f} s to {:.2f} s per step before the "
+                               "failure",
+                               a.rank, usual, last));
+    }
+    f.what = progressed ? fmt::format("kept progressing (step {} at {}) after its peers had timed out in {}",
+                                      later->step, clock(later->t), coll)
+                        : fmt::format("slowed down ({:.1f} s per step vs {:.1f} s usual) and missed {}", last, usual,
+                                      coll);
+  } else if (phase == "checkpoint" && a.seen()) {
+    r_.category = "straggler";
+    r_.cause = storage ? "slow_storage" : "stuck_in_checkpoint";
+    r_.confidence = "medium";
+    add_evidence(ref(a.log->phase_file, a.log->phase_line),
+                 fmt::format("rank {} began a checkpoint save and never logged its end: {}", a.rank,
+                             short_text(a.log->phase_text)));
+    if (storage_ev) add_evidence(ref(*storage_ev), fmt::format("storage: {}", short_text(storage_ev->text)));
+    f.what = fmt::format("stuck in a checkpoint save ({}) while its peers waited in {}", short_text(a.log->phase_text, 80),
+                         coll);
+  } else if (phase == "data" && a.seen()) {
+    r_.category = "data_loading";
+    r_.cause = "data_loader_stall";
+    r_.confidence = "medium";
+    add_evidence(ref(a.log->phase_file, a.log->phase_line),
+                 fmt::format("rank {} was loading data: {}", a.rank, short_text(a.log->phase_text)));
+    f.what = fmt::format("stuck loading data ({}) while its peers waited in {}", short_text(a.log->phase_text, 80),
+                         coll);
+  } else if (const LogEvent* dx = exhausted_data(a)) {
+    // It said it had no data left while its peers waited in a collective: it left the
+    // loop (or idles for more) with fewer batches than they had: uneven data.
+    r_.category = "collective_mismatch";
+    r_.cause = "uneven_batches";
+    r_.confidence = "medium";
+    r_.phase = "training";
+    add_evidence(ref(*dx), fmt::format("rank {} ran out of data: {}", a.rank, short_text(dx->text)));
+    f.what = fmt::format("ran out of data ({}) and never entered {} that its peers waited in",
+                         short_text(dx->text, 80), coll);
+  } else if (answered || (alive && a.fails.empty())) {
+    alive_.insert(a.rank);
+    r_.category = "straggler";
+    r_.cause = "unresponsive";
+    r_.confidence = "medium";
+    if (answered) {
+      add_evidence(ref(*answered), fmt::format("rank {} answered after the timeout (alive): {}", a.rank,
+                                               short_text(answered->text)));
+    } else {
+      add_evidence(alive_ref, fmt::format("rank {} still logged after its peers' timeout (alive)", a.rank));
+    }
+    f.what = fmt::format("alive but never entered {} (its last progress line is {})", coll, f.ref);
+  } else if (gloo && !dead_peer_seen && a.seen()) {
+    // Gloo over TCP: a dead peer closes its sockets at once ("Connection closed by
+    // peer"); a timeout with no closed connection means its process still held them.
+    alive_.insert(a.rank);
+    r_.category = "straggler";
+    r_.cause = "unresponsive";
+    r_.confidence = "medium";
+    f.what = fmt::format("silent since {} but alive: its peers' Gloo {} timed out instead of seeing its "
+                         "connections close",
+                         f.has_t ? clock(f.t) : "its last line", coll);
+    note(fmt::format("{} is taken as alive because Gloo peers time out on a live but silent process and see "
+                     "\"Connection closed by peer\" at once when it dies; what it was doing (frozen, a deadlock, a "
+                     "long compute) is not in the logs: dump its stack (py-spy dump) if it still exists",
+                     reason::ranks_phrase_counted(absent)));
+  } else {
+    r_.category = "unknown";
+    r_.cause = "rank_absent";
+    r_.confidence = desync.count(a.rank) ? "medium" : "low";
+    f.what = a.seen() ? fmt::format("never reported the timeout of {} that {} reported; its last line is {}", coll,
+                                    reason::ranks_phrase_counted(waiting_), f.ref)
+                      : fmt::format("never reported the timeout of {} and has no log line at all", coll);
+    note(fmt::format("provable: {} did not report {} while {} did{}. Not provable from these logs: whether it died "
+                     "(no exit status, kernel or launcher line names it), hangs elsewhere, or is slow",
+                     reason::ranks_phrase_counted(absent), coll, reason::ranks_phrase_counted(waiting_),
+                     desync.count(a.rank) ? " (the desync report names it too)" : ""));
+  }
+  set_first(f);
+  if (jumped && r_.cause != "slow_rank") {
+    add_evidence(ref(jump_at->file, jump_at->line),
+                 fmt::format("rank {}'s step interval jumped from {:.2f} s to {:.2f} s per step before it went "
+                             "silent",
+                             a.rank, usual, last));
+  }
+  r_.summary = fmt::format("{} ({}): {} missing from {} that {} reported", r_.category, r_.cause,
+                           reason::ranks_phrase_counted(absent), coll, reason::ranks_phrase_counted(waiting_));
+  if (r_.cause == "unresponsive") r_.summary += "; alive but silent";
+  return true;
+}
+
+}  // namespace hanglab::plainlog

@@ -1,0 +1,213 @@
+// The plain-log reasoner (internal to hanglab_triage): the rules that turn the per-rank
+// timeline read from plain logs (logs/timeline.hpp) into an answer. One class, its member
+// functions defined by theme in reason/log_*.cpp:
+//   log_classify.cpp  run(), classify() (the order of the rules), roots and phases
+//   log_init.cpp      duplicate RANK, init / rendezvous failures
+//   log_mismatch.cpp  collective mismatches (fields, backend checks, a rank ahead)
+//   log_death.cpp     the earliest real failure (root vs echo), a rank that vanished
+//   log_absent.cpp    ranks missing by absence from the collective their peers wait in
+//   log_waiting.cpp   everybody waits, late arrival, stalls, no failure, slowdown, unknown
+//   log_answers.cpp   liveness (slow vs dead), scope, echoes, notes and the four answers
+//
+// analyze_log_corpus(): the rank timeline and the verdict from plain logs alone. The
+// rules argue in the playbook's order, and each one needs positive evidence with a
+// file:line; where the logs cannot decide, the answer is "unknown" plus what is provable.
+//   one rank's start-up line in two files while another rank never logs -> duplicate RANK;
+//   init never finished (no step, no collective) and rendezvous/interface errors -> rendezvous/network;
+//   ranks report the same SeqNum with a different OpType or Numel -> collective_mismatch
+//     (definite: one rank is in another collective, e.g. validation while others train);
+//     so do the backend's own checks (DETAIL-mode fingerprints, Gloo's size check);
+//   a rank completed the step its peers are stuck in, or left the loop early -> mismatch;
+//   the earliest real failure (OOM, CUDA error, crash, kill, exception) precedes every
+//     peer's timeout/comm error -> rank_exit (or data_loading/resource_limit/network by
+//     kind); the later errors, the launcher's SIGTERMs and torchrun's summary are echoes;
+//   a rank's log stops before its peers report its connections closed -> it died;
+//   ranks absent from the collective every other rank reports -> missing by absence;
+//     alive (still logging, answering the dump signal, TCP peers timing out rather than
+//     seeing a closed socket) -> straggler; in a checkpoint/data phase -> that phase;
+//     otherwise dead-or-hung is unknown, and the report says so;
+//   every rank reports the same collective -> a rank that got there only after its peers
+//     had timed out was late (straggler); else network (with link errors) or unknown;
+//   no error anywhere -> none when every rank finished; a job that slowed down as a whole
+//     is a straggler whose rank the logs cannot name; else unknown.
+// Timestamps are compared with their resolution (whole-second stamps from dmesg -T or
+// torchrun's summary are intervals), and across hosts with a skew allowance.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "triage/logs/timeline.hpp"
+#include "triage/reason/next_steps.hpp"
+#include "triage/reason/phrases.hpp"
+
+namespace hanglab::plainlog {
+
+using reason::median;
+
+// Clocks of different hosts disagree by this much without anyone noticing (NTP).
+constexpr double kSkewS = 1.0;
+// Roots this close to the first one died together (a node going down, an OOM sweep).
+constexpr double kTogetherS = 1.0;
+// A step interval this many times the rank's usual one is a jump.
+constexpr double kJumpRatio = 3.0;
+constexpr size_t kMaxEchoes = 64;
+constexpr const char* kSnapshotNote =
+    "no rank logged an error: this assumes the logs are complete (collected after the job stopped); a snapshot of "
+    "a running job can show one rank a step ahead of the others";
+
+// The last phase marker before a hang: a waiting rank's own, or the paste's unattributed
+// one, when no step line followed it (the save, then the collective that never completed).
+struct Marker {
+  LogKind kind = LogKind::kNone;
+  int rank = -1;
+  std::string ref;
+  std::string text;
+};
+
+class LogAnalyzer : public LogTimeline {
+ public:
+  using LogTimeline::LogTimeline;
+
+  TriageResult run();
+
+ private:
+  std::set<int> slow_;
+  std::set<int> alive_;
+  std::string first_key_;
+  bool every_rank_reported_ = false;  // the same failure line from every rank of a world of 2+
+  bool partial_join_ = false;         // a store/barrier count of fewer ranks than the world
+  bool partial_wait_ = false;         // only some ranks of the world report the stuck collective  // a line proves the job was in init (store, interface, communicator setup)
+
+  // -- log_classify.cpp
+  void classify();
+
+  // Ranks whose only trace is the launcher's "exitcode -6" (SIGABRT), several at the same
+  // second: ProcessGroupNCCL's watchdog aborts every rank after a collective timeout. They
+  // died together of one cause that is not among them.
+  std::vector<int> together_;
+
+  // -- log_classify.cpp
+  bool aborted_together(const Fail& root);
+  void set_aborted_together(const Fail& root);
+  std::vector<const Fail*> all_fails() const;
+  // The earliest root candidate: real failures first (OOM, CUDA, crash, kill, exception);
+  // a plain non-zero exit only when no rank logged anything stronger.
+  const Fail* first_root() const;
+  // No other rank had failed on its own well before the root. A launcher's notice of a
+  // death ("exited on signal 9", torchrun's summary) is written after the fact: the death
+  // is bounded by the rank's last own line instead.
+  bool root_precedes_echoes(const Fail& root) const;
+  // The phase when no rank's state says more: training once a step or collective is seen,
+  // init only when a line proves it, else unknown.
+  std::string default_phase() const;
+  std::string phase_of_rank(const RankState& s) const;
+  static bool step_after(const RankLog& g);
+  std::optional<Marker> stuck_marker() const;
+  // A checkpoint's end with nothing after it still names the save: its closing barrier, or
+  // the first collective after it, is what hung.
+  static std::string marker_phase(LogKind k);
+  void set_first(const Fail& f);
+  int last_good_step() const;
+
+  // -- log_init.cpp
+  // The same rank's start-up line in two files while some rank of the world never logged:
+  // two processes were started with one RANK (a copy-pasted launch line or node_rank).
+  bool try_duplicate();
+  bool try_init();
+
+  // -- log_mismatch.cpp
+  bool try_mismatch();
+  // The odd side of a mismatch is proven only when the majority would stay one if every
+  // rank that did not report had joined the minority.
+  bool majority_proven(const std::string& pg, size_t maj, size_t min, size_t reporting) const;
+  // A mismatch the logs prove without proving which side is odd: no rank is named.
+  void unnamed_mismatch(const CollReport& a, const CollReport& b, long long seq, const std::vector<int>& side_a,
+                        const std::vector<int>& side_b);
+  // The backend said so itself: PyTorch's DETAIL-mode fingerprint check names the ranks;
+  // Gloo's size check fires on the rank whose buffer did not match its peer's message.
+  bool try_reported_mismatch();
+  // The step a stuck rank was in: the failing line names it, else one past its last step.
+  int failing_step(const RankState& s) const;
+  static int cadence(const RankState& s);
+  const StepRec* step_rec(const RankState& s, int step) const;
+  // A rank that completed the step its peers are stuck in (it skipped their collective),
+  // or left the loop with fewer steps while they went on (uneven batches).
+  bool try_ahead();
+
+  // -- log_death.cpp
+  bool has_oom_evidence(const RankState& s) const;
+  void set_root(const Fail& root, bool ordered);
+  // torchrun names a "Root Cause" by whole-second timestamps: when it disagrees with the
+  // order of the ranks' own lines, say so with both references.
+  void check_launcher_claim(const Fail& root);
+  // The first dead-peer echo (a closed or reset connection, NCCL's "remote process
+  // exited") that only a death explains. A closed connection proves that *some* peer went
+  // away; when another rank had already failed on its own before it (a Gloo rank that
+  // times out closes all its connections, then exits), that rank closed it, and it says
+  // nothing of a silent rank, which may be frozen, not dead. Which peers time out and
+  // which see the closed connection is a race of a few ms between their deadlines, so the
+  // answer must not depend on it: null then.
+  const Fail* dead_peer_echo() const;
+  bool try_vanished();
+
+  // -- log_absent.cpp
+  // Evidence that a rank was alive after `t`: a line after it.
+  bool lines_after(const RankState& s, double t, std::string* where) const;
+  bool steps_after(const RankState& s, double t, const StepRec** rec) const;
+  // The last interval between step lines against the rank's usual one.
+  bool step_jump(const RankState& s, double* usual, double* last, const StepRec** at) const;
+  bool try_absent();
+
+  // -- log_waiting.cpp
+  // Every rank reported the stuck collective, but some only found their peers' sockets
+  // closed, after those peers had already timed out waiting for them: they arrived late.
+  bool try_late_arrival();
+  bool try_all_waiting();
+  // Horovod's stall check ("allreduce.avg_loss [missing ranks: 1]") names the ranks that
+  // never submitted a tensor their peers wait on: they are missing, proven by the backend;
+  // why (dead, slow, another code path) only other lines could say, and none did.
+  bool try_stall_check();
+  // A save that began and never reported its end, while the ranks that report wait in a
+  // collective and the rest of the world does not: the saving rank is still writing (one
+  // rank serialises the state dict or writes to slow storage) and its peers' next
+  // collective times out. Which rank saves is named only when its own line says so (a rank
+  // whose own save line is its last and that misses the collective is found earlier, by
+  // absence: stuck_in_checkpoint / slow_storage); checkpoint_stall is the save whose rank
+  // the logs do not name.
+  bool set_checkpoint_stall(const Marker& mark, const Fail* first);
+  bool try_no_failure();
+  // Per-step times of a rank, oldest first: its own dur_ms when it logs them, else the
+  // intervals between its step lines' own clocks.
+  static std::vector<double> step_times(const RankState& s);
+  // No failure, but the steps became several times slower and stayed so. Synchronous
+  // training runs at the pace of its slowest rank: when every rank slowed alike, which
+  // one is the straggler is not in the logs (it needs per-rank compute or wait time).
+  bool try_slowdown();
+  // The first failure of an answer that blames no rank: its line, without its rank as a
+  // culprit (the first rank to report a timeout is a witness, not the cause).
+  void set_first_unblamed(const Fail& f);
+  void set_unknown();
+
+  // -- log_answers.cpp
+  void assign_liveness();
+  void finish();
+  // The scope of a failure in lines no rank can be named for (a paste from some of the
+  // processes), after the playbook's question "all ranks stuck (links, rendezvous, a shared
+  // dependency) or a subset missing (a rank exited, took another path, stalls)":
+  //   a death, a mismatch, a straggler is one process of the job: subset;
+  //   a wrong interface or the job's time limit fails every rank alike: all;
+  //   otherwise it depends on what the paste shows of the other processes (writers told
+  //   apart by NCCL's "host:pid" prefix). When it shows the process(es) where the root
+  //   fired AND other processes that only echo it (a closed connection, an abort), the
+  //   failure spread: a process's own resource (its GPU memory, its /dev/shm segment) is a
+  //   subset, a broken link took the job down with it: all. When only one process is shown,
+  //   or every process shown hit the root itself, the paste cannot tell: unknown.
+  std::string anon_scope() const;
+  void input_notes();
+  void build_answers();
+  int max_step() const;
+};
+
+}  // namespace hanglab::plainlog

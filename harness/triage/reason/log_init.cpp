@@ -1,0 +1,190 @@
+// Plain-log reasoning: duplicate RANK and init / rendezvous failures (see log_analyzer.hpp).
+#include "triage/reason/log_analyzer.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "util.hpp"
+
+namespace hanglab::plainlog {
+
+// The same rank's start-up line in two files while some rank of the world never logged:
+// two processes were started with one RANK (a copy-pasted launch line or node_rank).
+bool LogAnalyzer::try_duplicate() {
+  std::map<int, std::vector<const WorldHint*>> starts;
+  for (const auto& h : c_.world_hints) {
+    if (!valid_rank(h.rank)) continue;
+    auto& v = starts[h.rank];
+    if (std::none_of(v.begin(), v.end(), [&](const WorldHint* x) { return x->file == h.file; })) v.push_back(&h);
+  }
+  const WorldHint* a = nullptr;
+  const WorldHint* b = nullptr;
+  int dup = -1;
+  for (const auto& [rank, v] : starts) {
+    if (v.size() >= 2) {
+      dup = rank;
+      a = v[0];
+      b = v[1];
+      break;
+    }
+  }
+  if (dup < 0 || !world_stated_) return false;
+  std::vector<int> silent;
+  for (const auto& s : rs_) {
+    if (!s.seen()) silent.push_back(s.rank);
+  }
+  if (silent.empty() || !silence_proves(silent.size())) return false;
+  r_.category = "rendezvous";
+  r_.cause = "duplicate_rank";
+  r_.phase = training_started_ ? "training" : "init";
+  r_.missing_ranks = silent;
+  r_.confidence = "high";
+  Fail f;
+  f.rank = dup;
+  f.has_t = false;
+  f.ref = ref(b->file, b->line);
+  f.what = fmt::format("started twice: {} and {} both start as rank {}", c_.files[a->file].name,
+                       c_.files[b->file].name, dup);
+  set_first(f);
+  add_evidence(ref(a->file, a->line), fmt::format("rank {} starts here: {}", dup, short_text(a->text)));
+  add_evidence(ref(b->file, b->line), fmt::format("and again here: {}", short_text(b->text)));
+  add_evidence(fmt::format("(no log of rank {})", silent.front()),
+               fmt::format("{} never logged a line in a world of {}", reason::ranks_phrase_counted(silent), world_));
+  for (const Fail* e : all_fails()) {
+    if (e->role == Role::kEcho || e->role == Role::kRoot) {
+      add_evidence(e->ref, fmt::format("rank {}: {}", e->rank, short_text(e->what)));
+      break;
+    }
+  }
+  r_.summary = fmt::format("rendezvous (duplicate_rank): rank {} was started twice; {} never started", dup,
+                           reason::ranks_phrase_counted(silent));
+  return true;
+}
+
+bool LogAnalyzer::try_init() {
+  std::vector<const Fail*> init_fails;
+  for (const Fail* f : all_fails()) {
+    if (f->category == "rendezvous" || f->cause == "wrong_ifname" || f->cause == "nccl_shm" ||
+        (f->ev && (f->ev->kind == LogKind::kStoreTimeout || f->ev->kind == LogKind::kRendezvousError)))
+      init_fails.push_back(f);
+  }
+  // Also host-level interface/shm lines that could not be attributed.
+  const LogEvent* host_env = nullptr;
+  for (const LogEvent* e : host_events_) {
+    if (e->kind == LogKind::kWrongIfname || e->kind == LogKind::kShmError) {
+      host_env = e;
+      break;
+    }
+  }
+  if (init_fails.empty() && !host_env) return false;
+  r_.phase = "init";
+  static const std::vector<std::string> kOrder = {"wrong_ifname",       "address_in_use", "dns_failure",
+                                                  "connection_refused", "nccl_shm",       "unique_id_exchange",
+                                                  "rendezvous_timeout", "store_timeout",  "rendezvous_error"};
+  const Fail* pick = nullptr;
+  for (const auto& cause : kOrder) {
+    for (const Fail* f : init_fails) {
+      if (f->cause == cause) {
+        pick = f;
+        break;
+      }
+    }
+    if (pick) break;
+  }
+  if (!pick && !init_fails.empty()) pick = init_fails.front();  // a cause the order does not list
+  Fail host_fail;
+  if (!pick && host_env) {
+    host_fail = make_fail(*host_env, -1);
+    describe(*host_env, host_fail);
+    pick = &host_fail;
+  }
+  r_.cause = pick->cause;
+  // A bus error in NCCL's threads may come at any time, not only while a communicator is set up.
+  if (pick->ev && pick->ev->kind == LogKind::kCrash) r_.phase = default_phase();
+  // The store torchrun's c10d rendezvous connects to is the rendezvous itself.
+  if (r_.cause == "store_timeout") {
+    for (const Fail* f : init_fails) {
+      if (f->ev && f->ev->kind == LogKind::kRendezvousError && f->ev->torch_rendezvous)
+        r_.cause = "rendezvous_timeout";
+    }
+  }
+  r_.category = !pick->category.empty()          ? pick->category
+                : pick->cause == "wrong_ifname" ? "network"
+                : pick->cause == "nccl_shm"     ? "resource_limit"
+                                                : "rendezvous";
+  // Who never showed up: ranks of a stated world without a single line; a store's
+  // "N/M clients joined" says how many.
+  std::vector<int> silent;
+  for (const auto& s : rs_) {
+    if (!s.seen()) silent.push_back(s.rank);
+  }
+  int joined = -1, of = -1;
+  const LogEvent* joined_ev = nullptr;
+  for (const Fail* f : init_fails) {
+    if (f->ev && f->ev->joined >= 0) {
+      joined = f->ev->joined;
+      of = f->ev->world;
+      joined_ev = f->ev;
+      break;
+    }
+  }
+  std::vector<int> failed_ranks;
+  for (const Fail* f : init_fails) {
+    if (f->rank >= 0 && std::find(failed_ranks.begin(), failed_ranks.end(), f->rank) == failed_ranks.end())
+      failed_ranks.push_back(f->rank);
+  }
+  std::sort(failed_ranks.begin(), failed_ranks.end());
+  if (joined_ev && of > joined && joined >= 0) partial_join_ = true;
+  if (joined_ev) {
+    add_evidence(ref(*joined_ev), fmt::format("{} of {} ranks joined the store: {}", joined, of,
+                                              short_text(joined_ev->text)));
+  }
+  if (world_stated_ && silence_proves(silent.size()) &&
+      (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
+    r_.missing_ranks = silent;
+    r_.confidence = "high";
+    add_evidence(fmt::format("(no log of rank {})", silent.front()),
+                 fmt::format("{} wrote no line at all in a world of {}: never started or never reached "
+                             "rendezvous",
+                             reason::ranks_phrase_counted(silent), world_));
+    Fail f;
+    f.rank = silent.front();
+    f.what = "never started: no log line at all";
+    f.ref = fmt::format("(no log of rank {})", silent.front());
+    set_first(f);
+  } else {
+    if (joined >= 0 && of > joined) {
+      note(fmt::format("the store counted {} of {} clients, but which rank is missing is not in these logs", joined,
+                       of));
+    }
+    r_.confidence = pick->ev && pick->ev->kind != LogKind::kStoreTimeout ? "high" : "medium";
+    set_first(*pick);
+  }
+  add_evidence(pick->ref, (pick->rank >= 0 ? fmt::format("rank {}: ", pick->rank) : std::string()) + pick->what);
+  if (!r_.missing_ranks.empty() && pick->cause != "rendezvous_timeout" && pick->cause != "rendezvous_error") {
+    // An explicit cause (interface, port) with silent ranks: both are reported.
+    note(fmt::format("{} also never logged", reason::ranks_phrase_counted(r_.missing_ranks)));
+  }
+  static const std::map<std::string, const char*> kWhy = {
+      {"wrong_ifname", "no usable socket interface (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME)"},
+      {"address_in_use", "the rendezvous port is already in use"},
+      {"dns_failure", "a host name did not resolve"},
+      {"connection_refused", "the rendezvous store refused the connection"},
+      {"nccl_shm", "NCCL could not create its /dev/shm segment"},
+      {"unique_id_exchange", "a rank timed out fetching the NCCL unique id from rank 0 through the store (rank 0 "
+                             "never published it: it failed or was late)"},
+      {"rendezvous_timeout", "ranks timed out waiting for each other in rendezvous"},
+      {"store_timeout", "a client timed out connecting to the TCPStore: nothing listened at MASTER_ADDR:MASTER_PORT"},
+      {"rendezvous_error", "process-group creation failed"}};
+  std::vector<std::string> parts;
+  if (!r_.missing_ranks.empty()) parts.push_back(fmt::format("{} never logged", reason::ranks_phrase_counted(r_.missing_ranks)));
+  if (!failed_ranks.empty()) parts.push_back(fmt::format("{} failed in init", reason::ranks_phrase_counted(failed_ranks)));
+  if (auto w = kWhy.find(r_.cause); w != kWhy.end()) parts.push_back(w->second);
+  r_.summary = fmt::format("{} ({}): {}", r_.category, r_.cause, fmt::join(parts, "; "));
+  return true;
+}
+
+}  // namespace hanglab::plainlog
