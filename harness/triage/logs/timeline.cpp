@@ -281,6 +281,10 @@ void LogTimeline::attach() {
 }
 
 void LogTimeline::derive() {
+  std::set<long long> sigtermed;  // pids the launcher sent SIGTERM to
+  for (const auto& e : c_.events) {
+    if (e.kind == LogKind::kLauncherSignal && e.pid >= 0) sigtermed.insert(e.pid);
+  }
   // Launcher summary entries become exits of their rank.
   for (const auto& l : c_.launch_failures) {
     if (!valid_rank(l.rank)) continue;
@@ -295,6 +299,10 @@ void LogTimeline::derive() {
     f.ref = ref(l.file, l.line);
     f.host = l.host;
     exit_meaning(l.signal, l.code, f);
+    // A death by signal of a pid the launcher had sent SIGTERM ("Sending process N closing
+    // signal SIGTERM", then SIGKILL when it would not stop: a frozen rank) is its teardown,
+    // as for the launcher's own exit lines below.
+    if (l.pid >= 0 && sigtermed.count(l.pid) && (f.signal == 15 || f.signal == 9)) f.role = Role::kTeardown;
     f.what += " (torchrun failure summary" + (l.traceback.empty() ? std::string(")") : ": " + l.traceback + ")");
     auto& s = rs_[l.rank];
     if (!s.exit_code && !s.exit_signal) {
@@ -306,10 +314,6 @@ void LogTimeline::derive() {
       s.exit_ref = f.ref;
     }
     s.fails.push_back(std::move(f));
-  }
-  std::set<long long> sigtermed;  // pids the launcher sent SIGTERM to
-  for (const auto& e : c_.events) {
-    if (e.kind == LogKind::kLauncherSignal && e.pid >= 0) sigtermed.insert(e.pid);
   }
   anon_.rank = -1;
   std::vector<RankState*> states;

@@ -511,3 +511,41 @@ TEST_CASE("Horovod's stall check names the missing rank; the cause stays open", 
   CHECK(r.missing_ranks.empty());
   CHECK(r.world_size < 1000);
 }
+
+TEST_CASE("torchrun's SIGKILL of a rank it had sent SIGTERM (a frozen rank) is its teardown, not the root",
+          "[triage_logs]") {
+  TempDir t("torchrun_frozen");
+  // Rank 1 froze after step 4; rank 0's allreduce timed out; torchrun sent rank 1 SIGTERM,
+  // waited 30 s, then SIGKILLed it, and its summary lists that -9 among the failures.
+  write_file(t.dir / "rank0.log",
+             "2026-12-02T04:32:07.100000Z [rank 0] step 4 done\n"
+             "2026-12-02T04:32:13.493360Z [rank 0] ERROR (timeout) in backward at step 5: Timed out waiting 5000ms "
+             "for recv operation to complete (in allreduce seq 10, numel 4225)\n");
+  write_file(t.dir / "rank1.log", "2026-12-02T04:32:07.000000Z [rank 1] step 4 done\n");
+  write_file(t.dir / "torchrun.log",
+             "2026-12-02T04:32:13.560214Z W1202 04:32:13.559000 24412 torch/distributed/elastic/multiprocessing/"
+             "api.py:1028] Sending process 24539 closing signal SIGTERM\n"
+             "2026-12-02T04:32:43.560873Z W1202 04:32:43.560000 24412 torch/distributed/elastic/multiprocessing/"
+             "api.py:1047] Unable to shutdown process 24539 via 15, forcefully exiting via 9\n"
+             "2026-12-02T04:32:43.605731Z Failures:\n2026-12-02T04:32:43.605731Z [1]:\n"
+             "2026-12-02T04:32:43.605731Z   time      : 2026-12-02_04:32:43\n"
+             "2026-12-02T04:32:43.605731Z   host      : localhost\n"
+             "2026-12-02T04:32:43.605731Z   rank      : 1 (local_rank: 1)\n"
+             "2026-12-02T04:32:43.605731Z   exitcode  : -9 (pid: 24539)  (SIGKILL)\n"
+             "2026-12-02T04:32:43.605731Z   error_file: <N/A>\n"
+             "2026-12-02T04:32:43.605731Z   traceback : Signal 9 (SIGKILL) received by PID 24539\n"
+             "2026-12-02T04:32:43.605731Z ------------------------------------------------------------\n"
+             "2026-12-02T04:32:43.605731Z Root Cause (first observed failure):\n2026-12-02T04:32:43.605731Z [0]:\n"
+             "2026-12-02T04:32:43.605731Z   time      : 2026-12-02_04:32:13\n"
+             "2026-12-02T04:32:43.605731Z   host      : localhost\n"
+             "2026-12-02T04:32:43.605731Z   rank      : 0 (local_rank: 0)\n"
+             "2026-12-02T04:32:43.605731Z   exitcode  : 11 (pid: 24537)\n"
+             "2026-12-02T04:32:43.605731Z   error_file: <N/A>\n"
+             "2026-12-02T04:32:43.605731Z ============================================================\n");
+  TriageOptions o;
+  o.world_size = 2;
+  const auto r = triage_logs({t.dir}, o);
+  INFO(render_text(r));
+  CHECK(r.category != "rank_exit");
+  CHECK(r.missing_ranks == std::vector<int>{1});
+}
