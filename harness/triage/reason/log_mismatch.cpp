@@ -378,6 +378,42 @@ bool LogAnalyzer::try_ahead() {
                              reason::ranks_phrase_counted(ahead), fail_step, reason::ranks_phrase_counted(stuck));
     return true;
   }
+  if (!ahead.empty() && ahead.size() == stuck.size()) {
+    // As many ranks went on as were stuck (two ranks: one each). Completing a step whose
+    // collective the others never left proves the collectives no longer matched; but one
+    // side skipping a collective and the other adding one leave the same step lines, so
+    // which side is odd is not in these logs: no rank is named.
+    const RankState& a = rs_[ahead.front()];
+    const StepRec* sr = step_rec(a, fail_step);
+    if (!sr && !a.log->recent.empty()) sr = &a.log->recent.back();
+    r_.category = "collective_mismatch";
+    r_.cause = "mismatched_collective";
+    r_.missing_ranks.clear();
+    r_.divergence_step = fail_step;
+    r_.confidence = "low";
+    r_.phase = "training";
+    r_.scope = "subset";
+    r_.last_good_step = fail_step - 1;
+    Fail f;
+    f.rank = a.rank;
+    f.has_t = sr && sr->has_t;
+    f.t = sr ? sr->t : 0;
+    f.ref = sr ? ref(sr->file, sr->line) : ref(a.log->last_file, a.log->last_line);
+    f.what = fmt::format("{} completed step {}, which {} never completed: their collectives no longer matched",
+                         reason::ranks_phrase_counted(ahead), fail_step, reason::ranks_phrase_counted(stuck));
+    set_first_unblamed(f);
+    add_evidence(f.ref, fmt::format("rank {} logged step {}", a.rank, sr ? sr->step : a.log->last_step));
+    const RankState& p = rs_[stuck.front()];
+    if (const Fail* pf = p.first_fail()) {
+      add_evidence(pf->ref, fmt::format("rank {} failed inside step {}: {}", p.rank, fail_step, short_text(pf->what)));
+    }
+    note("one side went on while the other was stuck, but which side is the odd one is undecidable from these logs: "
+         "a rank that skipped a collective and a peer that ran an extra one print the same step lines when the sides "
+         "are the same size (two ranks); the trace's per-step collectives or a DETAIL-mode log tell");
+    r_.summary = fmt::format("collective_mismatch (mismatched_collective): {}; which side diverged is not in these logs",
+                             f.what);
+    return true;
+  }
   // Uneven: left the loop (finished) after fewer steps than its peers went on to.
   std::vector<int> early;
   int early_step = -1;

@@ -549,3 +549,28 @@ TEST_CASE("torchrun's SIGKILL of a rank it had sent SIGTERM (a frozen rank) is i
   CHECK(r.category != "rank_exit");
   CHECK(r.missing_ranks == std::vector<int>{1});
 }
+
+TEST_CASE("two ranks, one stuck and one gone on: a mismatch, but which side skipped is not in the logs",
+          "[triage_logs]") {
+  TempDir t("two_rank_ahead");
+  std::string r0, r1;
+  for (int step = 1; step <= 11; ++step) {
+    r0 += fmt::format("2026-12-02T04:33:{:02d}.100000Z [rank 0] step {}/12 loss 0.5 dur_ms 100\n", step, step);
+    r1 += fmt::format("2026-12-02T04:33:{:02d}.100000Z [rank 1] step {}/12 loss 0.5 dur_ms 100\n", step, step);
+  }
+  r1 += "2026-12-02T04:33:12.100000Z [rank 1] step 12/12 loss 0.5 dur_ms 100\n"
+        "2026-12-02T04:33:12.200000Z [rank 1] lingering after the training loop until killed\n";
+  r0 += "2026-12-02T04:33:17.200000Z [rank 0] ERROR (timeout) in backward at step 12: Timed out waiting 5000ms "
+        "for recv operation to complete (in allreduce seq 24, numel 4225)\n";
+  write_file(t.dir / "rank0.log", r0);
+  write_file(t.dir / "rank1.log", r1);
+  TriageOptions o;
+  o.world_size = 2;
+  const auto r = triage_logs({t.dir}, o);
+  INFO(render_text(r));
+  CHECK(r.category == "collective_mismatch");
+  CHECK(r.missing_ranks.empty());
+  bool says = false;
+  for (const auto& n : r.notes) says |= n.find("undecidable from these logs") != std::string::npos;
+  CHECK(says);
+}
