@@ -45,4 +45,16 @@ class JsonlWriter {
   int fd_ = -1;
 };
 
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil);
+// avoids timegm() and the process time zone, so parsing stays pure. One copy for the
+// log clocks and the run records.
+inline long long days_from_civil(long long y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const long long era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<long long>(doe) - 719468;
+}
+
 }  // namespace hanglab

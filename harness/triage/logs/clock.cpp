@@ -8,17 +8,9 @@
 
 #include "triage/logs/parse_parts.hpp"
 #include "triage/logs/patterns.hpp"
+#include "util.hpp"
 
 namespace hanglab::logparse {
-
-long long days_from_civil(long long y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const long long era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<long long>(doe) - 719468;
-}
 
 // "HH:MM:SS[.frac]" at p; returns the end or npos.
 size_t parse_hms(sv s, size_t p, double* sod, double* res) {
