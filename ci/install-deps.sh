@@ -62,7 +62,7 @@ fi
 # Third-party distributed training programs for scenarios/thirdparty/ (label `thirdparty`):
 # run as their wheels ship them, never copied into this repository. Pinned; installed only
 # when missing, against the venv's torch (a constraint, so pip never swaps torch for another).
-HANGLAB_THIRDPARTY=(lightning==2.6.6 "jsonargparse[signatures]==4.40.0" accelerate==1.15.0)
+HANGLAB_THIRDPARTY=(lightning==2.6.6 "jsonargparse[signatures]==4.40.0")
 if ! "$venv/bin/python" - "${HANGLAB_THIRDPARTY[@]}" > /dev/null 2>&1 <<'PY'
 import sys
 from importlib.metadata import version, PackageNotFoundError
