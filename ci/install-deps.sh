@@ -58,3 +58,28 @@ then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "torch==$HANGLAB_TORCH_VERSION" numpy py-spy \
     > /tmp/hanglab-pip-torch.log 2>&1 || { tail -20 /tmp/hanglab-pip-torch.log; exit 1; }
 fi
+
+# Third-party distributed training programs for scenarios/thirdparty/ (label `thirdparty`):
+# run as their wheels ship them, never copied into this repository. Pinned; installed only
+# when missing, against the venv's torch (a constraint, so pip never swaps torch for another).
+HANGLAB_THIRDPARTY=(lightning==2.6.6 "jsonargparse[signatures]==4.40.0")
+if ! "$venv/bin/python" - "${HANGLAB_THIRDPARTY[@]}" > /dev/null 2>&1 <<'PY'
+import sys
+from importlib.metadata import version, PackageNotFoundError
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    try:
+        have = version(name.split("[")[0])
+    except PackageNotFoundError:
+        sys.exit(1)
+    if have != want:
+        sys.exit(1)
+PY
+then
+  echo "ci/install-deps.sh: installing ${HANGLAB_THIRDPARTY[*]} into $venv (pip)"
+  constraints=$(mktemp)
+  "$venv/bin/python" -c 'import torch, numpy; print(f"torch=={torch.__version__.split(chr(43))[0]}\nnumpy=={numpy.__version__}")' > "$constraints"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" "${HANGLAB_THIRDPARTY[@]}" \
+    > /tmp/hanglab-pip-thirdparty.log 2>&1 || { rm -f "$constraints"; tail -20 /tmp/hanglab-pip-thirdparty.log; exit 1; }
+  rm -f "$constraints"
+fi

@@ -44,6 +44,10 @@ struct Supervisor::Rank {
   int last_step = 0;
   bool init_done = false;
   bool spoke = false;  // wrote a trace event or an output line: the process is up
+  double last_redraw_t = 0;  // when the last in-place (\r) progress redraw was logged
+  // When bytes last arrived on stdout / stderr: an unterminated tail (a progress bar's
+  // newest redraw) flushed at EOF is dated when it was written, not when the rank died.
+  double out_data_t = 0, err_data_t = 0;
   long long start_cpu_ticks = 0;  // CPU time used before that (see check_detectors)
   bool hb_lost = false;
   bool exit_by_teardown = false;
@@ -538,6 +542,7 @@ void Supervisor::drain_fd(Rank& r, int& fd, std::string& buf, int /*log_fd*/, bo
     ssize_t n = ::read(fd, chunk, sizeof chunk);
     if (n > 0) {
       buf.append(chunk, static_cast<size_t>(n));
+      (is_err ? r.err_data_t : r.out_data_t) = unix_now();
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -556,8 +561,43 @@ void Supervisor::drain_fd(Rank& r, int& fd, std::string& buf, int /*log_fd*/, bo
     buf.erase(0, pos + 1);
     on_output_line(r, line, is_err, t);
   }
+  // A progress bar (tqdm: Lightning's, HF's, accelerate's) redraws in place with '\r' and
+  // ends its line only when it closes, often at the end of training: without this its
+  // rank would print nothing for the whole run. Each complete redraw is read now: one that
+  // is progress (the progress table) is logged at most once a second, the newest one;
+  // any other text between carriage returns is logged as a line of its own.
+  if (!flush_all && !buf.empty()) {
+    if (const size_t last_cr = buf.rfind('\r'); last_cr != std::string::npos) {
+      std::string_view done(buf.data(), last_cr);
+      std::string newest_progress;
+      size_t start = 0;
+      while (start <= done.size()) {
+        size_t end = done.find('\r', start);
+        if (end == std::string_view::npos) end = done.size();
+        std::string seg(done.substr(start, end - start));
+        if (!seg.empty()) {
+          if (match_progress(seg)) newest_progress = std::move(seg);
+          else on_output_line(r, seg, is_err, t);
+        }
+        start = end + 1;
+      }
+      if (!newest_progress.empty() && t - r.last_redraw_t >= 1.0) {
+        r.last_redraw_t = t;
+        on_output_line(r, newest_progress, is_err, t);
+      } else if (!newest_progress.empty() && !r.has_trace) {
+        last_progress_mono_ = mono_now();  // progress all the same, only not logged again
+        if (auto pm = match_progress(newest_progress)) {
+          const long long n = pm->step ? *pm->step : pm->epoch ? static_cast<long long>(*pm->epoch) : 0;
+          r.init_done = true;
+          if (n > 0) r.last_step = std::max(r.last_step, static_cast<int>(n));
+        }
+      }
+      buf.erase(0, last_cr + 1);
+    }
+  }
   if (flush_all && !buf.empty()) {
-    on_output_line(r, buf, is_err, t);
+    const double data_t = is_err ? r.err_data_t : r.out_data_t;
+    on_output_line(r, buf, is_err, data_t > 0 ? data_t : t);
     buf.clear();
   }
 }
@@ -791,9 +831,15 @@ void Supervisor::check_detectors(double now) {
   // that uses no CPU at all (blocked before it ever ran) still trips the watchdog.
   // A rank without a trace (a bring-your-own script) is starting until it logs its first
   // step: after its first line, `import torch` may go on into silent set-up (torch 2.x's
-  // DDP constructor, dataset building) that takes seconds of CPU on a loaded host.
+  // DDP constructor, dataset building) that takes seconds of CPU on a loaded host. Once any
+  // rank of the job has logged a step, set-up is over for all of them (their collectives
+  // hold them together): most programs (Lightning, HF Trainer, accelerate) print progress on
+  // rank 0 only, and a silent peer blocked in a collective still spends CPU (Gloo's and
+  // Python's threads), which must not count as progress for the rest of the run.
+  bool job_stepped = false;
+  for (const auto& r : ranks_) job_stepped = job_stepped || r->last_step > 0;
   for (auto& r : ranks_) {
-    const bool starting = !r->spoke || (!r->has_trace && r->last_step == 0);
+    const bool starting = !r->spoke || (!r->has_trace && r->last_step == 0 && !job_stepped);
     if (!r->alive || !starting || r->pid <= 0 || r->gone_t > 0) continue;
     const long long cpu = process_cpu_ticks(r->pid);
     if (cpu > r->start_cpu_ticks) r->start_cpu_ticks = cpu, last_progress_mono_ = now;

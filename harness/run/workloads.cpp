@@ -1,5 +1,6 @@
 #include "run/workloads.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <sys/resource.h>
@@ -71,6 +72,34 @@ bool uses_venv(const WorkloadSpec& w) {
     if (a.find("{venv}") != std::string::npos) return true;
   return false;
 }
+
+std::string join_words(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+// The modules of `mods` that the project venv's python cannot find (find_spec, no import
+// of the module itself), space-separated; empty when all are there. Module names are
+// checked by the scenario loader ([A-Za-z0-9_.]), so they pass through the shell as they are.
+std::string missing_python_modules(const std::vector<std::string>& mods) {
+  const fs::path venv = project_venv();
+  if (venv.empty()) return join_words(mods);
+  std::string py = (venv / "bin" / "python").string(), q;
+  for (char c : py) q += (c == '\'' ? std::string("'\\''") : std::string(1, c));
+  std::string cmd = "'" + q + "' -c 'import importlib.util as u, sys; print(\" \".join(m for m in sys.argv[1:] if u.find_spec(m) is None))'";
+  for (const auto& m : mods) cmd += " " + m;
+  cmd += " 2>/dev/null";
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) return join_words(mods);
+  std::string out;
+  char buf[256];
+  while (size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  const int st = ::pclose(f);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  if (st != 0 && out.empty()) return join_words(mods);  // the interpreter itself failed
+  return out;
+}
 }  // namespace
 
 std::string workload_unsupported_reason(const Scenario& sc) {
@@ -79,6 +108,11 @@ std::string workload_unsupported_reason(const Scenario& sc) {
   if (!w.command.empty()) {
     if (uses_venv(w) && project_venv().empty())
       return "the command uses {venv} and there is no project venv (.venv: run ci/install-deps.sh, or set HANGLAB_VENV)";
+    if (!w.python_modules.empty()) {
+      const std::string missing = missing_python_modules(w.python_modules);
+      if (!missing.empty())
+        return "the project venv lacks the Python module(s) " + missing + " this command needs (run ci/install-deps.sh)";
+    }
     return {};
   }
   const WorkloadInfo* info = find_workload(w.name);

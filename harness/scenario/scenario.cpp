@@ -27,7 +27,7 @@ using Allowed = std::initializer_list<std::string_view>;
 const Allowed kTopLevelKeys = {"scenario", "workload", "timeouts", "fault", "expect"};
 const Allowed kScenarioKeys = {"name", "description", "tags", "deadline_s"};
 const Allowed kWorkloadKeys = {"name",     "command",      "backend", "world_size", "steps",
-                                "launcher", "max_restarts", "args",    "env"};
+                                "launcher", "max_restarts", "args",    "env", "python_modules"};
 const Allowed kTimeoutKeys = {"init_s", "collective_s", "progress_s", "heartbeat_s", "checkpoint_s", "eval_s"};
 const Allowed kExpectKeys = {"outcome",      "detected_by", "not_detected_by", "detected_within_s",
                              "not_before_s", "triage",      "fault_manifests", "torchrun"};
@@ -455,6 +455,17 @@ void Loader::load_workload(const toml::table& root, WorkloadSpec& w) {
     }
   }
 
+  if (const toml::node* pm = t->get("python_modules")) {
+    if (!command)
+      error(*pm, "workload.python_modules", "only with command (the modules a bring-your-own program imports)");
+    else if (auto mods = strings_at(*t, "python_modules", "workload"))
+      for (const auto& m : *mods) {
+        if (m.empty() || m.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") != std::string::npos)
+          error(*pm, "workload.python_modules", "not a Python module name: " + in_quotes(m));
+        else
+          w.python_modules.push_back(m);
+      }
+  }
   if (auto b = enum_at(*t, "backend", "workload", kBackends)) w.backend = *b;
   if (auto l = enum_at(*t, "launcher", "workload", kLaunchers)) w.launcher = *l;
   launcher_ = w.launcher;

@@ -49,6 +49,9 @@ struct WorkloadSpec {
   // [workload.args] in file order, values rendered as strings (bools as true/false).
   std::vector<std::pair<std::string, std::string>> args;
   std::map<std::string, std::string> env;  // [workload.env]
+  // Python modules a bring-your-own command needs from the project venv (a third-party
+  // program installed by ci/install-deps.sh): without one the scenario is unsupported here.
+  std::vector<std::string> python_modules;
   // Where the keys were written, for the checks made after loading (an executable that is
   // not there, a topology the workload cannot run): command_pos[i] is command's element i.
   std::vector<SourcePos> command_pos;

@@ -562,3 +562,21 @@ root_cause_rank = 2
     CHECK(e.line() == 6);
   }
 }
+
+TEST_CASE("python_modules: the venv modules a bring-your-own command needs", "[scenario]") {
+  Scenario sc = load("[workload]\ncommand = [\"python3\", \"-m\", \"x\"]\npython_modules = [\"lightning\", \"jsonargparse\", \"a.b_c\"]\n");
+  CHECK(sc.workload.python_modules == std::vector<std::string>{"lightning", "jsonargparse", "a.b_c"});
+  SECTION("only with command") {
+    ConfigError e = load_error("[workload]\nname = \"torch_ddp\"\npython_modules = [\"lightning\"]\n");
+    CHECK(e.key() == "workload.python_modules");
+    CHECK(e.line() == 3);
+  }
+  SECTION("a name that is not a module (it would reach a shell)") {
+    ConfigError e = load_error("[workload]\ncommand = [\"python3\"]\npython_modules = [\"x; rm -rf /\"]\n");
+    CHECK(e.key() == "workload.python_modules");
+    CHECK(e.line() == 3);
+  }
+  SECTION("not an array of strings") {
+    CHECK(load_error("[workload]\ncommand = [\"python3\"]\npython_modules = \"lightning\"\n").key() == "workload.python_modules");
+  }
+}

@@ -55,8 +55,9 @@ const std::vector<ProgressPattern>& progress_patterns() {
        "{'loss': 0.6931, 'grad_norm': 1.234, 'learning_rate': 4.9e-05, 'epoch': 0.04}"},
       // JSON lines (metrics loggers, our own python_ddp --json): a step / iteration field.
       {"json_step", "{", R"(^\s*\{)", 0, 0, 0, 0, R"({"step": 300, "loss": 0.1234, "lr": 0.001})", true},
-      // key=value anywhere in the line: "loss=0.31 iter=120", "global_step=300"
-      {"key_value", "=", R"(\b(?:global_step|step|iteration|iter)\s*=\s*(\d+)(?:\s*/\s*(\d+))?)", 0, 0, 1, 2,
+      // key=value anywhere in the line: "loss=0.31 iter=120", "global_step=300"; a word of its
+      // own, not part of a path or file name ("epoch=3-step=4192.ckpt" is a checkpoint's name)
+      {"key_value", "=", R"((?:^|[\s,;(\[{|])(?:global_step|step|iteration|iter)\s*=\s*(\d+)(?:\s*/\s*(\d+))?(?![\w.\-/]))", 0, 0, 1, 2,
        "train: loss=0.3125 iter=120 lr=0.001"},
       // A message that starts with the counter: "step 300/1000", "Iteration 50", "[rank 2] step: 29/200"
       {"step_word", "", HL_PREFIX R"((?:global[ _]step|step|iteration|iter)\b\s*[:#]?\s*(\d+)(?:\s*/\s*(\d+))?)", 0, 0, 1,

@@ -85,6 +85,8 @@ TEST_CASE("prose, errors and paths are not progress") {
                            "Traceback (most recent call last):",
                            "  File \"/opt/train.py\", line 148, in step_fn",
                            "saving checkpoint to /ckpt/epoch_3/model.pt",
+                           "OSError: [Errno 5] Input/output error: '/run/ckpt/checkpoints/epoch=130-step=4192.ckpt'",
+                           "Saving /ckpt/step=300/model.pt",
                            "the next epoch 4 will use a new seed",
                            "[E ProcessGroupGloo.cpp:138] Rank 1 successfully reached monitoredBarrier",
                            "Steps: 22", "{\"loss\": 0.1}", "{not json, step: 3"}) {
