@@ -427,7 +427,9 @@ bool LogAnalyzer::try_ahead() {
       early_step = last;
     }
   }
-  if (!early.empty() && early.size() < stuck.size()) {
+  // A rank that left its loop while its peers still waited in a collective proves uneven data even
+  // one against one (two ranks): leaving the loop is its own act, not an echo.
+  if (!early.empty() && early.size() <= stuck.size()) {
     const RankState& a = rs_[early.front()];
     r_.category = "collective_mismatch";
     r_.cause = "uneven_batches";
