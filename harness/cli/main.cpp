@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
   triage->add_option("paths", triage_in, "a hanglab run directory, or log files / directories of logs")->required();
   triage->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   triage->add_option("--world-size", triage_world, "the job's world size, when the logs do not state it")
-      ->check(CLI::Range(1, 1 << 22));
+      ->check(CLI::Range(1, kMaxWorld));
   triage->add_flag("--logs-only", topts.logs_only, "judge a run directory from its ranks' stdout/stderr alone");
 
   ValidateOptions vopts;

@@ -4,6 +4,19 @@
 
 namespace hanglab {
 
+namespace {
+
+// A rank nothing in the evidence speaks of: no line, exit, stack, step or collective. Such ranks
+// are listed as ranges in "unseen_ranks" instead of a row each, so that the answer's size follows
+// the evidence, not the world size one line states.
+bool unseen(const RankTimeline& t) {
+  return t.liveness == "unknown" && t.failure.empty() && t.last_line.empty() && t.host.empty() &&
+         t.last_step == 0 && t.last_coll_seq == 0 && !t.exit_code && !t.signal && t.last_event_t == 0 &&
+         t.progress_lines == 0 && t.proc_state.empty() && t.top_frames.empty() && t.stuck_in.empty();
+}
+
+}  // namespace
+
 nlohmann::json to_json(const TriageResult& r) {
   using nlohmann::json;
   const auto opt = [](const auto& v) -> json { return v ? json(*v) : json(nullptr); };
@@ -18,10 +31,18 @@ nlohmann::json to_json(const TriageResult& r) {
   j["last_good_step"] = r.last_good_step;
   j["missing_ranks"] = r.missing_ranks;
   json live = json::object();
-  for (const auto& t : r.per_rank) live[std::to_string(t.rank)] = t.liveness;
-  j["liveness"] = live;
   json per = json::array();
+  json unseen_ranks = json::array();
   for (const auto& t : r.per_rank) {
+    if (unseen(t)) {
+      if (!unseen_ranks.empty() && unseen_ranks.back()[1].get<int>() + 1 == t.rank) {
+        unseen_ranks.back()[1] = t.rank;
+      } else {
+        unseen_ranks.push_back({t.rank, t.rank});
+      }
+      continue;
+    }
+    live[std::to_string(t.rank)] = t.liveness;
     json p;
     p["rank"] = t.rank;
     p["liveness"] = t.liveness;
@@ -58,7 +79,9 @@ nlohmann::json to_json(const TriageResult& r) {
     }
     per.push_back(std::move(p));
   }
-  j["per_rank"] = per;
+  j["liveness"] = std::move(live);
+  j["per_rank"] = std::move(per);
+  j["unseen_ranks"] = std::move(unseen_ranks);  // [[first, last], ...]: liveness unknown, no row
   j["detector_context"] = r.detector_context;
   if (r.stuck_collective) {
     const auto& s = *r.stuck_collective;

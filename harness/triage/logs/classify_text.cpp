@@ -69,7 +69,7 @@ void classify_text(sv m, LogLine& o) {
       size_t q = skip_sp(m, k + 5);
       if (starts(m.substr(q), "rank ")) {
         long long v = 0;
-        if (read_int(m, q + 5, &v) != npos) o.other_rank = static_cast<int>(v);
+        if (read_int(m, q + 5, &v) != npos) o.other_rank = bounded_rank(v);
       }
     }
     parse_work_status(m, o);
@@ -90,7 +90,7 @@ void classify_text(sv m, LogLine& o) {
       long long v = 0;
       const size_t q = read_int(m, skip_sp(m, p), &v);
       if (q == npos || q > e) break;
-      o.ranks.push_back(static_cast<int>(v));
+      o.ranks.push_back(bounded_rank(v));
       p = q;
       while (p < e && (m[p] == ',' || m[p] == ' ')) ++p;
     }
@@ -115,7 +115,7 @@ void classify_text(sv m, LogLine& o) {
     for (size_t k = m.find("Rank "); k != npos; k = m.find("Rank ", k + 5)) {
       long long v = 0;
       const size_t e = read_int(m, k + 5, &v);
-      if (e != npos && e < m.size() && m.compare(e, 4, " is ") == 0) o.ranks.push_back(static_cast<int>(v));
+      if (e != npos && e < m.size() && m.compare(e, 4, " is ") == 0) o.ranks.push_back(bounded_rank(v));
     }
     o.seq = int_after(m, "SequenceNumber=", 0, false);
     return;
@@ -135,9 +135,9 @@ void classify_text(sv m, LogLine& o) {
   if (has(m, "ProcessGroupNCCL initialization options") || has(m, "ProcessGroupNCCL initialized with")) {
     o.kind = LogKind::kPgInit;
     long long g = int_after(m, "global rank:", 0, false);
-    if (g >= 0) o.other_rank = static_cast<int>(g);
+    if (g >= 0) o.other_rank = bounded_rank(g);
     long long sz = int_after(m, "size:", 0, false);
-    if (sz > 0) o.world = static_cast<int>(sz);
+    if (sz > 0) o.world = bounded_world(sz);
     return;
   }
 
@@ -170,7 +170,7 @@ void classify_text(sv m, LogLine& o) {
         size_t e = read_int(m, b == npos ? 0 : b + 1, &j);
         if (e != npos && e < m.size() && m[e] == '/' && read_int(m, e + 1, &w) != npos) {
           o.joined = static_cast<int>(j);
-          o.world = static_cast<int>(w);
+          o.world = bounded_world(w);
         }
       }
     } else if (has(cls, "Rendezvous")) {
@@ -238,17 +238,17 @@ void classify_text(sv m, LogLine& o) {
       o.kind = LogKind::kInitDone;
       if (size_t k = m.find(" rank "); k != npos) {
         long long r = 0;
-        if (read_int(m, k + 6, &r) != npos) o.other_rank = static_cast<int>(r);
+        if (read_int(m, k + 6, &r) != npos) o.other_rank = bounded_rank(r);
       }
       long long n = int_after(m, " nranks ", 0, false);
-      if (n > 0) o.world = static_cast<int>(n);
+      if (n > 0) o.world = bounded_world(n);
     } else if ((has(m, "Abort COMPLETE") || has(m, "Destroy COMPLETE")) && has(m, " nranks ")) {
       // "comm 0x56.. rank 5 nranks 8 cudaDev 1 busId a7000 - Abort COMPLETE": the size of the
       // communicator, not a sign that init had finished (an abort can end a failed init).
       const long long n = int_after(m, " nranks ", 0, false);
       if (n > 0) {
         o.kind = LogKind::kWorldSize;
-        o.world = static_cast<int>(n);
+        o.world = bounded_world(n);
       }
     } else if (nk != npos && (has(m, "remote process exited") || has(m, "Connection closed"))) {
       o.kind = LogKind::kNcclRemoteError;
@@ -298,7 +298,7 @@ void classify_text(sv m, LogLine& o) {
       size_t e = read_int(m, b == npos ? 0 : b + 1, &j);
       if (e != npos && e < m.size() && m[e] == '/' && read_int(m, e + 1, &w) != npos) {
         o.joined = static_cast<int>(j);
-        o.world = static_cast<int>(w);
+        o.world = bounded_world(w);
       }
     }
     return;
@@ -338,7 +338,7 @@ void classify_text(sv m, LogLine& o) {
       o.signal = static_cast<int>(-c);
     }
     o.code = static_cast<int>(c);
-    o.local_rank = static_cast<int>(int_after(m, "local_rank: ", 0, false));
+    o.local_rank = bounded_rank(int_after(m, "local_rank: ", 0, false));
     o.pid = int_after(m, "(pid: ", 0, false);
     return;
   }
@@ -375,7 +375,7 @@ void classify_text(sv m, LogLine& o) {
       long long v = 0;
       if (read_int(tm, 1, &v) == tm.size() - 2) {
         o.kind = LogKind::kSummaryEntry;
-        o.other_rank = static_cast<int>(v);
+        o.other_rank = bounded_rank(v);
         return;
       }
     }
@@ -399,7 +399,7 @@ void classify_text(sv m, LogLine& o) {
   }
   if (has(m, "mpirun noticed that process rank ")) {
     o.kind = LogKind::kMpiExit;
-    o.other_rank = static_cast<int>(int_after(m, "process rank ", 0, false));
+    o.other_rank = bounded_rank(int_after(m, "process rank ", 0, false));
     o.pid = int_after(m, "with PID ", 0, false);
     o.host = token_after(m, "on node ", " \t");
     if (has(m, "exited on signal")) {
@@ -418,7 +418,7 @@ void classify_text(sv m, LogLine& o) {
     if (close != npos && comma != npos && comma < close) {
       const size_t comma2 = m.find(',', comma + 1);
       long long v = 0;
-      if (comma2 != npos && read_int(m, comma2 + 1, &v) != npos) o.other_rank = static_cast<int>(v);
+      if (comma2 != npos && read_int(m, comma2 + 1, &v) != npos) o.other_rank = bounded_rank(v);
     }
     return;
   }
@@ -427,7 +427,7 @@ void classify_text(sv m, LogLine& o) {
     const sv rest = trim(m).substr(13);
     const size_t colon = rest.find(':');
     if (colon != npos) o.host = rest.substr(0, colon);
-    o.other_rank = static_cast<int>(int_after(m, ": task ", 0, false));
+    o.other_rank = bounded_rank(int_after(m, ": task ", 0, false));
     const size_t k = m.find(": task ");
     const size_t c2 = m.find(": ", k + 7);
     if (c2 != npos) {
@@ -584,7 +584,7 @@ void classify_text(sv m, LogLine& o) {
   set_world(m, o);
   if (o.world < 0) {
     long long n = int_after(m, "WORLD_SIZE=", 0, false);
-    if (n > 0) o.world = static_cast<int>(n);
+    if (n > 0) o.world = bounded_world(n);
   }
   if (o.world > 0) o.kind = LogKind::kWorldSize;
 }

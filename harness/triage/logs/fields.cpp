@@ -122,7 +122,7 @@ void parse_pg_tag(sv m, LogLine& o) {
     o.pg = id;
     o.pg_default = id == "0" || has(id, "default_pg");
   }
-  o.pg_rank = static_cast<int>(v);
+  o.pg_rank = bounded_rank(v);
   if (o.pg_default && o.rank_src < RankSource::kMessage) {
     o.rank = o.pg_rank;
     o.rank_src = RankSource::kMessage;
@@ -177,10 +177,10 @@ void set_world(sv m, LogLine& o) {
   while (k0 != npos && k0 >= 6 && istarts(m.substr(k0 - 6), "local_")) k0 = ifind(m, "world_size", k0 + 10);
   if (size_t k = k0; k != npos) {
     long long v = iint_after(m.substr(k), "world_size");
-    if (v > 0) o.world = static_cast<int>(v);
+    if (v > 0) o.world = bounded_world(v);
   } else if (size_t k2 = ifind(m, "world size"); k2 != npos) {
     long long v = iint_after(m.substr(k2), "world size");
-    if (v > 0) o.world = static_cast<int>(v);
+    if (v > 0) o.world = bounded_world(v);
   }
 }
 

@@ -93,7 +93,7 @@ const char* log_kind_name(LogKind k) {
   return "?";
 }
 
-bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o) {
+static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, LogLine& o) {
   o.has_t = o.no_year = false;
   o.t = o.t_res = 0;
   o.rank = o.local_rank = o.pg_rank = -1;
@@ -131,7 +131,7 @@ bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o
     size_t e = read_int(m, 6, &v);
     if (e != npos && e < m.size() && m[e] == ']') {
       if (o.rank_src < RankSource::kMessage) {
-        o.rank = static_cast<int>(v);
+        o.rank = bounded_rank(v);
         o.rank_src = RankSource::kMessage;
       }
       m = m.substr(skip_sp(m, e + 1));
@@ -140,7 +140,7 @@ bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o
     long long v = 0;
     size_t e = read_int(m, 5, &v);
     if (e != npos && e < m.size() && m[e] == ':' && o.rank_src < RankSource::kMessage) {
-      o.rank = static_cast<int>(v);
+      o.rank = bounded_rank(v);
       o.rank_src = RankSource::kMessage;
     }
   }
@@ -161,7 +161,7 @@ bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o
         long long v = 0;
         const size_t e = read_int(m, k + 6, &v);
         if (e != npos && e < m.size() && m[e] == ']') {
-          o.rank = static_cast<int>(v);
+          o.rank = bounded_rank(v);
           o.rank_src = RankSource::kMessage;
         }
       }
@@ -201,6 +201,18 @@ bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o
   if (o.pid < 0) o.pid = pid_before;
   if (o.host.empty()) o.host = host_before;
   return o.kind != LogKind::kNone;
+}
+
+bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o) {
+  const bool hit = parse_line_fields(line, ctx, o);
+  // Numbers no job has are no rank and no world (kMaxWorld).
+  for (int* r : {&o.rank, &o.local_rank, &o.pg_rank, &o.other_rank}) *r = bounded_rank(*r);
+  if (o.rank < 0) o.rank_src = RankSource::kNone;
+  if (o.world > kMaxWorld) o.world = -1;
+  if (!o.ranks.empty())
+    o.ranks.erase(std::remove_if(o.ranks.begin(), o.ranks.end(), [](int r) { return bounded_rank(r) < 0; }),
+                  o.ranks.end());
+  return hit;
 }
 
 }  // namespace hanglab

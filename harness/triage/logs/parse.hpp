@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "triage/model/result.hpp"
+
 namespace hanglab {
 
 enum class LogKind : uint8_t {
@@ -113,6 +115,10 @@ enum class RankSource : uint8_t {
 };
 
 constexpr int kNoCode = std::numeric_limits<int>::min();
+
+// Ranks and world sizes as the parser keeps them: out of [0, kMaxWorld) is no rank (-1).
+inline int bounded_rank(long long v) { return v >= 0 && v < kMaxWorld ? static_cast<int>(v) : -1; }
+inline int bounded_world(long long v) { return v > 0 && v <= kMaxWorld ? static_cast<int>(v) : -1; }
 
 struct LogLine {
   // Clock. `t` is Unix seconds (UTC when the stamp says so; zone-less stamps are

@@ -217,7 +217,7 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
       case PatternFields::kStoreBarrier: {
         const long long w = int_after(m, "world_size=");
         const long long j = int_after(m, "worker_count=");
-        if (w > 0) o.world = static_cast<int>(w);
+        if (w > 0) o.world = bounded_world(w);
         if (j >= 0 && w > 0) o.joined = static_cast<int>(j);
         break;
       }
@@ -230,7 +230,7 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
           o.code = static_cast<int>(neg ? -c : c);
           if (neg && c < 65) o.signal = static_cast<int>(c);
         }
-        o.local_rank = static_cast<int>(int_after(m, "--local_rank="));
+        o.local_rank = bounded_rank(int_after(m, "--local_rank="));
         break;
       }
       case PatternFields::kKilledProcess:

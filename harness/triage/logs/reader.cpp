@@ -489,10 +489,10 @@ class FileScanner {
         } else if (l_.word == "host") {
           sum_cur_.host = std::string(v);
         } else if (l_.word == "rank") {
-          if (std::sscanf(std::string(v).c_str(), "%lld", &x) == 1) sum_cur_.rank = static_cast<int>(x);
+          if (std::sscanf(std::string(v).c_str(), "%lld", &x) == 1) sum_cur_.rank = bounded_rank(x);
           const size_t k = v.find("local_rank:");
           if (k != std::string_view::npos && std::sscanf(std::string(v.substr(k + 11)).c_str(), "%lld", &x) == 1)
-            sum_cur_.local_rank = static_cast<int>(x);
+            sum_cur_.local_rank = bounded_rank(x);
         } else if (l_.word == "exitcode") {
           if (std::sscanf(std::string(v).c_str(), "%lld", &x) == 1) {
             if (x < 0) {

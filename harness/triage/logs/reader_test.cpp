@@ -41,3 +41,47 @@ TEST_CASE("inputs: single files, several files, directories; unreadable paths th
   CHECK(r.category == "rank_exit");
   CHECK(r.missing_ranks == std::vector<int>{2});
 }
+
+TEST_CASE("a garbled rank or world size never sizes the answer; silent ranks are ranges", "[triage_logs]") {
+  TempDir d("bounds");
+  // World sizes and ranks no job has (a cut or corrupted number) are no rank and no world.
+  write_file(d.dir / "train.log",
+             "rank 0/4 starting: world_size=999999999999 backend=nccl\n"
+             "[rank0]: step 3 loss 1.0\n"
+             "[rank1]: step 3 loss 1.0\n"
+             "[Rank 4294967297] Watchdog caught collective operation timeout\n"
+             "[rank0]: RuntimeError: [Rank 0] Watchdog caught collective operation timeout: "
+             "WorkNCCL(SeqNum=7, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n");
+  const auto r = triage_logs({d.dir / "train.log"});
+  CHECK(r.world_size < kMaxWorld);
+  CHECK(static_cast<int>(r.per_rank.size()) == r.world_size);
+  CHECK(parse("[Rank 131072] Watchdog caught collective operation timeout").rank == -1);
+  CHECK(parse("[Rank 131071] Watchdog caught collective operation timeout").rank == 131071);
+  CHECK(parse("world_size=131073 backend=nccl").world == -1);
+  CHECK(rank_from_path("ranks/99999999/stdout.log", false) == -1);
+
+  // A plausible but large world, stated once: rows for the ranks the logs speak of, ranges for the rest.
+  write_file(d.dir / "big.log",
+             "rank 0/100000 starting: world_size=100000 backend=nccl\n"
+             "[rank0]: step 3 loss 1.0\n"
+             "[rank7]: step 3 loss 1.0\n");
+  const auto b = triage_logs({d.dir / "big.log"});
+  REQUIRE(b.world_size == 100000);
+  const json j = to_json(b);
+  CHECK(j.dump().size() < 20000);
+  std::set<int> rows;
+  for (const auto& p : j["per_rank"]) rows.insert(p["rank"].get<int>());
+  CHECK(rows.count(0) == 1);
+  CHECK(rows.count(7) == 1);
+  CHECK(rows.size() + 0 < 10);
+  // Every rank is either a row or inside one range of unseen_ranks, never both.
+  long long covered = static_cast<long long>(rows.size());
+  for (const auto& range : j["unseen_ranks"]) {
+    const int lo = range[0], hi = range[1];
+    REQUIRE(lo <= hi);
+    for (int x : rows) CHECK((x < lo || x > hi));
+    covered += hi - lo + 1;
+  }
+  CHECK(covered == b.world_size);
+  CHECK(j["liveness"].size() == rows.size());
+}

@@ -63,11 +63,10 @@ void LogTimeline::setup_world() {
                                       : e.rank);
   }
   for (const auto& l : c_.launch_failures) max_rank = std::max(max_rank, l.rank);
-  // Horovod's stall check names ranks of the job (bounded: a garbled number is no world).
+  // Horovod's stall check names ranks of the job (the parser bounds them: kMaxWorld).
   for (const auto& e : c_.events) {
     if (e.kind != LogKind::kDesyncMissing || e.word != "stall") continue;
-    for (int r : e.ranks)
-      if (r >= 0 && r < kMaxStallRank) max_rank = std::max(max_rank, r);
+    for (int r : e.ranks) max_rank = std::max(max_rank, r);
   }
   // One node (at most one host named anywhere): torchrun's "local_rank: N" is rank N.
   {

@@ -23,8 +23,6 @@
 
 namespace hanglab::plainlog {
 
-// A rank number a stall report may widen the world to (16k-rank jobs and more; not garbage).
-constexpr int kMaxStallRank = 1 << 17;
 
 enum class Role { kInfo, kRoot, kEcho, kTeardown, kExit };
 

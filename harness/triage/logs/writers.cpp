@@ -20,7 +20,7 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
     long long r = 0;
     const size_t e = read_int(s, q, &r);
     if (q - p <= 6 && e != npos && e - q <= 6 && e + 1 < s.size() && s[e] == ':' && s[e + 1] == ' ') {
-      o.rank = static_cast<int>(r);
+      o.rank = bounded_rank(r);
       o.rank_src = RankSource::kLauncher;
       return e + 2;
     }
@@ -57,7 +57,7 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
       size_t e = read_int(s, p, &r);
       if (e != npos && e - p <= 6 && e + 1 < s.size() && s[e] == ':' && (s[e + 1] == ' ' || s[e + 1] == '\t') &&
           o.rank_src < RankSource::kLauncher) {
-        o.rank = static_cast<int>(r);
+        o.rank = bounded_rank(r);
         o.rank_src = RankSource::kLauncher;
         return e + 2;
       }
@@ -74,7 +74,7 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
       if (e == npos && q < s.size() && s[q] == '?') e = q + 1, v = -1;
       if (e != npos && e < s.size() && s[e] == ']') {
         if (v >= 0 && o.rank_src < RankSource::kPrefix) {
-          o.rank = static_cast<int>(v);
+          o.rank = bounded_rank(v);
           o.rank_src = RankSource::kPrefix;
         }
         ++e;
@@ -87,9 +87,9 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
       long long v = 0;
       size_t e = read_int(s, p + 8, &v);
       if (e != npos && e + 1 < s.size() && s[e] == ']' && s[e + 1] == ':') {
-        o.local_rank = static_cast<int>(v);
+        o.local_rank = bounded_rank(v);
         if (o.rank_src < RankSource::kLocal) {
-          o.rank = static_cast<int>(v);
+          o.rank = bounded_rank(v);
           o.rank_src = RankSource::kLocal;
         }
         e += 2;
@@ -107,7 +107,7 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
         size_t q = e + 10;
         if (q < s.size() && s[q] == ' ') ++q;
         if (o.rank_src < RankSource::kLauncher) {
-          o.rank = static_cast<int>(job);
+          o.rank = bounded_rank(job);
           o.rank_src = RankSource::kLauncher;
         }
         return q;
@@ -120,7 +120,7 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
           if (q < s.size() && s[q] == ':') ++q;
           if (q < s.size() && s[q] == ' ') ++q;
           if (o.rank_src < RankSource::kLauncher) {
-            o.rank = static_cast<int>(rk);
+            o.rank = bounded_rank(rk);
             o.rank_src = RankSource::kLauncher;
           }
           return q;
@@ -190,7 +190,7 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
             // Weak: Open MPI's own crash handler prints "[host:pid]"; the analyzer drops
             // "ranks" that only this tag names and that do not fit the world.
             if (o.rank_src < RankSource::kHostTag) {
-              o.rank = static_cast<int>(v);
+              o.rank = bounded_rank(v);
               o.rank_src = RankSource::kHostTag;
             }
             o.host = host;
@@ -329,7 +329,7 @@ int rank_from_path(std::string_view rel_path, bool kubeflow_master) {
       }
     }
     // hanglab run directories: ranks/<r>/stdout.log
-    if (all_digits(name) && name.size() <= 7 && i > 0 && parts[i - 1] == "ranks") return std::stoi(std::string(name));
+    if (all_digits(name) && name.size() <= 7 && i > 0 && parts[i - 1] == "ranks") return bounded_rank(std::stoll(std::string(name)));
     struct Tok {
       const char* word;
       int kind;  // 0 rank, 1 worker, 2 master
@@ -349,8 +349,8 @@ int rank_from_path(std::string_view rel_path, bool kubeflow_master) {
         const size_t e = read_int(name, q, &v);
         if (e == npos || name[q] == '-' || name[q] == '+') continue;
         if (e < name.size() && (dig(name[e]) || alpha(name[e]))) continue;
-        if (tok.kind == 1) return static_cast<int>(v) + (kubeflow_master ? 1 : 0);
-        return static_cast<int>(v);
+        if (tok.kind == 1) return bounded_rank(v + (kubeflow_master ? 1 : 0));
+        return bounded_rank(v);
       }
     }
   }

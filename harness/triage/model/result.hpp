@@ -98,6 +98,11 @@ struct TriageResult {
   std::string detector_context;
 };
 
+// The largest world triage takes (the biggest jobs on record have ~10^5 ranks). A rank or world
+// size at or above it in a log is garbled digits (a cut or corrupted line), never a job: taken as
+// no rank, so that one such number cannot size the answer (or its memory) by itself.
+constexpr int kMaxWorld = 1 << 17;
+
 struct TriageOptions {
   std::optional<int> world_size;  // --world-size: the job's world size when the logs do not state it
   bool logs_only = false;         // --logs-only: judge a run directory from ranks/*/stdout.log, stderr.log alone
