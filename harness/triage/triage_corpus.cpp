@@ -12,7 +12,8 @@
 // any crash); --update-baseline writes the current score there.
 //
 // A case is fully right when category, cause, phase and the missing ranks match, and the
-// first failure's rank where the thread proves it. It is an honest unknown when the answer's
+// first failure's rank where the thread proves it (the fields issue 11 names). Scope is scored
+// in the per-field accuracy and shown in parentheses, but is not part of "fully right". It is an honest unknown when the answer's
 // category is unknown and it names no rank the log does not prove (the expected missing ranks
 // are a superset of the answer's). Anything else is wrong.
 #include <algorithm>
@@ -158,15 +159,16 @@ int main(int argc, char** argv) {
       continue;
     }
     const json& a = o.answer;
-    std::vector<std::string> diffs;
-    auto cmp = [&](const char* f, bool ok, const std::string& want, const std::string& got) {
+    std::vector<std::string> diffs, side;  // side: scored per field, not part of "fully right"
+    auto cmp = [&](const char* f, bool ok, const std::string& want, const std::string& got, bool counts = true) {
       auto& [r, n] = field_acc[f];
       ++n;
       if (ok) ++r;
-      else diffs.push_back(fmt::format("{}: want {}, got {}", f, want, got));
+      else (counts ? diffs : side).push_back(fmt::format("{}: want {}, got {}", f, want, got));
     };
-    for (const char* f : {"category", "cause", "phase", "scope"})
+    for (const char* f : {"category", "cause", "phase"})
       if (exp.contains(f)) cmp(f, str(exp, f) == str(a, f), str(exp, f), str(a, f));
+    if (exp.contains("scope")) cmp("scope", str(exp, "scope") == str(a, "scope"), str(exp, "scope"), str(a, "scope"), false);
     const std::set<int> want_missing = rank_set(exp.value("missing_ranks", json::array()));
     const std::set<int> got_missing = rank_set(a.value("missing_ranks", json::array()));
     cmp("missing_ranks", want_missing == got_missing, exp.value("missing_ranks", json::array()).dump(),
@@ -202,8 +204,9 @@ int main(int argc, char** argv) {
       if (bad_rank) ++wrong_rank;
       verdict = "WRONG";
     }
-    std::cout << fmt::format("{:<8} {:<40} {}\n", verdict, name,
-                             diffs.empty() ? gc + "/" + str(a, "cause") : fmt::format("{}", fmt::join(diffs, "; ")));
+    std::string line = diffs.empty() ? gc + "/" + str(a, "cause") : fmt::format("{}", fmt::join(diffs, "; "));
+    if (!side.empty()) line += fmt::format("  ({})", fmt::join(side, "; "));
+    std::cout << fmt::format("{:<8} {:<40} {}\n", verdict, name, line);
     if (verbose && !diffs.empty()) std::cout << "         " << str(a, "summary") << "\n";
   }
   const int n = static_cast<int>(cases.size());
