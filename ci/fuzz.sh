@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes plain-log triage (harness/triage/triage_fuzz.cpp: reader + analyzer) with libFuzzer,
+# Fuzzes plain-log and Flight Recorder triage (harness/triage/triage_fuzz.cpp: readers + analyzers) with libFuzzer,
 # ASan and UBSan for a bounded time, seeded from the log corpora. Exits non-zero on any
 # crash, sanitizer report, leak or hang (a crashing input is kept as build-fuzz/crash-*).
 # usage: ci/fuzz.sh [SECONDS]   (default 60)
@@ -16,7 +16,7 @@ seeds=build-fuzz/seeds
 rm -rf "$seeds"; mkdir -p "$seeds" build-fuzz/corpus
 # One seed per log file of the corpora (the fuzzer's own finds accumulate in build-fuzz/corpus).
 n=0
-for f in harness/testdata/logs/*/* harness/testdata/reallogs/*/*; do
+for f in harness/testdata/logs/*/* harness/testdata/reallogs/*/* harness/testdata/fr/*/*; do
   case "$f" in *.json|*.md|*.py) continue ;; esac
   [ -f "$f" ] || continue
   head -c 65536 "$f" > "$seeds/$n"; n=$((n + 1))

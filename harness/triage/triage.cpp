@@ -6,9 +6,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
+#include "triage/fr/dump.hpp"
 #include "triage/logs/reader.hpp"
+#include "triage/reason/fr.hpp"
 #include "triage/reason/log.hpp"
 #include "triage/reason/run.hpp"
 #include "triage/reason/run_evidence.hpp"
@@ -52,6 +55,34 @@ TriageResult triage_logs(const std::vector<fs::path>& paths, const TriageOptions
   return analyze_log_corpus(corpus, opts);
 }
 
+TriageResult triage_fr_dumps(const std::vector<fs::path>& files, const TriageOptions& opts) {
+  if (files.empty()) throw std::runtime_error("triage: no Flight Recorder dumps");
+  // Names are shown relative to the directory they share.
+  fs::path base = files.front().parent_path();
+  for (const auto& f : files)
+    while (!base.empty() && f.string().rfind(base.string(), 0) != 0) base = base.parent_path();
+  std::vector<fr::FrDump> dumps;
+  std::map<int, std::string> seen;
+  for (const auto& f : files) {
+    const std::string shown = base.empty() ? f.string() : fs::relative(f, base).string();
+    const int rank = fr::fr_rank_from_path(f);
+    if (rank < 0)
+      throw std::runtime_error(fmt::format("{}:0:0: a Flight Recorder dump's name must end in its rank "
+                                           "(<prefix><rank>, e.g. rank_3, or ranks/3/flight_recorder.pkl)",
+                                           f.string()));
+    if (auto [it, fresh] = seen.emplace(rank, f.string()); !fresh)
+      throw std::runtime_error(fmt::format("{}:0:0: a second dump of rank {} (the first is {})", f.string(), rank,
+                                           it->second));
+    dumps.push_back(fr::read_fr_dump(f, shown, rank));
+  }
+  TriageResult r = analyze_fr_dumps(dumps, opts);
+  r.notes.push_back(fmt::format("read {} Flight Recorder dump(s){}", dumps.size(),
+                                dumps.empty() || dumps.front().version.empty()
+                                    ? ""
+                                    : fmt::format(" (format version {})", dumps.front().version)));
+  return r;
+}
+
 TriageResult triage_paths(const std::vector<fs::path>& paths, const TriageOptions& opts) {
   if (paths.size() == 1 && !opts.logs_only && is_run_dir(paths.front())) {
     TriageResult r = triage_run_dir(paths.front());
@@ -60,6 +91,10 @@ TriageResult triage_paths(const std::vector<fs::path>& paths, const TriageOption
                                     r.world_size));
     }
     return r;
+  }
+  if (!opts.logs_only) {
+    const auto dumps = fr::list_fr_dumps(paths);
+    if (!dumps.empty()) return triage_fr_dumps(dumps, opts);
   }
   return triage_logs(paths, opts);
 }

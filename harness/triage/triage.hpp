@@ -13,6 +13,7 @@
 //   model/    TriageResult (the answer, per-rank timelines) and a run directory's observations
 //   records/  run directory -> observations            logs/  plain log files -> LogCorpus,
 //                                                             the line pattern table
+//   fr/       Flight Recorder dumps (torch's pickle or JSON) -> per-rank collective records
 //   reason/   observations or a plain-log timeline -> TriageResult (root vs echo, missing by
 //             absence, slow vs dead), the playbook's next steps
 //   answer/   triage.json and the text report
@@ -39,6 +40,10 @@ TriageResult triage_logs(const std::vector<std::filesystem::path>& paths, const 
 
 // The CLI's entry: one hanglab run directory is analysed from its trace (unless
 // opts.logs_only); anything else is triaged as plain logs.
+// Flight Recorder dumps, one per rank, named <prefix><rank> (rank_0, nccl_trace_rank_3.json) or
+// ranks/<r>/flight_recorder.{pkl,json}: each process group's collectives matched across ranks.
+TriageResult triage_fr_dumps(const std::vector<std::filesystem::path>& files, const TriageOptions& opts = {});
+
 TriageResult triage_paths(const std::vector<std::filesystem::path>& paths, const TriageOptions& opts = {});
 
 }  // namespace hanglab

@@ -1,5 +1,6 @@
 // libFuzzer target over plain-log triage: the log reader (logs/reader.cpp, line parser
-// logs/parse.cpp, pattern table logs/patterns.cpp) and the analyzer (logs/timeline.cpp, reason/log_*.cpp), end to end.
+// logs/parse.cpp, pattern table logs/patterns.cpp) and the analyzer (logs/timeline.cpp, reason/log_*.cpp), end to end;
+// and over Flight Recorder input (fr/pickle.cpp, fr/dump.cpp, reason/fr_analyze.cpp) when the parts are dumps.
 //
 // The input is split into up to four log files at each line "=====" (so the fuzzer can
 // build multi-rank incidents): rank-0.log, rank-1.log, ... or, for the odd-numbered
@@ -53,14 +54,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fs::path& dir = work_dir();
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) fs::remove(e.path(), ec);
-  std::vector<fs::path> files;
   for (size_t i = 0; i < parts.size(); ++i) {
-    fs::path f = dir / (combined ? std::string("train.log") : "rank-" + std::to_string(i) + ".log");
+    // A JSON object is named as a Flight Recorder dump would be (a pickle's 0x80 splits like a log).
+    const bool json_dump = !parts[i].empty() && parts[i][0] == '{';
+    fs::path f = dir / (json_dump ? "rank_" + std::to_string(i) + ".json"
+                        : combined ? std::string("train.log")
+                                   : "rank-" + std::to_string(i) + ".log");
     std::ofstream(f, std::ios::binary).write(parts[i].data(), static_cast<std::streamsize>(parts[i].size()));
-    files.push_back(f);
   }
   try {
-    hanglab::TriageResult r = hanglab::triage_logs(files);
+    // triage_paths: Flight Recorder dumps (pickle or JSON) go to fr/, anything else to logs/.
+    hanglab::TriageResult r = hanglab::triage_paths({dir});
     (void)hanglab::to_json(r).dump();
     (void)hanglab::render_text(r);
   } catch (const std::exception&) {

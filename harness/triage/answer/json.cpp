@@ -70,7 +70,7 @@ nlohmann::json to_json(const TriageResult& r) {
                                                 {"lines", t.progress_lines},
                                                 {"every_s", t.progress_every_s}}
                                          : json(nullptr);
-    if (r.source == "logs") {
+    if (r.source == "logs" || r.source == "flight_recorder") {
       if (t.last_coll_seq && t.last_coll_numel >= 0) p["last_coll"]["numel"] = t.last_coll_numel;
       p["host"] = t.host;
       p["last_step_t"] = t.last_step_t;

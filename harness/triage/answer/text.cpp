@@ -40,6 +40,37 @@ std::string ranks_text(const std::vector<int>& v) {
 
 std::string range_text(int a, int b) { return a == b ? std::to_string(a) : fmt::format("{}-{}", a, b); }
 
+// Flight Recorder triage: per rank its dump, its last recorded collective and where it was called
+// from. Large worlds collapse as in log_timeline.
+void fr_timeline(const TriageResult& r, const std::function<void(const std::string&)>& line) {
+  line(fmt::format("  {:<9} {:<9} {:<34} {:<22} {}", "rank", "liveness", "last collective", "dump", "called from"));
+  for (size_t i = 0; i < r.per_rank.size();) {
+    const auto& t = r.per_rank[i];
+    const auto key = [](const RankTimeline& x) {
+      return std::make_tuple(x.liveness, x.last_coll_seq, x.last_coll_op, x.last_coll_edge, x.last_line.empty(),
+                             x.stuck_in, x.top_frames);
+    };
+    size_t j = i;
+    if (r.per_rank.size() > 32)
+      while (j + 1 < r.per_rank.size() && key(r.per_rank[j + 1]) == key(t)) ++j;
+    const std::string last =
+        t.last_coll_seq ? fmt::format("{} seq {}{}", t.last_coll_op, t.last_coll_seq,
+                                      t.last_coll_edge == "end"     ? " (completed)"
+                                      : t.last_coll_edge == "begin" ? " (not completed)"
+                                                                    : "")
+                        : "-";
+    line(fmt::format("  {:<9} {:<9} {:<34} {:<22} {}", range_text(t.rank, r.per_rank[j].rank), t.liveness, last,
+                     t.last_line.empty() ? "(none)" : (j > i ? "(each its own)" : t.last_line),
+                     t.top_frames.empty() ? "-" : t.top_frames.front()));
+    i = j + 1;
+  }
+  if (r.stuck_collective) {
+    const auto& s = *r.stuck_collective;
+    line(fmt::format("  stuck collective: {} seq {} — waiting {}, absent {}", s.op.empty() ? "?" : s.op, s.seq,
+                     ranks_text(s.waiting_ranks), ranks_text(s.absent_ranks)));
+  }
+}
+
 // Plain-log triage: what the logs say per rank. Large worlds are collapsed: consecutive
 // ranks with the same row (apart from the rank) share one line.
 void log_timeline(const TriageResult& r, const std::function<void(const std::string&)>& line) {
@@ -109,6 +140,8 @@ std::string render_text(const TriageResult& r) {
   line("Rank timeline");
   if (r.source == "logs") {
     log_timeline(r, line);
+  } else if (r.source == "flight_recorder") {
+    fr_timeline(r, line);
   } else {
   // "compute ms" = step time outside collectives: equal step times with unequal compute
   // is what a straggler looks like in synchronous training.

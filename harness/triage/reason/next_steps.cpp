@@ -85,10 +85,13 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
             "learning rate / loss scale, torch.autograd.set_detect_anomaly(True) on a re-run.");
       } else {
         n.push_back(
-            fmt::format("Look for rank-dependent branches around step {} in {}: a NaN/inf check that skips "
+            fmt::format("Look for rank-dependent branches around {} in {}: a NaN/inf check that skips "
                         "backward, a caught exception, an early continue, rank-specific logging/metrics "
                         "collectives.",
-                        r_.divergence_step.value_or(r_.last_good_step + 1), who));
+                        r_.divergence_step || !r_.divergence_seq
+                            ? fmt::format("step {}", r_.divergence_step.value_or(r_.last_good_step + 1))
+                            : fmt::format("collective seq {}", *r_.divergence_seq),
+                        who));
         n.push_back(
             "Compare per-rank collective sequences with TORCH_DISTRIBUTED_DEBUG=DETAIL (it checks op, shape "
             "and order across ranks at each collective).");

@@ -1,0 +1,155 @@
+// Flight Recorder input: the data-only unpickler, reading torch's dumps (pickle and JSON), and
+// the answer on dumps written by real Gloo runs of torch 2.15 (harness/testdata/fr, written by
+// make_fr_dumps.py there: healthy, skipped, stuck, mismatched, killed, json).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "triage/fr/dump.hpp"
+#include "triage/fr/pickle.hpp"
+#include "triage/triage.hpp"
+
+using namespace hanglab;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+fs::path fr_dir(const std::string& c) { return fs::path(HANGLAB_SOURCE_DIR) / "harness/testdata/fr" / c; }
+
+std::string bytes(std::initializer_list<int> b) {
+  std::string s;
+  for (int x : b) s.push_back(static_cast<char>(x));
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("read_pickle decodes the data opcodes of protocols 0 to 5", "[fr]") {
+  // pickle.dumps({'a': [1, -2, 300, 70000, 2**40, -(2**40)], 'b': (True, None, 1.5), 'c': 'é'}, protocol=2)
+  const std::string p2 = bytes({0x80, 0x02, '}', 'q', 0x00, '(', 'X', 0x01, 0, 0, 0, 'a', 'q', 0x01, ']', 'q', 0x02,
+                                '(', 'K', 0x01, 'J', 0xfe, 0xff, 0xff, 0xff, 'M', 0x2c, 0x01, 'J', 0x70, 0x11, 0x01,
+                                0x00, 0x8a, 0x06, 0, 0, 0, 0, 0x00, 0x01, 0x8a, 0x06, 0, 0, 0, 0, 0x00, 0xff, 'e',
+                                'X', 0x01, 0, 0, 0, 'b', 'q', 0x03, 0x88, 'N', 'G', 0x3f, 0xf8, 0, 0, 0, 0, 0, 0,
+                                0x87, 'q', 0x04, 'X', 0x01, 0, 0, 0, 'c', 'q', 0x05, 'X', 0x02, 0, 0, 0, 0xc3, 0xa9,
+                                'q', 0x06, 'u', '.'});
+  const json j = fr::read_pickle(p2);
+  CHECK(j["a"] == json::array({1, -2, 300, 70000, 1LL << 40, -(1LL << 40)}));
+  CHECK(j["b"] == json::array({true, nullptr, 1.5}));
+  CHECK(j["c"] == "\xc3\xa9");
+
+  // Protocol 4 with FRAME, SHORT_BINUNICODE and MEMOIZE/BINGET: the memo shares the container,
+  // so a list memoized while empty and filled later is seen filled (x = []; {'p': x, 'q': x}).
+  const std::string p4 = bytes({0x80, 0x04, 0x95, 0x10, 0, 0, 0, 0, 0, 0, 0, '}', 0x94, '(', 0x8c, 0x01, 'p', 0x94,
+                                ']', 0x94, 0x8c, 0x01, 'q', 0x94, 'h', 0x02, 'u', 'h', 0x02, 'K', 0x07, 'a', '0', '.'});
+  const json k = fr::read_pickle(p4);
+  CHECK(k["p"] == json::array({7}));
+  CHECK(k["q"] == json::array({7}));
+
+  // Protocol 0 (text): (dp0\nS'x'\np1\nI3\ns.
+  CHECK(fr::read_pickle("(dp0\nS'x'\np1\nI3\ns.")["x"] == 3);
+  CHECK(fr::read_pickle("(lp0\nI01\naF2.5\na.") == json::array({true, 2.5}));
+}
+
+TEST_CASE("read_pickle refuses objects and reports the byte of bad input", "[fr]") {
+  // GLOBAL + REDUCE (what a malicious pickle uses to run code): refused, never executed.
+  const std::string evil = "cos\nsystem\n(S'true'\ntR.";
+  CHECK_THROWS_WITH(fr::read_pickle(evil), Catch::Contains("byte 0") && Catch::Contains("refused"));
+  CHECK_THROWS_WITH(fr::read_pickle(bytes({0x80, 0x02, ']', 'X', 0xff, 0, 0, 0})), Catch::Contains("truncated"));
+  CHECK_THROWS_WITH(fr::read_pickle(bytes({0x80, 0x02, 'h', 0x05, '.'})), Catch::Contains("never stored"));
+  CHECK_THROWS_WITH(fr::read_pickle(bytes({0x80, 0x02, 'K', 1, 'a', '.'})), Catch::Contains("underflow"));
+  CHECK_THROWS_WITH(fr::read_pickle(bytes({0x80, 0x02, 'K', 1, 'K', 2, 'a', '.'})), Catch::Contains("non-list"));
+  CHECK_THROWS_WITH(fr::read_pickle(""), Catch::Contains("truncated"));
+  CHECK_THROWS_WITH(fr::read_pickle(bytes({0x80, 0x02, 0xfe})), Catch::Contains("unknown opcode 0xfe"));
+  // Depth: 300 nested lists.
+  std::string deep = bytes({0x80, 0x02});
+  for (int i = 0; i < 300; ++i) deep += ']';
+  for (int i = 0; i < 299; ++i) deep += 'a';
+  deep += '.';
+  CHECK_THROWS_WITH(fr::read_pickle(deep), Catch::Contains("nesting deeper"));
+}
+
+TEST_CASE("dump names give the rank; files that are dumps are told from logs", "[fr]") {
+  CHECK(fr::fr_rank_from_path("dumps/rank_3") == 3);
+  CHECK(fr::fr_rank_from_path("nccl_trace_rank_12.json") == 12);
+  CHECK(fr::fr_rank_from_path("run/ranks/5/flight_recorder.pkl") == 5);
+  CHECK(fr::fr_rank_from_path("flight_recorder.pkl") == -1);
+  CHECK(fr::fr_rank_from_path("rank_99999999") == -1);
+  CHECK(fr::looks_like_fr_dump(fr_dir("stuck") / "rank_0"));
+  CHECK(fr::looks_like_fr_dump(fr_dir("json") / "rank_0.json"));
+  CHECK_FALSE(fr::looks_like_fr_dump(fs::path(HANGLAB_SOURCE_DIR) / "harness/testdata/fr/make_fr_dumps.py"));
+  CHECK(fr::list_fr_dumps({fr_dir("killed")}).size() == 2);
+  CHECK(fr::list_fr_dumps({fs::path(HANGLAB_SOURCE_DIR) / "harness/testdata/logs/gloo_peer_closed"}).empty());
+}
+
+TEST_CASE("a Gloo dump of torch 2.15 reads: groups, status, entries with sizes and frames", "[fr]") {
+  const fr::FrDump d = fr::read_fr_dump(fr_dir("mismatched") / "rank_2", "rank_2", 2);
+  CHECK(d.version == "2.10");
+  REQUIRE(d.pg_ranks.count(""));  // Gloo keys its one group's config by ""
+  CHECK(d.pg_ranks.at("") == std::vector<int>{0, 1, 2});
+  REQUIRE(d.entries.size() >= 5);
+  const auto& e = d.entries[4];
+  CHECK(e.seq == 5);
+  CHECK(e.op == "broadcast");
+  CHECK(e.backend == "gloo");
+  CHECK(e.sizes == "[[1000]]");
+  CHECK(e.dtypes == "Float");
+  CHECK(e.pg == "0");
+  CHECK_FALSE(e.frames.empty());
+  // The same run's JSON dump and pickle dump say the same (the json case is the stuck case).
+  const fr::FrDump pj = fr::read_fr_dump(fr_dir("json") / "rank_1.json", "rank_1.json", 1);
+  const fr::FrDump pp = fr::read_fr_dump(fr_dir("stuck") / "rank_1", "rank_1", 1);
+  CHECK(pj.entries.size() == pp.entries.size());
+  CHECK(pj.entries.back().seq == pp.entries.back().seq);
+  CHECK(pj.pg_ranks == pp.pg_ranks);
+}
+
+TEST_CASE("triage of Flight Recorder dumps names the culprit where torchfrtrace crashes", "[fr]") {
+  SECTION("mismatch: the odd call at the first differing seq") {
+    const auto r = triage_paths({fr_dir("mismatched")});
+    CHECK(r.source == "flight_recorder");
+    CHECK(r.category == "collective_mismatch");
+    CHECK(r.missing_ranks == std::vector<int>{2});
+    CHECK(r.divergence_seq == 5);
+    CHECK(r.phase == "training");
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 2);
+  }
+  SECTION("a rank that stopped issuing collectives but dumped: absent, alive") {
+    for (const char* c : {"stuck", "json"}) {
+      INFO(c);
+      const auto r = triage_paths({fr_dir(c)});
+      CHECK(r.category == "straggler");
+      CHECK(r.missing_ranks == std::vector<int>{1});
+      REQUIRE(r.stuck_collective);
+      CHECK(r.stuck_collective->seq == 7);
+      CHECK(r.stuck_collective->waiting_ranks == std::vector<int>{0, 2});
+      CHECK(r.per_rank.at(1).liveness == "slow");
+    }
+  }
+  SECTION("a rank with no dump (killed, or aborted by Gloo's size check) is the one missing") {
+    for (const char* c : {"killed", "skipped"}) {
+      INFO(c);
+      const auto r = triage_paths({fr_dir(c)});
+      CHECK(r.missing_ranks == std::vector<int>{1});
+      CHECK(r.world_size == 3);
+      CHECK(r.per_rank.at(1).liveness == "unknown");
+      CHECK(r.scope == "subset");
+    }
+  }
+  SECTION("healthy Gloo dumps: nobody apart, no culprit named") {
+    const auto r = triage_paths({fr_dir("healthy")});
+    CHECK(r.missing_ranks.empty());
+    CHECK_FALSE(r.first_failure);
+  }
+  SECTION("--logs-only keeps dumps out; a bad dump is one clear error") {
+    const fs::path tmp = fs::temp_directory_path() / "hanglab_fr_test_bad";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    std::ofstream(tmp / "rank_0", std::ios::binary) << bytes({0x80, 0x02, '}', 'X', 0x07, 0, 0, 0}) << "entries";
+    CHECK_THROWS_WITH(triage_paths({tmp}), Catch::Contains("rank_0:0:0:") && Catch::Contains("truncated"));
+    fs::remove_all(tmp);
+  }
+}
