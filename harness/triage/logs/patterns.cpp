@@ -195,6 +195,18 @@ const std::vector<LinePattern>& line_patterns() {
        {"Aborted (6)", "Bus error (7)", "Segmentation fault (11)", "Floating point exception (8)",
         "Illegal instruction (4)"},
        LogKind::kCrash, "", "", PatternFields::kSignalName, "[node-0:391803] Signal: Aborted (6)"},
+      // The kernel's report of a process it killed with SIGSEGV (dmesg, syslog, journalctl -k):
+      // "comm[pid]: segfault at ADDR ip IP sp SP error N in lib[...]" (x86-64; "eip"/"esp" on 32-bit).
+      // The pid ties it to its rank where a launcher named that pid.
+      {{"]: segfault at "}, {" ip ", " eip "}, LogKind::kCrash, "", "", PatternFields::kKernelTask,
+       "Apr  5 12:01:23 serverwuss kernel: [ 4754.368566] pan[7253]: segfault at 8 ip 000000000048120f sp "
+       "00007fff0fb361d0 error 4 in pan[400000+1fb000]"},
+      // NCCL could not bring an IB/RoCE queue pair to its connected state (the remote GID or route
+      // does not resolve: "failed with error Connection timed out"): the fabric, not a rank
+      // (NVIDIA/nccl-tests#227).
+      {{"NCCL WARN", "Call to ibv_modify_qp failed"}, {}, LogKind::kIbError, "network", "ib_error",
+       PatternFields::kNone,
+       "ibvwrap.c:160 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out."},
       // UCX's signal handler (gh-pipedream-76).
       {{"Caught signal "}, {"(Bus error", "(Segmentation fault", "(Aborted", "(Illegal instruction"}, LogKind::kCrash,
        "", "", PatternFields::kSignalName,
@@ -300,6 +312,19 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
       case PatternFields::kPendingWork:
         o.pending = int_after(m, "workMetaList_.size()=");
         break;
+      case PatternFields::kKernelTask: {
+        const size_t k = m.find("]: segfault at ");
+        const size_t open = m.rfind('[', k);
+        if (open != npos) {
+          const long long pid = int_after(m.substr(open, k - open), "[");
+          if (pid > 0) o.pid = pid;
+          size_t b = open;
+          while (b > 0 && m[b - 1] != ' ') --b;
+          o.word = m.substr(b, open - b);
+        }
+        o.signal = 11;
+        break;
+      }
       case PatternFields::kCalledProcess: {
         const size_t k = m.find("died with <Signals.");
         if (k != npos) {

@@ -125,3 +125,17 @@ TEST_CASE("pattern table: c10d's store connect failures by errno", "[triage_logs
             "out).");
   CHECK(l.cause == "store_timeout");
 }
+
+TEST_CASE("pattern table: the kernel's segfault report and NCCL's failed QP transition", "[triage_logs]") {
+  auto l = parse("[Mon Dec  1 10:00:01 2026] python3[4242]: segfault at 8 ip 00007f10a6fc1202 sp 00007ffd1c2e8a10 "
+                 "error 4 in libnccl.so.2[7f10a0000000+9a00000]");
+  CHECK(l.kind == LogKind::kCrash);
+  CHECK(l.signal == 11);
+  CHECK(l.pid == 4242);
+  CHECK(l.word == "python3");
+  // Prose about a segfault is not the kernel's report.
+  CHECK(parse("the job hit a segfault at step 10").kind != LogKind::kCrash);
+  l = parse("h:1:2 [0] ibvwrap.c:160 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out errno 110");
+  CHECK(l.kind == LogKind::kIbError);
+  CHECK(l.cause == "ib_error");
+}

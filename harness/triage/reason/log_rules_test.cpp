@@ -618,3 +618,22 @@ TEST_CASE("torch.distributed.launch's CalledProcessError: the worker that died, 
   CHECK(r.category == "rank_exit");
   CHECK(r.cause == "segfault");
 }
+
+TEST_CASE("the kernel's segfault report of a pid belongs to the rank that pid is", "[triage_logs]") {
+  TempDir t("kernel_segv");
+  write_file(t.dir / "rank-0.log",
+             "2026-12-01T10:00:00Z node1:4241:4300 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init "
+             "COMPLETE\n"
+             "2026-12-01T10:00:05Z step 1\n");
+  write_file(t.dir / "rank-1.log",
+             "2026-12-01T10:00:00Z node1:4242:4301 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 2000 - Init "
+             "COMPLETE\n"
+             "2026-12-01T10:00:05Z step 1\n");
+  write_file(t.dir / "dmesg.log",
+             "[Tue Dec  1 10:00:06 2026] python3[4242]: segfault at 8 ip 00007f10a6fc1202 sp 00007ffd1c2e8a10 error 4 "
+             "in libnccl.so.2[7f10a0000000+9a00000]\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "segfault");
+  CHECK(r.missing_ranks == std::vector<int>{1});
+}
