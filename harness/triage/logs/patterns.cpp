@@ -127,6 +127,10 @@ const std::vector<LinePattern>& line_patterns() {
        "'--flops', '27.3', '--mix-prob', '0.0', '--mixup', '0.2', '--model-ema', '--data', '/opt/tiger', "
        "'--distill_type', 'KdPixelWise', '--teacher', 'resnet152d', '--teacher_checkpoint', 'resnet152d.pth', "
        "'--resume', './fixArch_model/fixArch_model_0718_1817/model.pth.tar']' died with <Signals.SIGSEGV: 11>."},
+      // Any other child that died by a signal ("Command 'XXXXX' died with <Signals.SIGSEGV: 11>.", the
+      // command redacted, pytorch#29889): the signal is the story, the worker is not named.
+      {{"CalledProcessError", "died with <Signals."}, {}, LogKind::kLauncherExit, "", "", PatternFields::kCalledProcess,
+       "subprocess.CalledProcessError: Command XXXXX (my script params) died with <Signals.SIGSEGV: 11>."},
       // The DeepSpeed launcher's sigkill_handler kills every subprocess it started, the failed one
       // included, one line each: on one node the list is the world (gh-deepspeed-3232,
       // gh-deepspeed-4000). torchrun's "closing signal" lines name only the survivors.

@@ -103,6 +103,11 @@ TEST_CASE("pattern table: NCCL socket errno families and the launchers' worker d
   CHECK(l.signal == 0);
   CHECK(l.code == 1);
   CHECK(l.local_rank == 1);
+  // A redacted command still died of its signal; its local rank is not known.
+  l = parse("subprocess.CalledProcessError: Command XXXXX (my script params) died with <Signals.SIGSEGV: 11>.");
+  CHECK(l.kind == LogKind::kLauncherExit);
+  CHECK(l.signal == 11);
+  CHECK(l.local_rank == -1);
   // A build step's CalledProcessError is the process's own exception, no worker's death.
   CHECK(parse("subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.").kind !=
         LogKind::kLauncherExit);
