@@ -156,8 +156,10 @@ const std::vector<LinePattern>& line_patterns() {
       // family, as NCCL prints strerror(ETIMEDOUT): "Call to recv from X failed : ...", "Connect to X
       // failed : ..." (2.4-2.18), "socketPollConnect: Connect to X returned 110(Connection timed out)"
       // (2.19-2.2x), "connect to X returned Connection timed out, exceeded error retry count" (2.27+),
-      // "socketStartConnect: exceeded timeouts (N)". INFO "..., retrying" lines are not failures.
-      {{"NCCL WARN"},
+      // "socketStartConnect: exceeded timeouts (N)". INFO "..., retrying" lines are not failures. NCCL
+      // up to 2.2 printed "WARN" without "NCCL" ("include/socket.h:360 WARN Call to connect failed :
+      // Connection timed out", NVIDIA/nccl-tests#15).
+      {{" WARN "},
        {"failed : Connection timed out", "(Connection timed out)", "returned Connection timed out",
         "exceeded timeouts"},
        LogKind::kSocketError, "network", "connection_timeout", PatternFields::kNone,
@@ -165,7 +167,7 @@ const std::vector<LinePattern>& line_patterns() {
        ": Connection timed out"},
       // No route to the peer's address (EHOSTUNREACH, ENETUNREACH) on an NCCL socket: the path or the
       // address NCCL chose, not a rank (the same message family as the timeout above; sglang#3820).
-      {{"NCCL WARN"},
+      {{" WARN "},
        {"failed : No route to host", "(No route to host)", "returned No route to host", "failed : Network is unreachable",
         "(Network is unreachable)", "returned Network is unreachable"},
        LogKind::kSocketError, "network", "host_unreachable", PatternFields::kNone,

@@ -70,7 +70,9 @@ TEST_CASE("pattern table: NCCL socket errno families and the launchers' worker d
         "h:1:2 [0] include/socket.h:403 NCCL WARN Connect to 10.0.0.2<46681> failed : Connection timed out",
         "h:1:2 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 110(Connection "
         "timed out) errno 115(Operation now in progress)",
-        "h:1:2 [0] misc/socket.cc:476 NCCL WARN socketStartConnect: exceeded timeouts (20)"}) {
+        "h:1:2 [0] misc/socket.cc:476 NCCL WARN socketStartConnect: exceeded timeouts (20)",
+        // NCCL 2.2 and older: "WARN" without "NCCL".
+        "gpu-bql-144-103:18553:18611 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out"}) {
     INFO(line);
     const auto l = parse(line);
     CHECK(l.kind == LogKind::kSocketError);
