@@ -87,8 +87,9 @@ const std::vector<LinePattern>& line_patterns() {
       // inside DistNetworkError). c10d retries a refused connect until its deadline (then "has timed
       // out after"), so a failed connect names another errno: a timeout is an address that never
       // answered (a wrong MASTER_ADDR, a filtered port), no route is an address the host cannot reach
-      // (gh-open-sora-667; the no-route line from a public Kubernetes job's log). Without an errno ("... to any network address of (h, p).") the store was
-      // unreachable at every address it resolved to.
+      // (gh-open-sora-667; the no-route line is from a public Kubernetes job's log). Without an errno
+      // ("... to any network address of (h, p).") the store was unreachable at every address it
+      // resolved to. The errno lines come first: the exception's text carries both.
       {{"client socket has failed to connect to"}, {"Connection timed out"}, LogKind::kStoreTimeout, "rendezvous",
        "store_timeout", PatternFields::kNone,
        "[W socket.cpp:697] [c10d] The client socket has failed to connect to [::ffff:0.104.99.143]:47389 (errno: 110 "
@@ -178,8 +179,7 @@ const std::vector<LinePattern>& line_patterns() {
       // by a crashed peer". A dead peer's echo, what NCCL calls ncclRemoteError ("remote process exited or
       // there was a network error"), not an EFA fault (gh-awsome-distributed-ai-312).
       {{"NET/OFI"}, {"Invalid receiver queue pair number", "Receiver connection aborted"}, LogKind::kNcclRemoteError,
-       "", "",
-       PatternFields::kNone,
+       "", "", PatternFields::kNone,
        "[1,2]<stdout>:test-nccl-worker-0:199:263 [2] process_err_completion:1562 NCCL WARN NET/OFI Request "
        "0x7f08c0001d30 completed with error. RC: 5. Error: Invalid receiver queue pair number (QPN) My EFA addr: "
        "fi_addr_efa://[fe80::30:43ff:fe60:456b]:0:657145598"},
