@@ -49,6 +49,14 @@ void LogTimeline::describe(const LogEvent& e, Fail& f) const {
   if (f.role == Role::kInfo) return;
   if (!e.cause.empty()) f.cause = e.cause;
   if (!e.category.empty()) f.category = e.category;
+  // A line the table says proves a link fault (an NCCL socket that timed out or has no route to
+  // its peer) is a cause of its own, not a peer's echo: a dead peer process closes or resets its
+  // connections, it does not leave them unanswered.
+  if (f.role == Role::kEcho && e.category == "network") {
+    f.role = Role::kRoot;
+    f.strength = 1;
+    f.what = "network: " + f.what;
+  }
 }
 
 void LogTimeline::describe_kind(const LogEvent& e, Fail& f) const {

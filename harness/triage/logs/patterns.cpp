@@ -82,6 +82,27 @@ const std::vector<LinePattern>& line_patterns() {
        PatternFields::kNone,
        "[E socket.cpp:957] [c10d] The client socket has timed out after 600s while trying to connect to (127.0.0.1, "
        "3333)."},
+      // c10d's TCPStore client could not connect, by the errno it reports ("The client socket has failed
+      // to connect to [h]:p (errno: 110 - Connection timed out)", torch 2.x socket.cpp; the same text
+      // inside DistNetworkError). c10d retries a refused connect until its deadline (then "has timed
+      // out after"), so a failed connect names another errno: a timeout is an address that never
+      // answered (a wrong MASTER_ADDR, a filtered port), no route is an address the host cannot reach
+      // (gh-open-sora-667; the no-route line is from a public Kubernetes job's log). Without an errno
+      // ("... to any network address of (h, p).") the store was unreachable at every address it
+      // resolved to. The errno lines come first: the exception's text carries both.
+      {{"client socket has failed to connect to"}, {"Connection timed out"}, LogKind::kStoreTimeout, "rendezvous",
+       "store_timeout", PatternFields::kNone,
+       "[W socket.cpp:697] [c10d] The client socket has failed to connect to [::ffff:0.104.99.143]:47389 (errno: 110 "
+       "- Connection timed out)."},
+      {{"client socket has failed to connect to"}, {"No route to host", "Network is unreachable"},
+       LogKind::kStoreRefused, "rendezvous", "store_unreachable", PatternFields::kNone,
+       "torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of "
+       "(llama2-70b-n2-testys-master-0, 23456). The client socket has failed to connect to "
+       "172-16-100-89.llama2-70b-n2-testys-master-0.default.svc.cluster.local:23456 (errno: 113 - No route to host)."},
+      {{"client socket has failed to connect to any network address of"}, {}, LogKind::kStoreRefused, "rendezvous",
+       "store_unreachable", PatternFields::kNone,
+       "[E socket.cpp:753] [c10d] The client socket has failed to connect to any network address of (6841231, "
+       "47389)."},
       // Gloo fell back to the loopback address: peers cannot reach it (gh-aws-do-eks-50).
       {{"Unable to resolve hostname to a (local) address"}, {}, LogKind::kWrongIfname, "network", "wrong_ifname",
        PatternFields::kNone,
@@ -94,6 +115,23 @@ const std::vector<LinePattern>& line_patterns() {
       {{"exits with return code = "}, {"--local_rank="}, LogKind::kLauncherExit, "", "", PatternFields::kLauncherCode,
        "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
        "'--local_rank=0', '--data_path', 'Dahoas/rm-static'] exits with return code = -9"},
+      // torch.distributed.launch (PyTorch <= 1.8) raises CalledProcessError for the first worker that
+      // failed, with its command line: the local rank, and the signal it died of (Python prints
+      // signal.Signals: "<Signals.SIGKILL: 9>") or its exit status (pytorch#61839). Only with a
+      // --local_rank argument: a CalledProcessError of a build step (ninja) is no worker's death.
+      {{"CalledProcessError", "--local_rank="}, {"died with <Signals.", "returned non-zero exit status"},
+       LogKind::kLauncherExit, "", "", PatternFields::kCalledProcess,
+       "subprocess.CalledProcessError: Command '['/opt/tiger/conda/bin/python3', '-u', 'train_imagenet.py', "
+       "'--local_rank=7', '--save-dir', './fixArch_model/fixArch_model_0718_1817', '--epochs', '180', "
+       "'--warmup-epoch', '5', '--total-batch-size', '1024', '--lr-strategy', 'warmup_cosine', '--weight-decay', "
+       "'1e-5', '--dropout_rate', '0.0001', '--lr', '0.4', '--arch', 'nnflow_model_v2_woSE', '--image-size', '224', "
+       "'--flops', '27.3', '--mix-prob', '0.0', '--mixup', '0.2', '--model-ema', '--data', '/opt/tiger', "
+       "'--distill_type', 'KdPixelWise', '--teacher', 'resnet152d', '--teacher_checkpoint', 'resnet152d.pth', "
+       "'--resume', './fixArch_model/fixArch_model_0718_1817/model.pth.tar']' died with <Signals.SIGSEGV: 11>."},
+      // Any other child that died by a signal ("Command 'XXXXX' died with <Signals.SIGSEGV: 11>.", the
+      // command redacted, pytorch#29889): the signal is the story, the worker is not named.
+      {{"CalledProcessError", "died with <Signals."}, {}, LogKind::kLauncherExit, "", "", PatternFields::kCalledProcess,
+       "subprocess.CalledProcessError: Command XXXXX (my script params) died with <Signals.SIGSEGV: 11>."},
       // The DeepSpeed launcher's sigkill_handler kills every subprocess it started, the failed one
       // included, one line each: on one node the list is the world (gh-deepspeed-3232,
       // gh-deepspeed-4000). torchrun's "closing signal" lines name only the survivors.
@@ -113,11 +151,38 @@ const std::vector<LinePattern>& line_patterns() {
        PatternFields::kNone,
        "RuntimeError: [/opt/conda/conda-bld/pytorch_1532579245307/work/third_party/gloo/gloo/transport/tcp/"
        "buffer.cc:76] Read timeout [127.0.0.1]:32444"},
-      // A TCP-level timeout under NCCL's socket transport: the network, not a dead peer (gh-nccl-706).
-      {{"NCCL WARN", "failed : Connection timed out"}, {}, LogKind::kSocketError, "network", "connection_timeout",
-       PatternFields::kNone,
+      // A TCP-level timeout on one of NCCL's sockets (ETIMEDOUT): the peer's host never answered. A dead
+      // peer process closes or resets its connections (its kernel answers); only a broken path or a
+      // host gone altogether leaves them unanswered: the network, not a dead rank (gh-nccl-706). The
+      // family, as NCCL prints strerror(ETIMEDOUT): "Call to recv from X failed : ...", "Connect to X
+      // failed : ..." (2.4-2.18), "socketPollConnect: Connect to X returned 110(Connection timed out)"
+      // (2.19-2.2x), "connect to X returned Connection timed out, exceeded error retry count" (2.27+),
+      // "socketStartConnect: exceeded timeouts (N)". INFO "..., retrying" lines are not failures. NCCL
+      // up to 2.2 printed "WARN" without "NCCL" ("include/socket.h:360 WARN Call to connect failed :
+      // Connection timed out", NVIDIA/nccl-tests#15).
+      {{" WARN "},
+       {"failed : Connection timed out", "(Connection timed out)", "returned Connection timed out",
+        "exceeded timeouts"},
+       LogKind::kSocketError, "network", "connection_timeout", PatternFields::kNone,
        "[15]worker-23:83:2526 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from 100.96.188.199<41468> failed "
        ": Connection timed out"},
+      // No route to the peer's address (EHOSTUNREACH, ENETUNREACH) on an NCCL socket: the path or the
+      // address NCCL chose, not a rank (the same message family as the timeout above; sglang#3820).
+      {{" WARN "},
+       {"failed : No route to host", "(No route to host)", "returned No route to host", "failed : Network is unreachable",
+        "(Network is unreachable)", "returned Network is unreachable"},
+       LogKind::kSocketError, "network", "host_unreachable", PatternFields::kNone,
+       "node5:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 113(No "
+       "route to host) errno 115(Operation now in progress)"},
+      // The EFA provider's completion errors that mean the peer's endpoint is gone: its queue pair no
+      // longer exists, or it aborted the connection. libfabric's own text: "This error is typically caused
+      // by a crashed peer". A dead peer's echo, what NCCL calls ncclRemoteError ("remote process exited or
+      // there was a network error"), not an EFA fault (gh-awsome-distributed-ai-312).
+      {{"NET/OFI"}, {"Invalid receiver queue pair number", "Receiver connection aborted"}, LogKind::kNcclRemoteError,
+       "", "", PatternFields::kNone,
+       "[1,2]<stdout>:test-nccl-worker-0:199:263 [2] process_err_completion:1562 NCCL WARN NET/OFI Request "
+       "0x7f08c0001d30 completed with error. RC: 5. Error: Invalid receiver queue pair number (QPN) My EFA addr: "
+       "fi_addr_efa://[fe80::30:43ff:fe60:456b]:0:657145598"},
       // NCCL could not allocate GPU memory for its buffers (gh-nccl-1235).
       {{"NCCL WARN"}, {"Cuda failure 'out of memory'", "Failed to CUDA calloc", "Failed to CUDA malloc"},
        LogKind::kCudaOom, "resource_limit", "cuda_oom", PatternFields::kNone,
@@ -136,6 +201,18 @@ const std::vector<LinePattern>& line_patterns() {
        {"Aborted (6)", "Bus error (7)", "Segmentation fault (11)", "Floating point exception (8)",
         "Illegal instruction (4)"},
        LogKind::kCrash, "", "", PatternFields::kSignalName, "[node-0:391803] Signal: Aborted (6)"},
+      // The kernel's report of a process it killed with SIGSEGV (dmesg, syslog, journalctl -k):
+      // "comm[pid]: segfault at ADDR ip IP sp SP error N in lib[...]" (x86-64; "eip"/"esp" on 32-bit).
+      // The pid ties it to its rank where a launcher named that pid.
+      {{"]: segfault at "}, {" ip ", " eip "}, LogKind::kCrash, "", "", PatternFields::kKernelTask,
+       "Apr  5 12:01:23 serverwuss kernel: [ 4754.368566] pan[7253]: segfault at 8 ip 000000000048120f sp "
+       "00007fff0fb361d0 error 4 in pan[400000+1fb000]"},
+      // NCCL could not bring an IB/RoCE queue pair to its connected state (the remote GID or route
+      // does not resolve: "failed with error Connection timed out"): the fabric, not a rank
+      // (NVIDIA/nccl-tests#227).
+      {{"NCCL WARN", "Call to ibv_modify_qp failed"}, {}, LogKind::kIbError, "network", "ib_error",
+       PatternFields::kNone,
+       "ibvwrap.c:160 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out."},
       // UCX's signal handler (gh-pipedream-76).
       {{"Caught signal "}, {"(Bus error", "(Segmentation fault", "(Aborted", "(Illegal instruction"}, LogKind::kCrash,
        "", "", PatternFields::kSignalName,
@@ -241,6 +318,32 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
       case PatternFields::kPendingWork:
         o.pending = int_after(m, "workMetaList_.size()=");
         break;
+      case PatternFields::kKernelTask: {
+        const size_t k = m.find("]: segfault at ");
+        const size_t open = m.rfind('[', k);
+        if (open != npos) {
+          const long long pid = int_after(m.substr(open, k - open), "[");
+          if (pid > 0) o.pid = pid;
+          size_t b = open;
+          while (b > 0 && m[b - 1] != ' ') --b;
+          o.word = m.substr(b, open - b);
+        }
+        o.signal = 11;
+        break;
+      }
+      case PatternFields::kCalledProcess: {
+        const size_t k = m.find("died with <Signals.");
+        if (k != npos) {
+          const size_t colon = m.find(": ", k);
+          const long long sig = colon == npos ? -1 : int_after(m.substr(colon), ": ");
+          if (sig > 0 && sig < 65) o.signal = static_cast<int>(sig);
+        } else {
+          const long long c = int_after(m, "non-zero exit status ");
+          if (c >= 0) o.code = static_cast<int>(c);
+        }
+        o.local_rank = bounded_rank(int_after(m, "--local_rank="));
+        break;
+      }
       case PatternFields::kNone:
       case PatternFields::kEpoch:
         break;

@@ -23,6 +23,9 @@ enum class PatternFields : uint8_t {
   kEpoch,         // only when "Epoch"/"epoch" is followed by a number or "[": not the word in prose
   kKilledProcess, // "Killing subprocess 13266" -> pid, signal SIGKILL
   kPendingWork,   // "workMetaList_.size()=103" -> pending
+  kKernelTask,    // the kernel's "python3[1220]: segfault at 8 ip ..." -> pid, process name, SIGSEGV
+  kCalledProcess, // "... '--local_rank=7' ...]' died with <Signals.SIGSEGV: 11>." / "returned non-zero exit
+                  // status 1." -> signal or code, local rank
 };
 
 struct LinePattern {

@@ -241,6 +241,7 @@ void LogTimeline::attach() {
       case LogKind::kSignalReceived:
       case LogKind::kOomKill:
       case LogKind::kDataLoaderKilled:
+      case LogKind::kCrash:  // the kernel's "python3[1220]: segfault at", glog's "*** SIGSEGV ... received by PID"
         if (e.pid >= 0) {
           auto it = pid_rank_.find(e.pid);
           if (it != pid_rank_.end()) rank = it->second;

@@ -83,7 +83,8 @@ bool LogAnalyzer::try_init() {
   r_.phase = "init";
   static const std::vector<std::string> kOrder = {"wrong_ifname",       "address_in_use", "dns_failure",
                                                   "connection_refused", "nccl_shm",       "unique_id_exchange",
-                                                  "rendezvous_timeout", "store_timeout",  "rendezvous_error"};
+                                                  "rendezvous_timeout", "store_timeout",  "store_unreachable",
+                                                  "rendezvous_error"};
   const Fail* pick = nullptr;
   for (const auto& cause : kOrder) {
     for (const Fail* f : init_fails) {
@@ -178,6 +179,8 @@ bool LogAnalyzer::try_init() {
                              "never published it: it failed or was late)"},
       {"rendezvous_timeout", "ranks timed out waiting for each other in rendezvous"},
       {"store_timeout", "a client timed out connecting to the TCPStore: nothing listened at MASTER_ADDR:MASTER_PORT"},
+      {"store_unreachable", "no address of the TCPStore's host could be reached (MASTER_ADDR, its resolution, or the "
+                            "route to it)"},
       {"rendezvous_error", "process-group creation failed"}};
   std::vector<std::string> parts;
   if (!r_.missing_ranks.empty()) parts.push_back(fmt::format("{} never logged", reason::ranks_phrase_counted(r_.missing_ranks)));

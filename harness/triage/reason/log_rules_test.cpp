@@ -574,3 +574,66 @@ TEST_CASE("two ranks, one stuck and one gone on: a mismatch, but which side skip
   for (const auto& n : r.notes) says |= n.find("undecidable from these logs") != std::string::npos;
   CHECK(says);
 }
+
+TEST_CASE("an NCCL socket that timed out is the link, one reset or closed is a peer gone (undecided)", "[triage_logs]") {
+  // ETIMEDOUT: the peer's host never answered; the proxy's error trace that follows is its echo.
+  TempDir t("sock_timeout");
+  write_file(t.dir / "nccl.log",
+             "w-2:83:2526 [0] misc/socket.cc:503 NCCL WARN Net : Call to recv from 10.0.0.9<41468> failed : Connection "
+             "timed out\n"
+             "w-2:83:2526 [0] NCCL INFO misc/socket.cc:520 -> 2\n"
+             "w-2:83:2526 [0] transport/net_socket.cc:219 NCCL WARN NET/Socket : socket progress error\n"
+             "w-2:83:2520 [0] NCCL INFO proxy.cc:614 -> 2 [Proxy Thread]\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "network");
+  CHECK(r.cause == "connection_timeout");
+  CHECK(r.missing_ranks.empty());
+  // A reset alone: a dead peer and a reset link look the same from this side.
+  TempDir t2("sock_reset");
+  write_file(t2.dir / "nccl.log",
+             "w-2:15:91 [3] include/socket.h 398 NCCL WARN Call to recv failed : Connection reset by peer.\n"
+             "w-2:15:91 [3] transport.cu:153 NCCL WARN transport.cu:153 ->2 [Proxy thread error]\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.category == "unknown");
+  CHECK(r.missing_ranks.empty());
+  // The EFA provider's "invalid receiver QPN" is a crashed peer's echo, not an EFA fault.
+  TempDir t3("efa_qpn");
+  write_file(t3.dir / "nccl.log",
+             "w-0:199:263 [2] process_err_completion:1562 NCCL WARN NET/OFI Request 0x7f08c0001d30 completed with "
+             "error. RC: 5. Error: Invalid receiver queue pair number (QPN) My EFA addr: fi_addr_efa://[fe80::1]:0:1\n");
+  r = triage_logs({t3.dir});
+  CHECK(r.category != "network");
+  CHECK(r.missing_ranks.empty());
+}
+
+TEST_CASE("torch.distributed.launch's CalledProcessError: the worker that died, and of what", "[triage_logs]") {
+  TempDir t("called_process");
+  write_file(t.dir / "launch.log",
+             "Traceback (most recent call last):\n"
+             "  File \"/opt/conda/lib/python3.7/site-packages/torch/distributed/launch.py\", line 259, in main\n"
+             "    cmd=cmd)\n"
+             "subprocess.CalledProcessError: Command '['/opt/conda/bin/python3', '-u', 'train.py', '--local_rank=2', "
+             "'--epochs', '90']' died with <Signals.SIGSEGV: 11>.\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "segfault");
+}
+
+TEST_CASE("the kernel's segfault report of a pid belongs to the rank that pid is", "[triage_logs]") {
+  TempDir t("kernel_segv");
+  write_file(t.dir / "rank-0.log",
+             "2026-12-01T10:00:00Z node1:4241:4300 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init "
+             "COMPLETE\n"
+             "2026-12-01T10:00:05Z step 1\n");
+  write_file(t.dir / "rank-1.log",
+             "2026-12-01T10:00:00Z node1:4242:4301 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 2000 - Init "
+             "COMPLETE\n"
+             "2026-12-01T10:00:05Z step 1\n");
+  write_file(t.dir / "dmesg.log",
+             "[Tue Dec  1 10:00:06 2026] python3[4242]: segfault at 8 ip 00007f10a6fc1202 sp 00007ffd1c2e8a10 error 4 "
+             "in libnccl.so.2[7f10a0000000+9a00000]\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "segfault");
+  CHECK(r.missing_ranks == std::vector<int>{1});
+}

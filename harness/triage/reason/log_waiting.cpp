@@ -94,7 +94,7 @@ bool LogAnalyzer::try_all_waiting() {
   if (!link && mark && mark->kind == LogKind::kCheckpointBegin && partial) return set_checkpoint_stall(*mark, first);
   if (link) {
     r_.category = "network";
-    r_.cause = link->kind == LogKind::kIbError ? "ib_error" : "comm_error";
+    r_.cause = !link->cause.empty() ? link->cause : link->kind == LogKind::kIbError ? "ib_error" : "comm_error";
     r_.confidence = "medium";
     Fail f = make_fail(*link, link->rank);
     describe(*link, f);
