@@ -186,6 +186,20 @@ bool LogAnalyzer::try_absent() {
     if (storage_ev) add_evidence(ref(*storage_ev), fmt::format("storage: {}", short_text(storage_ev->text)));
     f.what = fmt::format("stuck in a checkpoint save ({}) while its peers waited in {}", short_text(a.log->phase_text, 80),
                          coll);
+  } else if (phase == "eval" && a.seen() &&
+             std::none_of(waiting_.begin(), waiting_.end(), [&](int w) { return phase_of_rank(rs_[w]) == "eval"; })) {
+    // It began an evaluation and never logged its end, while none of the peers that wait is
+    // evaluating: it evaluates alone (validation or generation on one rank) for longer than
+    // its peers' collective timeout. Had the peers been evaluating too, uneven evaluation
+    // batches would fit the same lines: that is not decided here.
+    slow_.insert(absent.begin(), absent.end());
+    r_.category = "straggler";
+    r_.cause = "slow_rank";
+    r_.confidence = "medium";
+    add_evidence(ref(a.log->phase_file, a.log->phase_line),
+                 fmt::format("rank {} began an evaluation and never logged its end: {}", a.rank,
+                             short_text(a.log->phase_text)));
+    f.what = fmt::format("evaluating alone ({}) while its peers waited in {}", short_text(a.log->phase_text, 80), coll);
   } else if (phase == "data" && a.seen()) {
     r_.category = "data_loading";
     r_.cause = "data_loader_stall";
