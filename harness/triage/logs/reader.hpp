@@ -116,6 +116,9 @@ struct RankLog {
     uint32_t file = 0, line = 0;
     bool has_t = false;
     double t = 0;
+    // A SequenceNumber lower than the one before: lines of several process groups (each counts its
+    // own, and a subgroup's "[Rank N]" is its local rank): the last one says nothing alone.
+    bool mixed = false;
   } started;
 };
 

@@ -474,7 +474,9 @@ bool LogAnalyzer::try_started_lag() {
   if (!reports_.empty()) return false;  // timeouts say where each rank is stuck: the rules above
   std::map<long long, std::vector<int>> by;  // last entered SequenceNumber -> ranks
   for (const auto& s : rs_) {
-    if (s.log && s.log->started.seq >= 0) by[s.log->started.seq].push_back(s.rank);
+    if (!s.log || s.log->started.seq < 0) continue;
+    if (s.log->started.mixed) return false;  // several process groups' counters: not comparable
+    by[s.log->started.seq].push_back(s.rank);
   }
   if (by.size() < 2) return false;
   // A rank that died or failed on its own stops entering collectives too: that is its death.
