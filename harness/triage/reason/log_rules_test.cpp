@@ -668,6 +668,23 @@ TEST_CASE("a rank evaluating alone while its peers wait in a collective is a slo
     CHECK(r.missing_ranks == std::vector<int>{0});
     CHECK(r.phase == "eval");
   }
+  SECTION("its evaluation ended only after the peers had timed out: it came back, slow") {
+    r0 += "2026-12-02T05:41:00.000000Z [rank0]: validation finished: accuracy 0.71\n";
+    for (int r = 1; r < 4; ++r)
+      peers += fmt::format("2026-12-02T05:30:06.100000Z [rank{0}]:[E1202 05:30:06.100000000 ProcessGroupNCCL.cpp:607] "
+                           "[Rank {0}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=41, "
+                           "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800090 "
+                           "milliseconds before timing out.\n",
+                           r);
+    write_file(t.dir / "rank0.log", r0);
+    write_file(t.dir / "peers.log", peers);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "straggler");
+    CHECK(r.cause == "slow_rank");
+    CHECK(r.missing_ranks == std::vector<int>{0});
+    CHECK(r.phase == "eval");
+  }
   SECTION("the peers evaluate too: uneven evaluation batches fit as well, no slow rank is claimed") {
     for (int r = 1; r < 4; ++r) {
       peers += fmt::format("2026-12-02T05:00:06.000000Z [rank{}]: Running validation on 200 prompts\n", r);
