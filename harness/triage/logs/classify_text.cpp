@@ -120,6 +120,15 @@ void classify_text(sv m, LogLine& o) {
     o.seq = int_after(m, "SequenceNumber=", 0, false);
     return;
   }
+  if (has(m, "Running collective: CollectiveFingerPrint(")) {
+    // DETAIL mode logs every collective a rank enters: its sequence number, op and tensor
+    // shape. "TensorShape=[73]" is 73 elements; "[20, 10]" 200; a list of shapes or none: unknown.
+    o.kind = LogKind::kCollStart;
+    o.seq = int_after(m, "SequenceNumber=", 0, false);
+    o.op = token_after(m, "OpType=", ",)");
+    o.numel_in = shape_numel(m);
+    return;
+  }
   if (has(m, "op.preamble.length <= op.nbytes")) {
     // Gloo received a message of another size than the buffer it posted for the same slot:
     // the two ranks ran different collectives.

@@ -86,6 +86,24 @@ void parse_workncll_fields(sv m, LogLine& o) {
   o.ran_ms = int_after(m, "ran for ");
 }
 
+long long shape_numel(sv m) {
+  const size_t k = m.find("TensorShape=[");
+  if (k == npos) return -1;
+  size_t p = k + 13;
+  long long n = 1;
+  bool any = false;
+  while (p < m.size() && m[p] != ']') {
+    long long d = 0;
+    const size_t e = read_int(m, skip_sp(m, p), &d);
+    if (e == npos || e >= m.size() || d < 0) return -1;  // "[[1], [2]]" (several tensors) or a cut line
+    n = d > 0 && n > (1LL << 50) / d ? (1LL << 50) : n * d;
+    any = true;
+    p = e;
+    while (p < m.size() && (m[p] == ',' || m[p] == ' ')) ++p;
+  }
+  return p < m.size() && any ? n : -1;
+}
+
 void parse_work_status(sv m, LogLine& o) {
   long long v = int_after(m, "last enqueued NCCL work:");
   if (v < 0) v = int_after(m, "Last enqueued NCCL work:");

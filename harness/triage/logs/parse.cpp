@@ -44,6 +44,7 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kDesyncMissing: return "desync_missing";
     case LogKind::kDesyncLagging: return "desync_lagging";
     case LogKind::kCollMismatch: return "coll_mismatch";
+    case LogKind::kCollStart: return "coll_start";
     case LogKind::kCommAborted: return "comm_aborted";
     case LogKind::kNcclAsyncFailed: return "nccl_async_failed";
     case LogKind::kNcclRemoteError: return "nccl_remote_error";

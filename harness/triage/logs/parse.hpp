@@ -50,6 +50,10 @@ enum class LogKind : uint8_t {
   kDesyncLagging,     // desync report: "[5] joined but didn't finish collective #N"
   kCollMismatch,      // "Detected mismatch between collectives on ranks. Rank 0 is running ... but Rank 2 ..."
                       // (TORCH_DISTRIBUTED_DEBUG=DETAIL), Gloo's "op.preamble.length <= op.nbytes. 2116 vs 4"
+  kCollStart,         // DETAIL mode's ProcessGroupWrapper INFO line, one per collective a rank enters:
+                      // "[Rank 1] Running collective: CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST,
+                      // TensorShape=[1], ...)" (seq, op, numel_in = the shape's element count); not an event:
+                      // the reader keeps each rank's last one (RankLog::started)
   kCommAborted,       // "NCCL communicator was aborted"
   kNcclAsyncFailed,   // "Some NCCL operations have failed or timed out", "taking the entire process down"
   kNcclRemoteError,   // "remote process exited or there was a network error"

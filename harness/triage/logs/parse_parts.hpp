@@ -41,6 +41,8 @@ int signal_from_name(sv s);
 sv exception_class(sv m);
 bool comm_text(sv m);
 void parse_workncll_fields(sv m, LogLine& o);
+// The element count of a fingerprint's "TensorShape=[20, 10]" (200); -1 when absent, nested or cut.
+long long shape_numel(sv m);
 void parse_work_status(sv m, LogLine& o);
 // "[PG ID 0 PG GUID 0(default_pg) Rank 2]", "[PG 1 Rank 0]", "[PG 0 (default_pg) Rank 3]"
 void parse_pg_tag(sv m, LogLine& o);

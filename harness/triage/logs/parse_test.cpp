@@ -243,6 +243,33 @@ TEST_CASE("PyTorch ProcessGroupNCCL lines", "[triage_logs]") {
                 "unhandled system error")
               .kind == LogKind::kNcclSystemError);
   }
+  SECTION("DETAIL mode: the collective a rank enters (fingerprint INFO line), not a mismatch") {
+    const std::string tail =
+        ", TensorDtypes=Long, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided "
+        "(default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))";
+    auto l = parse("[I ProcessGroupWrapper.cpp:562] [Rank 1] Running collective: CollectiveFingerPrint(SequenceNumber=3, "
+                   "OpType=BROADCAST, TensorShape=[1]" + tail);
+    CHECK(l.kind == LogKind::kCollStart);
+    CHECK(l.rank == 1);
+    CHECK(l.seq == 3);
+    CHECK(l.op == "BROADCAST");
+    CHECK(l.numel_in == 1);
+    l = parse("[Rank 0] Running collective: CollectiveFingerPrint(SequenceNumber=7, OpType=ALLREDUCE, TensorShape=[20, 10]" +
+              tail);
+    CHECK(l.seq == 7);
+    CHECK(l.numel_in == 200);
+    // Several tensors, or a shape cut by the end of the line: the count is unknown, the rest stays.
+    l = parse("[Rank 0] Running collective: CollectiveFingerPrint(SequenceNumber=8, OpType=ALLGATHER, TensorShape=[[4], "
+              "[4]]" + tail);
+    CHECK(l.kind == LogKind::kCollStart);
+    CHECK(l.numel_in == -1);
+    CHECK(parse("[Rank 0] Running collective: CollectiveFingerPrint(SequenceNumber=9, OpType=ALLREDUCE, TensorShape=[20, 1")
+              .numel_in == -1);
+    // The backend's mismatch report quotes fingerprints too: still the mismatch.
+    CHECK(parse("RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+                "CollectiveFingerPrint(SequenceNumber=21, OpType=BROADCAST, TensorShape=[1]" + tail)
+              .kind == LogKind::kCollMismatch);
+  }
 }
 
 TEST_CASE("Gloo, TCPStore, NCCL WARN lines", "[triage_logs]") {

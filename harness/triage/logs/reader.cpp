@@ -345,10 +345,16 @@ class FileScanner {
           g.phase_has_t = have_t;
           g.phase_text = std::string(l_.msg.substr(0, kMaxEventText));
           break;
+        case LogKind::kCollStart:
+          g.started = {l_.seq,  std::string(l_.op.substr(0, 64)), l_.numel_in, index_, line_no_, have_t, cur_t,
+                       g.started.mixed || l_.seq < g.started.seq};
+          break;
         default:
           break;
       }
     }
+    // One line per collective on every rank: only each rank's last is kept (above), never an event.
+    if (l_.kind == LogKind::kCollStart) return;
     if (l_.kind == LogKind::kStep && rank < 0) ++out_.unattributed_steps;
     // A line that names its epoch ("check_rank and exit epoch=1 batch=0") was written inside the
     // training loop, whatever else it says: evidence of training, like a progress line.
@@ -717,6 +723,17 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
         g.phase_t = x.phase_t;
         g.phase_has_t = x.phase_has_t;
         g.phase_text = x.phase_text;
+      }
+      if (x.started.seq >= 0 && g.started.seq >= 0) {
+        // The later of two files' last lines; counting down from the other's is several groups too.
+        const bool x_later = later(x.started.has_t, x.started.t, x.started.file, x.started.line, g.started.has_t,
+                                   g.started.t, g.started.file, g.started.line);
+        const bool mixed = x.started.mixed || g.started.mixed ||
+                           (x_later ? x.started.seq < g.started.seq : g.started.seq < x.started.seq);
+        if (x_later) g.started = x.started;
+        g.started.mixed = mixed;
+      } else if (x.started.seq >= 0) {
+        g.started = x.started;
       }
       if (!x.recent.empty()) {
         g.recent.insert(g.recent.end(), x.recent.begin(), x.recent.end());

@@ -107,6 +107,19 @@ struct RankLog {
   double phase_t = 0;
   bool phase_has_t = false;
   std::string phase_text;
+  // DETAIL mode: the last collective the rank logged entering ("Running collective:
+  // CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST, TensorShape=[1], ...)"); seq -1 when none.
+  struct Started {
+    long long seq = -1;
+    std::string op;
+    long long numel = -1;
+    uint32_t file = 0, line = 0;
+    bool has_t = false;
+    double t = 0;
+    // A SequenceNumber lower than the one before: lines of several process groups (each counts its
+    // own, and a subgroup's "[Rank N]" is its local rank): the last one says nothing alone.
+    bool mixed = false;
+  } started;
 };
 
 struct WorldHint {

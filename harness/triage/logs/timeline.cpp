@@ -400,6 +400,8 @@ void LogTimeline::derive() {
   for (const RankState* sp : states) {
     const RankState& s = *sp;
     if (s.log && s.log->n_steps > 0) training_started_ = true;
+    // DETAIL mode's "Running collective" past the first: the job was issuing collectives.
+    if (s.log && s.log->started.seq >= 1) training_started_ = true;
     for (const LogEvent* e : s.evs) {
       if (e->kind == LogKind::kInitDone || e->kind == LogKind::kWatchdogTimeout ||
           (e->seq >= 0 && (e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed)) ||

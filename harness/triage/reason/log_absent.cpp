@@ -147,6 +147,9 @@ bool LogAnalyzer::try_absent() {
   }
   const std::string phase = phase_of_rank(a);
   r_.phase = phase;
+  // Its evaluation's end logged after its peers had already timed out waiting: it was evaluating then.
+  const bool eval_ended_late = a.seen() && a.log->phase == LogKind::kEvalEnd && a.log->phase_has_t && first &&
+                               first->ev->has_t && a.log->phase_t > t_first;
   Fail f;
   f.rank = a.rank;
   if (a.seen()) {
@@ -186,6 +189,26 @@ bool LogAnalyzer::try_absent() {
     if (storage_ev) add_evidence(ref(*storage_ev), fmt::format("storage: {}", short_text(storage_ev->text)));
     f.what = fmt::format("stuck in a checkpoint save ({}) while its peers waited in {}", short_text(a.log->phase_text, 80),
                          coll);
+  } else if ((phase == "eval" || eval_ended_late) && a.seen() &&
+             std::none_of(waiting_.begin(), waiting_.end(), [&](int w) { return phase_of_rank(rs_[w]) == "eval"; })) {
+    // It began an evaluation and never logged its end (or logged it only after its peers had
+    // timed out), while none of the peers that wait is evaluating: it evaluates alone
+    // (validation or generation on one rank) for longer than its peers' collective timeout.
+    // Had the peers been evaluating too, uneven evaluation batches would fit the same lines:
+    // that is not decided here.
+    slow_.insert(absent.begin(), absent.end());
+    r_.category = "straggler";
+    r_.cause = "slow_rank";
+    r_.confidence = "medium";
+    r_.phase = "eval";
+    add_evidence(ref(a.log->phase_file, a.log->phase_line),
+                 eval_ended_late ? fmt::format("rank {} ended its evaluation at {}, after its peers had timed out at "
+                                               "{}: {}",
+                                               a.rank, clock(a.log->phase_t), clock(t_first),
+                                               short_text(a.log->phase_text))
+                                 : fmt::format("rank {} began an evaluation and never logged its end: {}", a.rank,
+                                               short_text(a.log->phase_text)));
+    f.what = fmt::format("evaluating alone ({}) while its peers waited in {}", short_text(a.log->phase_text, 80), coll);
   } else if (phase == "data" && a.seen()) {
     r_.category = "data_loading";
     r_.cause = "data_loader_stall";

@@ -25,6 +25,9 @@
 //   ranks absent from the collective every other rank reports -> missing by absence;
 //     alive (still logging, answering the dump signal, TCP peers timing out rather than
 //     seeing a closed socket) -> straggler; in a checkpoint/data phase -> that phase;
+//     evaluating alone (its last line an evaluation's start, no waiting peer evaluating) -> slow rank in eval;
+//   ranks whose last DETAIL-mode "Running collective" is behind their peers' (no timeout, no death)
+//     -> mismatched/skipped collective;
 //     otherwise dead-or-hung is unknown, and the report says so;
 //   every rank reports the same collective -> a rank that got there only after its peers
 //     had timed out was late (straggler); else network (with link errors) or unknown;
@@ -135,6 +138,12 @@ class LogAnalyzer : public LogTimeline {
   // A rank that completed the step its peers are stuck in (it skipped their collective),
   // or left the loop with fewer steps while they went on (uneven batches).
   bool try_ahead();
+  // DETAIL mode logs every collective a rank enters. Where the logs end with the ranks' last
+  // entered collectives at different SequenceNumbers, no rank failed on its own and no rank
+  // reported a timeout, the ranks behind (a proven minority) never entered the collective
+  // their peers are in: the sequences diverged there (a different op or size: mismatched;
+  // the same: skipped). Which side is odd needs the counts to prove it, as for timeouts.
+  bool try_started_lag();
 
   // -- log_death.cpp
   bool has_oom_evidence(const RankState& s) const;

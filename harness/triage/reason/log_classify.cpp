@@ -30,6 +30,7 @@ void LogAnalyzer::classify() {
   if (!training_started_ && try_init()) return;
   if (try_mismatch()) return;
   if (try_ahead()) return;
+  if (try_started_lag()) return;
   const Fail* root = first_root();
   if (root && aborted_together(*root)) return set_aborted_together(*root);
   if (root && root_precedes_echoes(*root)) return set_root(*root, true);

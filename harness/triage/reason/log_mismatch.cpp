@@ -465,4 +465,70 @@ bool LogAnalyzer::try_ahead() {
   return false;
 }
 
+// DETAIL mode logs every collective a rank enters. Where the logs end with the ranks' last
+// entered collectives at different SequenceNumbers, no rank failed on its own and no rank
+// reported a timeout, the ranks behind (a proven minority) never entered the collective
+// their peers are in: the sequences diverged there (a different op or size: mismatched;
+// the same: skipped). Which side is odd needs the counts to prove it, as for timeouts.
+bool LogAnalyzer::try_started_lag() {
+  if (!reports_.empty()) return false;  // timeouts say where each rank is stuck: the rules above
+  std::map<long long, std::vector<int>> by;  // last entered SequenceNumber -> ranks
+  for (const auto& s : rs_) {
+    if (!s.log || s.log->started.seq < 0) continue;
+    if (s.log->started.mixed) return false;  // several process groups' counters: not comparable
+    by[s.log->started.seq].push_back(s.rank);
+  }
+  if (by.size() < 2) return false;
+  // A rank that died or failed on its own stops entering collectives too: that is its death.
+  for (const Fail* f : all_fails()) {
+    if (f->role == Role::kRoot || (f->role == Role::kExit && (f->signal || (f->code != kNoCode && f->code != 0))))
+      return false;
+  }
+  // The ranks that went furthest are the majority; the rest lag. The rest of the world
+  // (ranks with no such line) could be on either side.
+  auto ahead = std::prev(by.end());
+  std::vector<int> behind;
+  size_t reporting = 0;
+  for (const auto& [seq, ranks] : by) {
+    reporting += ranks.size();
+    if (seq != ahead->first) behind.insert(behind.end(), ranks.begin(), ranks.end());
+  }
+  std::sort(behind.begin(), behind.end());
+  const RankLog::Started& odd = rs_[behind.front()].log->started;
+  const RankLog::Started& norm = rs_[ahead->second.front()].log->started;
+  if (!majority_proven("default", ahead->second.size(), behind.size(), reporting)) return false;
+  const bool differs = !odd.op.empty() && !norm.op.empty() &&
+                       (odd.op != norm.op || (odd.numel >= 0 && norm.numel >= 0 && odd.numel != norm.numel));
+  r_.category = "collective_mismatch";
+  r_.cause = differs ? "mismatched_collective" : "skipped_collective";
+  r_.missing_ranks = behind;
+  r_.divergence_seq = odd.seq;
+  r_.confidence = "medium";
+  r_.phase = phase_of_rank(rs_[behind.front()]);
+  Fail f;
+  f.rank = behind.front();
+  f.has_t = odd.has_t;
+  f.t = odd.t;
+  f.ref = ref(odd.file, odd.line);
+  f.what = fmt::format("last entered {} SequenceNumber={} (numel {}) while {} had gone on to {} SequenceNumber={} "
+                       "(numel {}): it never entered their collective",
+                       odd.op.empty() ? "a collective" : odd.op, odd.seq, odd.numel,
+                       reason::ranks_phrase_counted(ahead->second), norm.op.empty() ? "a collective" : norm.op,
+                       norm.seq, norm.numel);
+  set_first(f);
+  add_evidence(f.ref, fmt::format("rank {}: Running collective SequenceNumber={} {}", f.rank, odd.seq, odd.op));
+  add_evidence(ref(norm.file, norm.line),
+               fmt::format("rank {} (as {}): Running collective SequenceNumber={} {}", ahead->second.front(),
+                           reason::ranks_phrase_counted(ahead->second), norm.seq, norm.op));
+  note(kSnapshotNote);
+  note("TORCH_DISTRIBUTED_DEBUG=DETAIL logs each collective a rank enters: the ranks behind never entered the "
+       "collective the others wait in, so their sequences of collectives diverged (a branch, a different set of "
+       "tensors or keys per rank); a rank merely slower to get there leaves the same lines in a snapshot");
+  r_.summary = fmt::format("collective_mismatch ({}): {} last entered SequenceNumber {}, {} SequenceNumber {}; "
+                           "the logs end there",
+                           r_.cause, reason::ranks_phrase_counted(behind), odd.seq,
+                           reason::ranks_phrase_counted(ahead->second), norm.seq);
+  return true;
+}
+
 }  // namespace hanglab::plainlog

@@ -636,4 +636,129 @@ TEST_CASE("the kernel's segfault report of a pid belongs to the rank that pid is
   CHECK(r.category == "rank_exit");
   CHECK(r.cause == "segfault");
   CHECK(r.missing_ranks == std::vector<int>{1});
+namespace {
+// A DETAIL-mode ProcessGroupWrapper INFO line, as PyTorch 2.x writes it.
+std::string entered(int rank, int seq, const char* op, const char* shape, const char* dtype) {
+  return fmt::format("[I ProcessGroupWrapper.cpp:562] [Rank {}] Running collective: CollectiveFingerPrint("
+                     "SequenceNumber={}, OpType={}, TensorShape=[{}], TensorDtypes={}, TensorDeviceTypes="
+                     "TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false "
+                     "(default), pinned_memory=false (default), memory_format=(nullopt)))\n",
+                     rank, seq, op, shape, dtype);
+}
+}  // namespace
+
+TEST_CASE("DETAIL mode: a rank whose last entered collective is behind its peers' never entered theirs",
+          "[triage_logs]") {
+  TempDir t("detail_lag");
+  std::string log;
+  for (int seq = 1; seq <= 3; ++seq) {
+    for (int r : {0, 1, 2, 3}) log += entered(r, seq, "BROADCAST", "1", "Long");
+  }
+  SECTION("another op or size than the peers run: mismatched, the lagging rank named") {
+    for (int r : {0, 2, 3}) log += entered(r, 4, "BROADCAST", "73", "Byte");
+    write_file(t.dir / "train.log", log);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "collective_mismatch");
+    CHECK(r.cause == "mismatched_collective");
+    CHECK(r.missing_ranks == std::vector<int>{1});
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 1);
+    CHECK(r.phase == "training");
+  }
+  SECTION("the same collective one behind: skipped") {
+    for (int r : {0, 2, 3}) log += entered(r, 4, "BROADCAST", "1", "Long");
+    write_file(t.dir / "train.log", log);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "collective_mismatch");
+    CHECK(r.cause == "skipped_collective");
+    CHECK(r.missing_ranks == std::vector<int>{1});
+  }
+  SECTION("ranks of the world that logged nothing could be on either side: no rank named") {
+    for (int r : {0, 2, 3}) log += entered(r, 4, "BROADCAST", "73", "Byte");
+    write_file(t.dir / "train.log", log);
+    TriageOptions o;
+    o.world_size = 8;
+    const auto r = triage_logs({t.dir}, o);
+    INFO(render_text(r));
+    CHECK(r.missing_ranks.empty());
+    CHECK(r.cause != "mismatched_collective");
+  }
+  SECTION("sequence numbers that count down on a rank are several process groups': not compared") {
+    for (int r : {0, 2, 3}) log += entered(r, 4, "BROADCAST", "73", "Byte");
+    log += entered(1, 2, "ALLGATHER", "8", "Float");  // a subgroup's counter, its local rank 1
+    write_file(t.dir / "train.log", log);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.missing_ranks.empty());
+    CHECK(r.category != "collective_mismatch");
+  }
+  SECTION("a lagging rank that was killed stopped entering collectives by its death") {
+    for (int r : {0, 2, 3}) log += entered(r, 4, "BROADCAST", "73", "Byte");
+    log += "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total "
+           "capacity of 79.10 GiB of which 1.06 GiB is free.\n";
+    write_file(t.dir / "train.log", log);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category != "collective_mismatch");
+  }
+}
+
+TEST_CASE("a rank evaluating alone while its peers wait in a collective is a slow rank in eval", "[triage_logs]") {
+  TempDir t("eval_alone");
+  std::string r0, peers;
+  for (int step = 1; step <= 5; ++step) {
+    for (int r = 0; r < 4; ++r)
+      (r == 0 ? r0 : peers) += fmt::format("2026-12-02T05:00:{:02d}.000000Z [rank{}]: step {} loss 0.5\n", step, r, step);
+  }
+  r0 += "2026-12-02T05:00:06.000000Z [rank0]: Running validation on 200 prompts\n";
+  SECTION("the peers are not evaluating: rank 0 holds them") {
+    for (int r = 1; r < 4; ++r)
+      peers += fmt::format("2026-12-02T05:30:06.100000Z [rank{0}]:[E1202 05:30:06.100000000 ProcessGroupNCCL.cpp:607] "
+                           "[Rank {0}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=41, "
+                           "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800090 "
+                           "milliseconds before timing out.\n",
+                           r);
+    write_file(t.dir / "rank0.log", r0);
+    write_file(t.dir / "peers.log", peers);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "straggler");
+    CHECK(r.cause == "slow_rank");
+    CHECK(r.missing_ranks == std::vector<int>{0});
+    CHECK(r.phase == "eval");
+  }
+  SECTION("its evaluation ended only after the peers had timed out: it came back, slow") {
+    r0 += "2026-12-02T05:41:00.000000Z [rank0]: validation finished: accuracy 0.71\n";
+    for (int r = 1; r < 4; ++r)
+      peers += fmt::format("2026-12-02T05:30:06.100000Z [rank{0}]:[E1202 05:30:06.100000000 ProcessGroupNCCL.cpp:607] "
+                           "[Rank {0}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=41, "
+                           "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800090 "
+                           "milliseconds before timing out.\n",
+                           r);
+    write_file(t.dir / "rank0.log", r0);
+    write_file(t.dir / "peers.log", peers);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "straggler");
+    CHECK(r.cause == "slow_rank");
+    CHECK(r.missing_ranks == std::vector<int>{0});
+    CHECK(r.phase == "eval");
+  }
+  SECTION("the peers evaluate too: uneven evaluation batches fit as well, no slow rank is claimed") {
+    for (int r = 1; r < 4; ++r) {
+      peers += fmt::format("2026-12-02T05:00:06.000000Z [rank{}]: Running validation on 200 prompts\n", r);
+      peers += fmt::format("2026-12-02T05:30:06.100000Z [rank{0}]:[E1202 05:30:06.100000000 ProcessGroupNCCL.cpp:607] "
+                           "[Rank {0}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=41, "
+                           "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800090 "
+                           "milliseconds before timing out.\n",
+                           r);
+    }
+    write_file(t.dir / "rank0.log", r0);
+    write_file(t.dir / "peers.log", peers);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause != "slow_rank");
+  }
 }
