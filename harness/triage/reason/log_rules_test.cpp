@@ -636,6 +636,8 @@ TEST_CASE("the kernel's segfault report of a pid belongs to the rank that pid is
   CHECK(r.category == "rank_exit");
   CHECK(r.cause == "segfault");
   CHECK(r.missing_ranks == std::vector<int>{1});
+}
+
 namespace {
 // A DETAIL-mode ProcessGroupWrapper INFO line, as PyTorch 2.x writes it.
 std::string entered(int rank, int seq, const char* op, const char* shape, const char* dtype) {
