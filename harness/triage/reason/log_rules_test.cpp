@@ -574,3 +574,87 @@ TEST_CASE("two ranks, one stuck and one gone on: a mismatch, but which side skip
   for (const auto& n : r.notes) says |= n.find("undecidable from these logs") != std::string::npos;
   CHECK(says);
 }
+
+TEST_CASE("phase from a traceback: its innermost frame that names a phase", "[triage_logs]") {
+  // Start-up, although collectives ran (a CUDA-graph capture at server start, the shape of
+  // gh-sglang-16237): the frames say init, the fingerprint's sequence number does not say training.
+  TempDir t("frame_init");
+  write_file(t.dir / "server.log",
+             "Traceback (most recent call last):\n"
+             "  File \"/w/srt/model_executor/model_runner.py\", line 511, in initialize\n"
+             "    self.init_device_graphs()\n"
+             "  File \"/w/srt/model_executor/model_runner.py\", line 2448, in init_device_graphs\n"
+             "    self.graph_runner = graph_runners[self.device](self)\n"
+             "  File \"/w/srt/model_executor/cuda_graph_runner.py\", line 354, in __init__\n"
+             "    raise Exception(\n"
+             "Exception: Capture cuda graph failed: Detected mismatch between collectives on ranks. Rank 3 is "
+             "running collective: CollectiveFingerPrint(SequenceNumber=17OpType=BARRIER), but Rank 0 is running "
+             "collective: CollectiveFingerPrint(SequenceNumber=45OpType=BARRIER).\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "collective_mismatch");
+  CHECK(r.phase == "init");
+  // The same traceback after the job had logged its steps: a start-up frame does not undo them.
+  TempDir t2("frame_init_after_steps");
+  write_file(t2.dir / "server.log",
+             "step 40 loss 1.25\n"
+             "Traceback (most recent call last):\n"
+             "  File \"/w/srt/model_executor/model_runner.py\", line 511, in initialize\n"
+             "Exception: Capture cuda graph failed: Detected mismatch between collectives on ranks. Rank 3 is "
+             "running collective: CollectiveFingerPrint(SequenceNumber=17OpType=BARRIER), but Rank 0 is running "
+             "collective: CollectiveFingerPrint(SequenceNumber=45OpType=BARRIER).\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.phase == "training");
+  // A rank's own traceback: the save inside the training loop decides (innermost wins).
+  TempDir t3("frame_save");
+  write_file(t3.dir / "train.log",
+             "[rank1]: Traceback (most recent call last):\n"
+             "[rank1]:   File \"/w/transformers/trainer.py\", line 1938, in _inner_training_loop\n"
+             "[rank1]:   File \"/w/transformers/trainer.py\", line 2390, in _save_checkpoint\n"
+             "[rank1]:   File \"/w/transformers/modeling_utils.py\", line 2400, in save_pretrained\n"
+             "[rank1]: OSError: [Errno 122] Disk quota exceeded\n");
+  r = triage_logs({t3.dir});
+  CHECK(r.phase == "checkpoint");
+  // ...and evaluation; while the optimizer's _init_group (every step) is no start-up.
+  TempDir t4("frame_eval");
+  write_file(t4.dir / "train.log",
+             "Traceback (most recent call last):\n"
+             "  File \"/w/main.py\", line 80, in train\n"
+             "  File \"/w/main.py\", line 120, in evaluate\n"
+             "  File \"/w/model.py\", line 33, in forward\n"
+             "RuntimeError: shape mismatch\n");
+  r = triage_logs({t4.dir});
+  CHECK(r.phase == "eval");
+  TempDir t5("frame_adam");
+  write_file(t5.dir / "train.log",
+             "Traceback (most recent call last):\n"
+             "  File \"/w/main.py\", line 80, in train\n"
+             "  File \"/usr/lib/python3.10/site-packages/torch/optim/adam.py\", line 150, in _init_group\n"
+             "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+  r = triage_logs({t5.dir});
+  CHECK(r.phase == "training");
+}
+
+TEST_CASE("a platform's quoted copy of the process's last output: its progress lines count", "[triage_logs]") {
+  // Kubernetes' termination message keeps the container's output tail with its newlines escaped
+  // (the shape of gh-pai-5464): the program's "Start training" banner before the kill, joined in
+  // one segment with the runtime's "Killed" (the banner had no newline of its own).
+  const std::string head =
+      "Pod failed: PodPattern matched: containers: - name: app reason: OOMKilled message: \"(7): Conv1d(256, 7, "
+      "kernel_size=(1,), stride=(1,))\\n )\\n)\\n";
+  TempDir t("quoted_progress");
+  write_file(t.dir / "job-exit.txt",
+             head + "2021-04-30 07:10:43,386 INFO *****Start training pv_rcnn(default)***** "
+                    "/usr/local/pai/runtime: line 30: 7 Killed ${RUNTIME_SCRIPT_DIR}/runtime_entry.sh\\n\" code: 137\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "oom");
+  CHECK(r.phase == "training");
+  // Without the banner the same message says nothing of the phase.
+  TempDir t2("quoted_no_progress");
+  write_file(t2.dir / "job-exit.txt",
+             head + "loading model\\n /usr/local/pai/runtime: line 30: 7 Killed ${RUNTIME_SCRIPT_DIR}/runtime_entry.sh\\n\" "
+                    "code: 137\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.cause == "oom");
+  CHECK(r.phase == "unknown");
+}
