@@ -170,6 +170,10 @@ std::string LogAnalyzer::default_phase() const {
   // start-up too: DDP's broadcast of the parameters, a CUDA-graph capture).
   if (c_.unattributed_phase == LogKind::kTrainBegin) return "training";
   if (c_.unattributed_phase == LogKind::kInitBegin && !c_.unattributed_phase_stepped && !steps_seen()) return "init";
+  // Otherwise the last save / evaluation / data / shutdown marker that no step line followed,
+  // a rank's own or the paste's (a traceback's frame in _save_checkpoint, a hung rank's stack
+  // inside ModelCheckpoint.save_checkpoint): the work the job was in when it stopped.
+  if (const auto m = stuck_marker(); m && m->kind != LogKind::kInitBegin) return marker_phase(m->kind);
   return training_started_ ? "training" : init_seen_ ? "init" : "unknown";
 }
 

@@ -658,3 +658,32 @@ TEST_CASE("a platform's quoted copy of the process's last output: its progress l
   CHECK(r.cause == "oom");
   CHECK(r.phase == "unknown");
 }
+
+TEST_CASE("a hung process's stack with no error names the phase it stopped in", "[triage_logs]") {
+  // py-spy/pystack dumped in traceback form (the shape of gh-pytorch-lightning-11267): no error
+  // line, no rank; the innermost frame that names a phase is inside the checkpoint callback.
+  TempDir t("stack_save");
+  write_file(t.dir / "stack.txt",
+             "  File \"/w/lightning/loops/epoch/training_epoch_loop.py\", line 298, in on_run_end\n"
+             "  File \"/w/lightning/trainer/callback_hook.py\", line 93, in on_train_epoch_end\n"
+             "  File \"/w/lightning/callbacks/model_checkpoint.py\", line 390, in save_checkpoint\n"
+             "    self._save_none_monitor_checkpoint(trainer, monitor_candidates)\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "unknown");
+  CHECK(r.phase == "checkpoint");
+  // A rank's traceback cut before its exception line: its own frames still say where it was.
+  TempDir t2("rank_stack_eval");
+  write_file(t2.dir / "train.log",
+             "[rank3]: Traceback (most recent call last):\n"
+             "[rank3]:   File \"/w/transformers/trainer.py\", line 2589, in _inner_training_loop\n"
+             "[rank3]:   File \"/w/transformers/trainer.py\", line 4000, in evaluation_loop\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.phase == "eval");
+  // Step lines after the save: the job went on training, the save says nothing of the stop.
+  TempDir t3("stack_then_steps");
+  write_file(t3.dir / "train.log",
+             "[rank3]:   File \"/w/lightning/callbacks/model_checkpoint.py\", line 390, in save_checkpoint\n"
+             "[rank3]: step 41 loss 0.5\n");
+  r = triage_logs({t3.dir});
+  CHECK(r.phase != "checkpoint");
+}
