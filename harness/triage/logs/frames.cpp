@@ -119,23 +119,60 @@ std::vector<std::string> words_of(sv name) {
 
 }  // namespace
 
-LogKind frame_phase(sv msg) {
+FrameShape frame_shape(sv msg, sv* path_out, sv* name_out) {
   size_t p = 0;
   while (p < msg.size() && (msg[p] == ' ' || msg[p] == '\t')) ++p;
-  if (msg.compare(p, 6, "File \"") != 0) return LogKind::kNone;
-  const size_t path_begin = p + 6;
-  const size_t path_end = msg.find('"', path_begin);
-  if (path_end == sv::npos) return LogKind::kNone;
-  const sv path = msg.substr(path_begin, path_end - path_begin);
-  sv rest = msg.substr(path_end + 1);
-  // ", line 2448, in init_device_graphs" (the traceback module's form, most recent call last)
-  if (rest.compare(0, 7, ", line ") != 0) return LogKind::kNone;
-  const size_t in_at = rest.find(", in ");
-  if (in_at == sv::npos) return LogKind::kNone;
-  sv name = rest.substr(in_at + 5);
-  const size_t end = name.find_first_of(" \t\r");
-  if (end != sv::npos) name = name.substr(0, end);
-  if (name.empty() || name.size() > 200) return LogKind::kNone;
+  sv path, name;
+  FrameShape shape = FrameShape::kNone;
+  if (msg.compare(p, 6, "File \"") == 0) {
+    const size_t path_begin = p + 6;
+    const size_t path_end = msg.find('"', path_begin);
+    if (path_end == sv::npos) return FrameShape::kNone;
+    path = msg.substr(path_begin, path_end - path_begin);
+    sv rest = msg.substr(path_end + 1);
+    if (rest.compare(0, 7, ", line ") != 0) return FrameShape::kNone;
+    size_t q = 7;
+    while (q < rest.size() && rest[q] >= '0' && rest[q] <= '9') ++q;
+    if (q == 7) return FrameShape::kNone;
+    if (rest.compare(q, 5, ", in ") == 0) {  // traceback: "line 2448, in init_device_graphs"
+      shape = FrameShape::kOutermostFirst;
+      name = rest.substr(q + 5);
+    } else if (rest.compare(q, 4, " in ") == 0) {  // faulthandler: "line 796 in forward"
+      shape = FrameShape::kInnermostFirst;
+      name = rest.substr(q + 4);
+    } else {
+      return FrameShape::kNone;
+    }
+    const size_t end = name.find_first_of(" \t\r");
+    if (end != sv::npos) name = name.substr(0, end);
+  } else {
+    // py-spy: "    destroy_process_group (torch/distributed/distributed_c10d.py:2184)", indented
+    if (p < 2) return FrameShape::kNone;
+    sv m = msg.substr(p);
+    while (!m.empty() && (m.back() == ' ' || m.back() == '\r')) m.remove_suffix(1);
+    const size_t open = m.find(" (");
+    if (open == sv::npos || open == 0 || m.empty() || m.back() != ')') return FrameShape::kNone;
+    name = m.substr(0, open);
+    if (name.find_first_of(" \t") != sv::npos) return FrameShape::kNone;
+    sv inner = m.substr(open + 2, m.size() - open - 3);
+    const size_t colon = inner.rfind(':');
+    if (colon == sv::npos || colon + 1 >= inner.size()) return FrameShape::kNone;
+    for (size_t k = colon + 1; k < inner.size(); ++k) {
+      if (inner[k] < '0' || inner[k] > '9') return FrameShape::kNone;
+    }
+    path = inner.substr(0, colon);
+    if (path.find(".py") == sv::npos) return FrameShape::kNone;
+    shape = FrameShape::kInnermostFirst;
+  }
+  if (name.empty() || name.size() > 200) return FrameShape::kNone;
+  if (path_out) *path_out = path;
+  if (name_out) *name_out = name;
+  return shape;
+}
+
+LogKind frame_phase(sv msg) {
+  sv path, name;
+  if (frame_shape(msg, &path, &name) == FrameShape::kNone) return LogKind::kNone;
   const std::vector<std::string> words = words_of(name);
   for (const auto& r : frame_phase_rules()) {
     if (!r.path.empty() && path.find(r.path) == sv::npos) continue;
@@ -149,6 +186,27 @@ LogKind frame_phase(sv msg) {
     return r.kind;
   }
   return LogKind::kNone;
+}
+
+bool FrameMarkers::keep(sv msg, LogKind kind) {
+  const FrameShape fs = frame_shape(msg);
+  if (fs == FrameShape::kNone) {
+    taken_ = false;
+    return true;
+  }
+  if (fs != FrameShape::kInnermostFirst) return true;
+  switch (kind) {
+    case LogKind::kInitBegin:
+    case LogKind::kTrainBegin:
+    case LogKind::kCheckpointBegin:
+    case LogKind::kEvalBegin:
+    case LogKind::kShutdown:
+      if (taken_) return false;
+      taken_ = true;
+      return true;
+    default:
+      return true;
+  }
 }
 
 }  // namespace hanglab

@@ -73,9 +73,41 @@ TEST_CASE("frames: names that say nothing, or two things, give no phase", "[tria
     CHECK(frame_phase(frame("/w/x.py", fn)) == LogKind::kNone);
   // HF's _maybe_log_save_evaluate may be logging, saving or evaluating.
   CHECK(frame_phase(frame("/w/transformers/trainer.py", "_maybe_log_save_evaluate")) == LogKind::kNone);
-  // Not a traceback frame: faulthandler's "line N in f" (innermost first) and prose.
-  CHECK(frame_phase("  File \"/w/x.py\", line 12 in train") == LogKind::kNone);
+  // Not frames: prose, a C++ frame, a py-spy-like line of no Python file, an unindented one.
   CHECK(frame_phase("Saving model to File \"x\"") == LogKind::kNone);
+  CHECK(frame_phase("frame #3: c10d::ProcessGroupNCCL::save_checkpoint() + 0x1d2 (0x7f in libtorch_cuda.so)") ==
+        LogKind::kNone);
+  CHECK(frame_phase("    PyEval_EvalFrameDefault (libpython3.10.so.1.0)") == LogKind::kNone);
+  CHECK(frame_phase("train_model (main.py:12)") == LogKind::kNone);
+}
+
+TEST_CASE("frames: the shapes and the order they are printed in", "[triage_logs]") {
+  std::string_view path, fn;
+  CHECK(frame_shape("  File \"/w/x.py\", line 12, in train", &path, &fn) == FrameShape::kOutermostFirst);
+  CHECK(path == "/w/x.py");
+  CHECK(fn == "train");
+  // faulthandler (Python's own dump on a signal or timeout): "line N in f", innermost first.
+  CHECK(frame_shape("  File \"/w/x.py\", line 12 in evaluate", &path, &fn) == FrameShape::kInnermostFirst);
+  CHECK(fn == "evaluate");
+  CHECK(frame_phase("  File \"/w/x.py\", line 12 in evaluate") == LogKind::kEvalBegin);
+  // py-spy dump: "    function (file.py:line)", innermost first.
+  CHECK(frame_shape("    destroy_process_group (torch/distributed/distributed_c10d.py:2184)", &path, &fn) ==
+        FrameShape::kInnermostFirst);
+  CHECK(path == "torch/distributed/distributed_c10d.py");
+  CHECK(fn == "destroy_process_group");
+  CHECK(frame_phase("    destroy_process_group (torch/distributed/distributed_c10d.py:2184)") == LogKind::kShutdown);
+  CHECK(frame_shape("Thread 0x7F81445A8440 (active): \"MainThread\"") == FrameShape::kNone);
+  // Only an innermost-first dump's first phase frame counts; a line that is no frame ends the dump.
+  FrameMarkers fm;
+  CHECK(fm.keep("Thread 0x7F81445A8440 (active): \"MainThread\"", LogKind::kNone));
+  CHECK(fm.keep("    _save_checkpoint (transformers/trainer.py:3191)", LogKind::kCheckpointBegin));
+  CHECK_FALSE(fm.keep("    _inner_training_loop (transformers/trainer.py:2589)", LogKind::kTrainBegin));
+  CHECK(fm.keep("    <module> (train.py:702)", LogKind::kNone));
+  CHECK(fm.keep("Thread 0x7F7E83CFF640 (idle): \"Thread-2\"", LogKind::kNone));
+  CHECK(fm.keep("    train (train.py:80)", LogKind::kTrainBegin));
+  // A traceback's frames all count (its innermost is printed last).
+  CHECK(fm.keep("  File \"/w/t.py\", line 1, in train", LogKind::kTrainBegin));
+  CHECK(fm.keep("  File \"/w/t.py\", line 2, in _save_checkpoint", LogKind::kCheckpointBegin));
 }
 
 TEST_CASE("frames: rank-prefixed frames parse to their phase", "[triage_logs]") {

@@ -193,7 +193,9 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   const long long pid_before = o.pid;
   const sv host_before = o.host;
   // A traceback frame means only the phase its function names (frames.cpp).
-  if (const LogKind fk = frame_phase(body); fk != LogKind::kNone) {
+  LogKind fk = frame_phase(o.msg);  // py-spy's frames are known by their indentation: the message's own
+  if (fk == LogKind::kNone) fk = frame_phase(body);
+  if (fk != LogKind::kNone) {
     o.kind = fk;
   } else if (!match_line_pattern(body, o)) {
     classify_text(body, o);

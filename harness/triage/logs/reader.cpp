@@ -5,6 +5,7 @@
 // torchrun's failure summary and Open MPI's exit block, and the bounded per-rank step
 // history.
 #include "triage/logs/reader.hpp"
+#include "triage/logs/frames.hpp"
 #include "triage/logs/patterns.hpp"
 #include "triage/records/run_dir.hpp"  // is_run_dir: --logs-only on a run directory
 
@@ -236,6 +237,8 @@ class FileScanner {
   int mpi_rank_ = -1;
   uint32_t mpi_line_ = 0;
 
+  FrameMarkers frame_markers_;  // an innermost-first dump's outer frames say nothing more
+
   RankAcc& acc(int rank) {
     if (rank == cache_rank_) return *cache_;
     auto [it, fresh] = out_.ranks.try_emplace(rank);
@@ -259,6 +262,7 @@ class FileScanner {
     ++line_no_;
     ++out_.info.lines;
     parse_log_line(text, ctx_, l_);
+    if (!frame_markers_.keep(l_.msg, l_.kind)) l_.kind = LogKind::kNone;
     if (bus_ev_ != SIZE_MAX) {
       if (line_no_ - bus_line_ > 24) {
         bus_ev_ = SIZE_MAX;

@@ -687,3 +687,30 @@ TEST_CASE("a hung process's stack with no error names the phase it stopped in", 
   r = triage_logs({t3.dir});
   CHECK(r.phase != "checkpoint");
 }
+
+TEST_CASE("a py-spy dump names the phase by its innermost frame, printed first", "[triage_logs]") {
+  // The shape of pytorch/torchtitan#1342: the main thread stuck in destroy_process_group.
+  TempDir t("pyspy_shutdown");
+  write_file(t.dir / "pyspy.txt",
+             "Thread 0x7F81445A8440 (active): \"MainThread\"\n"
+             "    destroy_process_group (torch/distributed/distributed_c10d.py:2184)\n"
+             "    <module> (torchtitan/train.py:554)\n"
+             "    _run_code (runpy.py:86)\n"
+             "Thread 0x7F7D9CFF9640 (idle): \"Thread-2\"\n"
+             "    wait (threading.py:324)\n"
+             "    run (tqdm/_monitor.py:60)\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.phase == "shutdown");
+  // Innermost first: the save, not the training loop printed after it.
+  TempDir t2("pyspy_save");
+  write_file(t2.dir / "pyspy.txt",
+             "Thread 0x7F81445A8440 (active): \"MainThread\"\n"
+             "    barrier (torch/distributed/distributed_c10d.py:4159)\n"
+             "    save_checkpoint (deepspeed/runtime/engine.py:3049)\n"
+             "    _save_checkpoint (transformers/trainer.py:3191)\n"
+             "    _inner_training_loop (transformers/trainer.py:2589)\n"
+             "    train (transformers/trainer.py:2164)\n"
+             "    <module> (train.py:702)\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.phase == "checkpoint");
+}
