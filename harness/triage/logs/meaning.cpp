@@ -288,6 +288,7 @@ bool LogTimeline::init_event(const LogEvent& e) {
     case LogKind::kAddressInUse:
     case LogKind::kDnsFailure:
     case LogKind::kInitStep:
+    case LogKind::kInitBegin:
       return true;
     default:
       break;

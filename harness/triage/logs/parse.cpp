@@ -12,6 +12,7 @@
 #include <string>
 
 #include "triage/logs/parse_parts.hpp"
+#include "triage/logs/frames.hpp"
 #include "triage/logs/patterns.hpp"
 
 namespace hanglab {
@@ -36,6 +37,8 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kProgress: return "progress";
     case LogKind::kEvalEnd: return "eval_end";
     case LogKind::kDataWait: return "data_wait";
+    case LogKind::kInitBegin: return "init_begin";
+    case LogKind::kTrainBegin: return "train_begin";
     case LogKind::kWatchdogTimeout: return "watchdog_timeout";
     case LogKind::kWatchdogRepeat: return "watchdog_repeat";
     case LogKind::kWorkStatus: return "work_status";
@@ -190,7 +193,14 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   }
   const long long pid_before = o.pid;
   const sv host_before = o.host;
-  if (!match_line_pattern(body, o)) classify_text(body, o);
+  // A traceback frame means only the phase its function names (frames.cpp).
+  LogKind fk = frame_phase(o.msg);  // py-spy's frames are known by their indentation: the message's own
+  if (fk == LogKind::kNone) fk = frame_phase(body);
+  if (fk != LogKind::kNone) {
+    o.kind = fk;
+  } else if (!match_line_pattern(body, o)) {
+    classify_text(body, o);
+  }
   if (o.kind == LogKind::kNone) match_line_pattern(body, o, true);
   if (o.kind == LogKind::kStoreTimeout || o.kind == LogKind::kException || o.kind == LogKind::kCommException) {
     if (o.word.empty()) o.word = exception_class(body);

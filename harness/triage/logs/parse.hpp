@@ -40,6 +40,8 @@ enum class LogKind : uint8_t {
   kProgress,         // training progress without a step number ("Epoch 1/1", "Starting epoch 1")
   kShutdown,         // the program is exiting ("destroy_process_group() was not called before program exit")
   kDataWait,         // waiting for / loading data
+  kInitBegin,        // inside start-up: a traceback frame of init_process_group, initialize, init_* (frames.cpp)
+  kTrainBegin,       // inside the training loop: a traceback frame of train, training_step, fit (frames.cpp)
   // PyTorch c10d ProcessGroupNCCL
   kWatchdogTimeout,   // "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=...)"
   kWatchdogRepeat,    // the same timeout repeated ("watchdog thread terminated with exception", what())

@@ -249,6 +249,13 @@ const std::vector<LinePattern>& line_patterns() {
       // had begun (gh-horovod-469, gh-arjunausers-52, gh-storage-172).
       {{"poch"}, {"Epoch ", "Epoch: ", "epoch "}, LogKind::kProgress, "", "", PatternFields::kEpoch, "Epoch 1/1",
        true},
+      // The program's own word that its training loop begins (OpenPCDet's banner, HF Trainer's
+      // "***** Running training *****"): training had begun (gh-pai-5464).
+      {{}, {"Start training", "Starting training", "start training", "starting training", "***** Running training *****"},
+       LogKind::kProgress, "", "", PatternFields::kNone,
+       "2021-04-30 07:10:43,386 INFO **********************Start training waymo_models/pv_rcnn(default)"
+       "**********************",
+       true},
       // ProcessGroupNCCL's heartbeat monitor: the watchdog thread itself stopped making progress
       // (gh-deim-105, gh-llamafactory-6953, gh-xdit-147).
       {{"Heartbeat monitor timed out"}, {}, LogKind::kHeartbeatMonitor, "", "heartbeat_timeout", PatternFields::kPendingWork,

@@ -5,6 +5,8 @@
 // torchrun's failure summary and Open MPI's exit block, and the bounded per-rank step
 // history.
 #include "triage/logs/reader.hpp"
+#include "triage/logs/frames.hpp"
+#include "triage/logs/patterns.hpp"
 #include "triage/records/run_dir.hpp"  // is_run_dir: --logs-only on a run directory
 
 #include <fcntl.h>
@@ -56,6 +58,34 @@ bool names_epoch(std::string_view m) {
       const size_t p = k + key.size();
       if (p < m.size() && m[p] >= '0' && m[p] <= '9') return true;
     }
+  }
+  return false;
+}
+
+// A platform's quoted copy of a process's last output, one line with its newlines escaped
+// (Kubernetes' termination message: 'reason: OOMKilled message: "...\n2021-04-30 07:10:43 INFO
+// Start training ...\n..." code: 137'): its segments are the program's own lines. True when
+// one of them is a step or progress line: training had begun before the line's event.
+bool quoted_progress(std::string_view m, const LogLineContext& ctx) {
+  constexpr std::string_view kEsc = "\\n";
+  size_t first = m.find(kEsc);
+  if (first == std::string_view::npos || m.find(kEsc, first + 2) == std::string_view::npos) return false;
+  if (m.size() > (1u << 16)) m = m.substr(0, 1u << 16);
+  size_t from = 0;
+  for (int n = 0; n < 256 && from <= m.size(); ++n) {
+    const size_t k = m.find(kEsc, from);
+    const std::string_view seg = m.substr(from, k == std::string_view::npos ? std::string_view::npos : k - from);
+    if (!seg.empty()) {
+      LogLine l;
+      parse_log_line(seg, ctx, l);
+      if (l.kind == LogKind::kStep || l.kind == LogKind::kProgress) return true;
+      // The tail may join two writers' lines in one segment (the program's banner without its
+      // newline, then the runtime's "Killed"): a progress shape in it still counts.
+      LogLine p;
+      if (match_line_pattern(l.msg, p, /*fallback=*/true) && p.kind == LogKind::kProgress) return true;
+    }
+    if (k == std::string_view::npos) break;
+    from = k + kEsc.size();
   }
   return false;
 }
@@ -207,6 +237,8 @@ class FileScanner {
   int mpi_rank_ = -1;
   uint32_t mpi_line_ = 0;
 
+  FrameMarkers frame_markers_;  // an innermost-first dump's outer frames say nothing more
+
   RankAcc& acc(int rank) {
     if (rank == cache_rank_) return *cache_;
     auto [it, fresh] = out_.ranks.try_emplace(rank);
@@ -230,6 +262,7 @@ class FileScanner {
     ++line_no_;
     ++out_.info.lines;
     parse_log_line(text, ctx_, l_);
+    if (!frame_markers_.keep(l_.msg, l_.kind)) l_.kind = LogKind::kNone;
     if (bus_ev_ != SIZE_MAX) {
       if (line_no_ - bus_line_ > 24) {
         bus_ev_ = SIZE_MAX;
@@ -338,6 +371,8 @@ class FileScanner {
         case LogKind::kEvalEnd:
         case LogKind::kDataWait:
         case LogKind::kShutdown:
+        case LogKind::kInitBegin:
+        case LogKind::kTrainBegin:
           g.phase = l_.kind;
           g.phase_file = index_;
           g.phase_line = line_no_;
@@ -359,7 +394,7 @@ class FileScanner {
     // A line that names its epoch ("check_rank and exit epoch=1 batch=0") was written inside the
     // training loop, whatever else it says: evidence of training, like a progress line.
     if (l_.kind != LogKind::kNone && l_.kind != LogKind::kProgress && l_.kind != LogKind::kStep &&
-        names_epoch(l_.msg))
+        (names_epoch(l_.msg) || quoted_progress(l_.msg, ctx_)))
       ++out_.progress_lines;
     if (l_.kind == LogKind::kProgress) {  // evidence of training only; never an event
       ++out_.progress_lines;
@@ -367,7 +402,8 @@ class FileScanner {
     }
     if (rank < 0 && (l_.kind == LogKind::kCheckpointBegin || l_.kind == LogKind::kCheckpointEnd ||
                      l_.kind == LogKind::kEvalBegin || l_.kind == LogKind::kEvalEnd ||
-                     l_.kind == LogKind::kDataWait || l_.kind == LogKind::kShutdown)) {
+                     l_.kind == LogKind::kDataWait || l_.kind == LogKind::kShutdown ||
+                     l_.kind == LogKind::kInitBegin || l_.kind == LogKind::kTrainBegin)) {
       out_.unattributed_phase = l_.kind;
       out_.unattributed_phase_line = line_no_;
       out_.unattributed_phase_text = std::string(l_.msg.substr(0, kMaxEventText));

@@ -106,6 +106,8 @@ class LogAnalyzer : public LogTimeline {
   // init only when a line proves it, else unknown.
   std::string default_phase() const;
   std::string phase_of_rank(const RankState& s) const;
+  // A step or progress line anywhere (any rank, or none): the job had begun to train.
+  bool steps_seen() const;
   static bool step_after(const RankLog& g);
   std::optional<Marker> stuck_marker() const;
   // A checkpoint's end with nothing after it still names the save: its closing barrier, or

@@ -153,7 +153,9 @@ bool LogAnalyzer::root_precedes_echoes(const Fail& root) const {
 }
 
 // The phase when no rank's state says more: training once a step or collective is seen,
-// init only when a line proves it, else unknown.
+// init only when a line proves it, else unknown. The paste's last phase marker says more
+// when no step line followed it: a traceback's innermost frame inside init (collectives
+// run at start-up too: DDP's broadcast, a CUDA-graph capture) or inside the training loop.
 std::string LogAnalyzer::default_phase() const {
   if (use_anon_) {
     switch (c_.unattributed_phase) {
@@ -163,7 +165,22 @@ std::string LogAnalyzer::default_phase() const {
       default: break;
     }
   }
+  // A traceback in lines no rank can be named for, its innermost frame inside start-up or
+  // the training loop (frames.cpp): the failure it reports hit that phase. Start-up only while
+  // no step or progress line anywhere says the job had gone on to train (collectives run at
+  // start-up too: DDP's broadcast of the parameters, a CUDA-graph capture).
+  if (c_.unattributed_phase == LogKind::kTrainBegin) return "training";
+  if (c_.unattributed_phase == LogKind::kInitBegin && !c_.unattributed_phase_stepped && !steps_seen()) return "init";
+  // Otherwise the last save / evaluation / data / shutdown marker that no step line followed,
+  // a rank's own or the paste's (a traceback's frame in _save_checkpoint, a hung rank's stack
+  // inside ModelCheckpoint.save_checkpoint): the work the job was in when it stopped.
+  if (const auto m = stuck_marker(); m && m->kind != LogKind::kInitBegin) return marker_phase(m->kind);
   return training_started_ ? "training" : init_seen_ ? "init" : "unknown";
+}
+
+bool LogAnalyzer::steps_seen() const {
+  if (c_.unattributed_steps > 0 || c_.progress_lines > 0) return true;
+  return std::any_of(rs_.begin(), rs_.end(), [](const RankState& s) { return s.log && s.log->n_steps > 0; });
 }
 
 std::string LogAnalyzer::phase_of_rank(const RankState& s) const {
@@ -173,6 +190,11 @@ std::string LogAnalyzer::phase_of_rank(const RankState& s) const {
     case LogKind::kEvalBegin: return "eval";
     case LogKind::kDataWait: return "data";
     case LogKind::kShutdown: return "shutdown";
+    // A frame of start-up after the rank's last step line: it failed in (re)initialisation.
+    case LogKind::kInitBegin:
+      if (!step_after(*s.log)) return "init";
+      break;
+    case LogKind::kTrainBegin: return "training";
     default: break;
   }
   if (s.log->n_steps == 0 && !training_started_) return default_phase();
@@ -209,6 +231,7 @@ std::string LogAnalyzer::marker_phase(LogKind k) {
     case LogKind::kEvalBegin: return "eval";
     case LogKind::kDataWait: return "data";
     case LogKind::kShutdown: return "shutdown";
+    case LogKind::kInitBegin: return "init";
     default: return "training";
   }
 }

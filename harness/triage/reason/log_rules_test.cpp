@@ -764,3 +764,143 @@ TEST_CASE("a rank evaluating alone while its peers wait in a collective is a slo
     CHECK(r.cause != "slow_rank");
   }
 }
+
+TEST_CASE("phase from a traceback: its innermost frame that names a phase", "[triage_logs]") {
+  // Start-up, although collectives ran (a CUDA-graph capture at server start, the shape of
+  // gh-sglang-16237): the frames say init, the fingerprint's sequence number does not say training.
+  TempDir t("frame_init");
+  write_file(t.dir / "server.log",
+             "Traceback (most recent call last):\n"
+             "  File \"/w/srt/model_executor/model_runner.py\", line 511, in initialize\n"
+             "    self.init_device_graphs()\n"
+             "  File \"/w/srt/model_executor/model_runner.py\", line 2448, in init_device_graphs\n"
+             "    self.graph_runner = graph_runners[self.device](self)\n"
+             "  File \"/w/srt/model_executor/cuda_graph_runner.py\", line 354, in __init__\n"
+             "    raise Exception(\n"
+             "Exception: Capture cuda graph failed: Detected mismatch between collectives on ranks. Rank 3 is "
+             "running collective: CollectiveFingerPrint(SequenceNumber=17OpType=BARRIER), but Rank 0 is running "
+             "collective: CollectiveFingerPrint(SequenceNumber=45OpType=BARRIER).\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "collective_mismatch");
+  CHECK(r.phase == "init");
+  // The same traceback after the job had logged its steps: a start-up frame does not undo them.
+  TempDir t2("frame_init_after_steps");
+  write_file(t2.dir / "server.log",
+             "step 40 loss 1.25\n"
+             "Traceback (most recent call last):\n"
+             "  File \"/w/srt/model_executor/model_runner.py\", line 511, in initialize\n"
+             "Exception: Capture cuda graph failed: Detected mismatch between collectives on ranks. Rank 3 is "
+             "running collective: CollectiveFingerPrint(SequenceNumber=17OpType=BARRIER), but Rank 0 is running "
+             "collective: CollectiveFingerPrint(SequenceNumber=45OpType=BARRIER).\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.phase == "training");
+  // A rank's own traceback: the save inside the training loop decides (innermost wins).
+  TempDir t3("frame_save");
+  write_file(t3.dir / "train.log",
+             "[rank1]: Traceback (most recent call last):\n"
+             "[rank1]:   File \"/w/transformers/trainer.py\", line 1938, in _inner_training_loop\n"
+             "[rank1]:   File \"/w/transformers/trainer.py\", line 2390, in _save_checkpoint\n"
+             "[rank1]:   File \"/w/transformers/modeling_utils.py\", line 2400, in save_pretrained\n"
+             "[rank1]: OSError: [Errno 122] Disk quota exceeded\n");
+  r = triage_logs({t3.dir});
+  CHECK(r.phase == "checkpoint");
+  // ...and evaluation; while the optimizer's _init_group (every step) is no start-up.
+  TempDir t4("frame_eval");
+  write_file(t4.dir / "train.log",
+             "Traceback (most recent call last):\n"
+             "  File \"/w/main.py\", line 80, in train\n"
+             "  File \"/w/main.py\", line 120, in evaluate\n"
+             "  File \"/w/model.py\", line 33, in forward\n"
+             "RuntimeError: shape mismatch\n");
+  r = triage_logs({t4.dir});
+  CHECK(r.phase == "eval");
+  TempDir t5("frame_adam");
+  write_file(t5.dir / "train.log",
+             "Traceback (most recent call last):\n"
+             "  File \"/w/main.py\", line 80, in train\n"
+             "  File \"/usr/lib/python3.10/site-packages/torch/optim/adam.py\", line 150, in _init_group\n"
+             "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+  r = triage_logs({t5.dir});
+  CHECK(r.phase == "training");
+}
+
+TEST_CASE("a platform's quoted copy of the process's last output: its progress lines count", "[triage_logs]") {
+  // Kubernetes' termination message keeps the container's output tail with its newlines escaped
+  // (the shape of gh-pai-5464): the program's "Start training" banner before the kill, joined in
+  // one segment with the runtime's "Killed" (the banner had no newline of its own).
+  const std::string head =
+      "Pod failed: PodPattern matched: containers: - name: app reason: OOMKilled message: \"(7): Conv1d(256, 7, "
+      "kernel_size=(1,), stride=(1,))\\n )\\n)\\n";
+  TempDir t("quoted_progress");
+  write_file(t.dir / "job-exit.txt",
+             head + "2021-04-30 07:10:43,386 INFO *****Start training pv_rcnn(default)***** "
+                    "/usr/local/pai/runtime: line 30: 7 Killed ${RUNTIME_SCRIPT_DIR}/runtime_entry.sh\\n\" code: 137\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "oom");
+  CHECK(r.phase == "training");
+  // Without the banner the same message says nothing of the phase.
+  TempDir t2("quoted_no_progress");
+  write_file(t2.dir / "job-exit.txt",
+             head + "loading model\\n /usr/local/pai/runtime: line 30: 7 Killed ${RUNTIME_SCRIPT_DIR}/runtime_entry.sh\\n\" "
+                    "code: 137\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.cause == "oom");
+  CHECK(r.phase == "unknown");
+}
+
+TEST_CASE("a hung process's stack with no error names the phase it stopped in", "[triage_logs]") {
+  // py-spy/pystack dumped in traceback form (the shape of gh-pytorch-lightning-11267): no error
+  // line, no rank; the innermost frame that names a phase is inside the checkpoint callback.
+  TempDir t("stack_save");
+  write_file(t.dir / "stack.txt",
+             "  File \"/w/lightning/loops/epoch/training_epoch_loop.py\", line 298, in on_run_end\n"
+             "  File \"/w/lightning/trainer/callback_hook.py\", line 93, in on_train_epoch_end\n"
+             "  File \"/w/lightning/callbacks/model_checkpoint.py\", line 390, in save_checkpoint\n"
+             "    self._save_none_monitor_checkpoint(trainer, monitor_candidates)\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "unknown");
+  CHECK(r.phase == "checkpoint");
+  // A rank's traceback cut before its exception line: its own frames still say where it was.
+  TempDir t2("rank_stack_eval");
+  write_file(t2.dir / "train.log",
+             "[rank3]: Traceback (most recent call last):\n"
+             "[rank3]:   File \"/w/transformers/trainer.py\", line 2589, in _inner_training_loop\n"
+             "[rank3]:   File \"/w/transformers/trainer.py\", line 4000, in evaluation_loop\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.phase == "eval");
+  // Step lines after the save: the job went on training, the save says nothing of the stop.
+  TempDir t3("stack_then_steps");
+  write_file(t3.dir / "train.log",
+             "[rank3]:   File \"/w/lightning/callbacks/model_checkpoint.py\", line 390, in save_checkpoint\n"
+             "[rank3]: step 41 loss 0.5\n");
+  r = triage_logs({t3.dir});
+  CHECK(r.phase != "checkpoint");
+}
+
+TEST_CASE("a py-spy dump names the phase by its innermost frame, printed first", "[triage_logs]") {
+  // The shape of pytorch/torchtitan#1342: the main thread stuck in destroy_process_group.
+  TempDir t("pyspy_shutdown");
+  write_file(t.dir / "pyspy.txt",
+             "Thread 0x7F81445A8440 (active): \"MainThread\"\n"
+             "    destroy_process_group (torch/distributed/distributed_c10d.py:2184)\n"
+             "    <module> (torchtitan/train.py:554)\n"
+             "    _run_code (runpy.py:86)\n"
+             "Thread 0x7F7D9CFF9640 (idle): \"Thread-2\"\n"
+             "    wait (threading.py:324)\n"
+             "    run (tqdm/_monitor.py:60)\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.phase == "shutdown");
+  // Innermost first: the save, not the training loop printed after it.
+  TempDir t2("pyspy_save");
+  write_file(t2.dir / "pyspy.txt",
+             "Thread 0x7F81445A8440 (active): \"MainThread\"\n"
+             "    barrier (torch/distributed/distributed_c10d.py:4159)\n"
+             "    save_checkpoint (deepspeed/runtime/engine.py:3049)\n"
+             "    _save_checkpoint (transformers/trainer.py:3191)\n"
+             "    _inner_training_loop (transformers/trainer.py:2589)\n"
+             "    train (transformers/trainer.py:2164)\n"
+             "    <module> (train.py:702)\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.phase == "checkpoint");
+}

@@ -1,0 +1,124 @@
+// The traceback-frame phase table: every entry's example frame gives its own phase, the
+// common frames of real tracebacks give the phase they were written in, and names that
+// say nothing (or two things) give none. Frames are parsed as whole lines too (rank
+// prefixes peeled off), as the reader sees them.
+#include "triage/logs/frames.hpp"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "triage/log_test_support.hpp"
+
+using namespace hanglab;
+using hanglab::logtest::parse;
+
+namespace {
+
+std::string frame(const std::string& path, const std::string& fn) {
+  return "  File \"" + path + "\", line 123, in " + fn;
+}
+
+}  // namespace
+
+TEST_CASE("every frame rule's example gives its own phase", "[triage_logs]") {
+  for (const auto& r : frame_phase_rules()) {
+    INFO(r.example);
+    CHECK(frame_phase(r.example) == r.kind);
+    CHECK(parse(std::string(r.example)).kind == r.kind);
+  }
+}
+
+TEST_CASE("frames: the phase a function's name says", "[triage_logs]") {
+  const std::string hf = "/usr/lib/python3.10/site-packages/transformers/trainer.py";
+  const std::string pl = "/opt/conda/lib/python3.8/site-packages/lightning/pytorch/callbacks/model_checkpoint.py";
+  // checkpoint
+  CHECK(frame_phase(frame(hf, "_save_checkpoint")) == LogKind::kCheckpointBegin);
+  CHECK(frame_phase(frame(hf, "save_model")) == LogKind::kCheckpointBegin);
+  CHECK(frame_phase(frame(pl, "_save_topk_checkpoint")) == LogKind::kCheckpointBegin);
+  CHECK(frame_phase(frame("/w/openrlhf/trainer/sft_trainer.py", "save_logs_and_checkpoints")) ==
+        LogKind::kCheckpointBegin);
+  CHECK(frame_phase(frame("/usr/lib/python3.11/site-packages/torch/distributed/checkpoint/state_dict_saver.py",
+                          "_save_state_dict")) == LogKind::kCheckpointBegin);
+  // eval
+  CHECK(frame_phase(frame(hf, "evaluate")) == LogKind::kEvalBegin);
+  CHECK(frame_phase(frame("/w/loops/evaluation_loop.py", "validation_step")) == LogKind::kEvalBegin);
+  // init
+  CHECK(frame_phase(frame("/usr/lib/python3.8/site-packages/torch/distributed/distributed_c10d.py",
+                          "init_process_group")) == LogKind::kInitBegin);
+  CHECK(frame_phase(frame("/w/megatron/initialize.py", "_initialize_distributed")) == LogKind::kInitBegin);
+  CHECK(frame_phase(frame("/w/pipedream/runtime.py", "initialize")) == LogKind::kInitBegin);
+  CHECK(frame_phase(frame("/usr/lib/python3.8/site-packages/torch/nn/parallel/distributed.py", "__init__")) ==
+        LogKind::kInitBegin);
+  // training
+  CHECK(frame_phase(frame(hf, "_inner_training_loop")) == LogKind::kTrainBegin);
+  CHECK(frame_phase(frame("/w/main.py", "train")) == LogKind::kTrainBegin);
+  CHECK(frame_phase(frame("/w/lightning/pytorch/trainer/trainer.py", "_fit_impl")) == LogKind::kTrainBegin);
+  CHECK(frame_phase(frame("/w/lightning/pytorch/core/module.py", "training_step")) == LogKind::kTrainBegin);
+  // shutdown
+  CHECK(frame_phase(frame("/usr/lib/python3.10/multiprocessing/util.py", "_exit_function")) == LogKind::kShutdown);
+  CHECK(frame_phase(frame("/w/megatron/core/parallel_state.py", "destroy_model_parallel")) == LogKind::kShutdown);
+}
+
+TEST_CASE("frames: names that say nothing, or two things, give no phase", "[triage_logs]") {
+  // Activation checkpointing is not a checkpoint save.
+  CHECK(frame_phase(frame("/usr/lib/python3.10/site-packages/torch/utils/checkpoint.py", "checkpoint")) ==
+        LogKind::kNone);
+  // The optimizer's _init_group runs at every step; a private _init_* is not start-up.
+  CHECK(frame_phase(frame("/usr/lib/python3.10/site-packages/torch/optim/adam.py", "_init_group")) ==
+        LogKind::kNone);
+  // A constructor anywhere else, the program's plumbing, a bare save, "retrieval" (not eval).
+  CHECK(frame_phase(frame("/w/sglang/cuda_graph_runner.py", "__init__")) == LogKind::kNone);
+  for (const char* fn : {"<module>", "main", "run", "wrapper", "forward", "_call_impl", "save", "retrieval_step",
+                         "all_reduce", "barrier", "pretrain_step_fn"})
+    CHECK(frame_phase(frame("/w/x.py", fn)) == LogKind::kNone);
+  // HF's _maybe_log_save_evaluate may be logging, saving or evaluating.
+  CHECK(frame_phase(frame("/w/transformers/trainer.py", "_maybe_log_save_evaluate")) == LogKind::kNone);
+  // Not frames: prose, a C++ frame, a py-spy-like line of no Python file, an unindented one.
+  CHECK(frame_phase("Saving model to File \"x\"") == LogKind::kNone);
+  CHECK(frame_phase("frame #3: c10d::ProcessGroupNCCL::save_checkpoint() + 0x1d2 (0x7f in libtorch_cuda.so)") ==
+        LogKind::kNone);
+  CHECK(frame_phase("    PyEval_EvalFrameDefault (libpython3.10.so.1.0)") == LogKind::kNone);
+  CHECK(frame_phase("train_model (main.py:12)") == LogKind::kNone);
+}
+
+TEST_CASE("frames: the shapes and the order they are printed in", "[triage_logs]") {
+  std::string_view path, fn;
+  CHECK(frame_shape("  File \"/w/x.py\", line 12, in train", &path, &fn) == FrameShape::kOutermostFirst);
+  CHECK(path == "/w/x.py");
+  CHECK(fn == "train");
+  // faulthandler (Python's own dump on a signal or timeout): "line N in f", innermost first.
+  CHECK(frame_shape("  File \"/w/x.py\", line 12 in evaluate", &path, &fn) == FrameShape::kInnermostFirst);
+  CHECK(fn == "evaluate");
+  CHECK(frame_phase("  File \"/w/x.py\", line 12 in evaluate") == LogKind::kEvalBegin);
+  // py-spy dump: "    function (file.py:line)", innermost first.
+  CHECK(frame_shape("    destroy_process_group (torch/distributed/distributed_c10d.py:2184)", &path, &fn) ==
+        FrameShape::kInnermostFirst);
+  CHECK(path == "torch/distributed/distributed_c10d.py");
+  CHECK(fn == "destroy_process_group");
+  CHECK(frame_phase("    destroy_process_group (torch/distributed/distributed_c10d.py:2184)") == LogKind::kShutdown);
+  CHECK(frame_shape("Thread 0x7F81445A8440 (active): \"MainThread\"") == FrameShape::kNone);
+  // Only an innermost-first dump's first phase frame counts; a line that is no frame ends the dump.
+  FrameMarkers fm;
+  CHECK(fm.keep("Thread 0x7F81445A8440 (active): \"MainThread\"", LogKind::kNone));
+  CHECK(fm.keep("    _save_checkpoint (transformers/trainer.py:3191)", LogKind::kCheckpointBegin));
+  CHECK_FALSE(fm.keep("    _inner_training_loop (transformers/trainer.py:2589)", LogKind::kTrainBegin));
+  CHECK(fm.keep("    <module> (train.py:702)", LogKind::kNone));
+  CHECK(fm.keep("Thread 0x7F7E83CFF640 (idle): \"Thread-2\"", LogKind::kNone));
+  CHECK(fm.keep("    train (train.py:80)", LogKind::kTrainBegin));
+  // A traceback's frames all count (its innermost is printed last).
+  CHECK(fm.keep("  File \"/w/t.py\", line 1, in train", LogKind::kTrainBegin));
+  CHECK(fm.keep("  File \"/w/t.py\", line 2, in _save_checkpoint", LogKind::kCheckpointBegin));
+}
+
+TEST_CASE("frames: rank-prefixed frames parse to their phase", "[triage_logs]") {
+  auto l = parse("[rank6]:   File \"/w/openrlhf/trainer/sft_trainer.py\", line 301, in save_logs_and_checkpoints");
+  CHECK(l.kind == LogKind::kCheckpointBegin);
+  CHECK(l.rank == 6);
+  l = parse("  File \"/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py\", line 511, in "
+            "initialize");
+  CHECK(l.kind == LogKind::kInitBegin);
+  CHECK(l.rank == -1);
+  // The existing serialization.py entry of the pattern table still names torch.save.
+  l = parse("  File \"/opt/conda/lib/python3.7/site-packages/torch/serialization.py\", line 379, in save");
+  CHECK(l.kind == LogKind::kCheckpointBegin);
+}
