@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# unit.triage_layers: no upward #include inside harness/triage/ (model < records, logs <
+# unit.triage_layers: no upward #include inside harness/triage/ (model < records, logs, fr <
 # reason < answer < triage.cpp, the tools and the *_test.cpp beside the code), and nothing in triage/
 # includes a higher harness layer (scenario/, run/, history/, report/, validate/, bench/,
 # cli/). Prints every offending include as file:line and exits 1.
@@ -10,7 +10,7 @@ rank() {  # layer of a path under triage/ (a file or an #include target); tests 
   case "$1" in
     *_test.cpp) echo 4 ;;
     triage/model/*) echo 0 ;;
-    triage/records/* | triage/logs/*) echo 1 ;;
+    triage/records/* | triage/logs/* | triage/fr/*) echo 1 ;;
     triage/reason/*) echo 2 ;;
     triage/answer/*) echo 3 ;;
     *) echo 4 ;;
