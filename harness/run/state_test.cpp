@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -53,14 +54,25 @@ bool running(pid_t pid) {
 
 // `sleep 60` in a process group of its own (as ranks and helpers are), optionally with an
 // extra environment variable; not reaped by anyone until the test does.
+// Returns once the sleeper has exec'd: until then /proc/<pid>/environ still shows the parent's
+// environment (putenv changes only the child's copy), and a sweep looking for the marker would
+// miss it under load. The pipe's write end is close-on-exec: EOF on it means exec happened.
 pid_t start_sleeper(bool own_group, const char* env = nullptr) {
+  int execd[2];
+  if (::pipe2(execd, O_CLOEXEC) != 0) return -1;
   pid_t pid = ::fork();
   if (pid == 0) {
+    ::close(execd[0]);
     if (own_group) ::setpgid(0, 0);
     if (env) ::putenv(const_cast<char*>(env));
     ::execlp("sleep", "sleep", "60", static_cast<char*>(nullptr));
     _exit(127);
   }
+  ::close(execd[1]);
+  char c;
+  while (::read(execd[0], &c, 1) < 0 && errno == EINTR) {
+  }
+  ::close(execd[0]);
   if (own_group) ::setpgid(pid, pid);
   return pid;
 }
