@@ -108,6 +108,7 @@ void LogTimeline::describe_kind(const LogEvent& e, Fail& f) const {
       }
       return;
     case LogKind::kException:
+      if (e.handled) return;  // context of the exception raised after it (kInfo)
       f.role = Role::kRoot;
       f.category = "rank_exit";
       f.cause = "exception";

@@ -222,6 +222,9 @@ class FileScanner {
   RankAcc* cache_ = nullptr;
   int cache_rank_ = -2;
   std::unordered_map<uint64_t, uint32_t> kind_counts_;
+  // Exception chains, by writer: its last exception event, and the one a "During handling of
+  // the above exception" line marked as handled once the next failure is seen.
+  std::unordered_map<int, size_t> last_exception_, chained_;
   std::unordered_set<long long> pids_seen_;
   // torchrun summary
   bool sum_active_ = false;
@@ -409,6 +412,12 @@ class FileScanner {
       out_.unattributed_phase_text = std::string(l_.msg.substr(0, kMaxEventText));
       out_.unattributed_phase_stepped = false;
     }
+    if (l_.kind == LogKind::kNone &&
+        l_.msg.find("During handling of the above exception, another exception occurred") != std::string_view::npos) {
+      // Python's implicit chaining: this writer's last exception was handled; the next one is raised.
+      if (auto it = last_exception_.find(rank); it != last_exception_.end()) chained_[rank] = it->second;
+      return;
+    }
     if (l_.kind == LogKind::kNone || l_.kind == LogKind::kStep) return;
 
     if (l_.world > 0 && (l_.kind == LogKind::kWorldSize || l_.kind == LogKind::kInitDone ||
@@ -484,6 +493,13 @@ class FileScanner {
     if (e.kind == LogKind::kCrash && e.signal == 7) {
       bus_ev_ = out_.events.size();
       bus_line_ = line_no_;
+    }
+    if (!launcher) {
+      if (auto it = chained_.find(e.rank); it != chained_.end()) {
+        if (it->second < out_.events.size()) out_.events[it->second].handled = true;
+        chained_.erase(it);
+      }
+      if (e.kind == LogKind::kException) last_exception_[e.rank] = out_.events.size();
     }
     out_.events.push_back(std::move(e));
   }

@@ -69,6 +69,10 @@ struct LogEvent {
   std::string category, cause;  // what the line proves (pattern table), empty = the kind's default
   bool peer_closed = false;       // LogLine::peer_closed
   bool torch_rendezvous = false;  // LogLine::torch_rendezvous
+  // An exception the program handled: its traceback goes on "During handling of the above
+  // exception, another exception occurred" to the one the process raised (Python's implicit
+  // chaining), so it is context, not the failure.
+  bool handled = false;
   std::vector<int> ranks;
 };
 

@@ -904,3 +904,37 @@ TEST_CASE("a py-spy dump names the phase by its innermost frame, printed first",
   r = triage_logs({t2.dir});
   CHECK(r.phase == "checkpoint");
 }
+
+TEST_CASE("a chained traceback: the exception raised while handling another is the failure", "[triage_logs]") {
+  // fsspec's commit: os.rename fails across devices (handled by a copy), the copy hits EIO.
+  TempDir t("chained");
+  write_file(t.dir / "rank_0.log",
+             "[rank0]: Traceback (most recent call last):\n"
+             "[rank0]:   File \"/usr/lib/python3.11/shutil.py\", line 825, in move\n"
+             "[rank0]:     os.rename(src, real_dst)\n"
+             "[rank0]: OSError: [Errno 18] Invalid cross-device link: '/tmp/tmpa4' -> '/ckpt/epoch=1.ckpt'\n"
+             "\n"
+             "[rank0]: During handling of the above exception, another exception occurred:\n"
+             "\n"
+             "[rank0]: Traceback (most recent call last):\n"
+             "[rank0]:   File \"/usr/lib/python3.11/shutil.py\", line 258, in copyfile\n"
+             "[rank0]:     with open(dst, 'wb') as fdst:\n"
+             "[rank0]: OSError: [Errno 5] Input/output error: '/ckpt/epoch=1.ckpt'\n");
+  auto r = triage_logs({t.dir});
+  REQUIRE(r.first_failure);
+  CHECK(mentions(r.first_failure->what, "Errno 5"));
+  CHECK_FALSE(mentions(r.first_failure->what, "Errno 18"));
+  // Explicit chaining ("raise ... from ..."): the first exception is the cause, and stays the failure.
+  TempDir u("direct");
+  write_file(u.dir / "rank_0.log",
+             "[rank0]: Traceback (most recent call last):\n"
+             "[rank0]: ValueError: bad shard index 7\n"
+             "\n"
+             "[rank0]: The above exception was the direct cause of the following exception:\n"
+             "\n"
+             "[rank0]: Traceback (most recent call last):\n"
+             "[rank0]: RuntimeError: could not load the dataset\n");
+  r = triage_logs({u.dir});
+  REQUIRE(r.first_failure);
+  CHECK(mentions(r.first_failure->what, "bad shard index"));
+}
