@@ -9,6 +9,7 @@
 
 #include "triage/fr/dump.hpp"
 #include "triage/fr/pickle.hpp"
+#include "triage/reason/fr.hpp"
 #include "triage/triage.hpp"
 
 using namespace hanglab;
@@ -151,5 +152,58 @@ TEST_CASE("triage of Flight Recorder dumps names the culprit where torchfrtrace 
     std::ofstream(tmp / "rank_0", std::ios::binary) << bytes({0x80, 0x02, '}', 'X', 0x07, 0, 0, 0}) << "entries";
     CHECK_THROWS_WITH(triage_paths({tmp}), Catch::Contains("rank_0:0:0:") && Catch::Contains("truncated"));
     fs::remove_all(tmp);
+  }
+}
+
+TEST_CASE("a rank whose calls realign one position on skipped its peers' call; one back added one", "[fr]") {
+  // Records as an NCCL run would leave them when calls of equal size keep pairing after the slip.
+  const auto dump = [](int rank, const std::vector<std::string>& ops) {
+    fr::FrDump d;
+    d.rank = rank;
+    d.file = "rank_" + std::to_string(rank);
+    d.pg_ranks["0"] = {0, 1, 2};
+    for (size_t i = 0; i < ops.size(); ++i) {
+      fr::FrEntry e;
+      e.seq = static_cast<long long>(i) + 1;
+      e.pg = "0";
+      e.op = ops[i];
+      e.backend = "nccl";
+      e.sizes = "[[1000]]";
+      e.dtypes = "Float";
+      e.state = i + 1 == ops.size() ? "started" : "completed";
+      e.index = i;
+      d.entries.push_back(e);
+    }
+    return d;
+  };
+  const std::vector<std::string> peers = {"all_reduce", "broadcast", "all_reduce", "broadcast", "all_reduce", "broadcast"};
+  SECTION("skipped") {
+    const std::vector<std::string> odd = {"all_reduce", "broadcast", "broadcast", "all_reduce", "broadcast"};
+    const auto r = analyze_fr_dumps({dump(0, peers), dump(1, odd), dump(2, peers)}, {});
+    CHECK(r.category == "collective_mismatch");
+    CHECK(r.cause == "skipped_collective");
+    CHECK(r.missing_ranks == std::vector<int>{1});
+    CHECK(r.divergence_seq == 3);
+  }
+  SECTION("extra") {
+    const std::vector<std::string> odd = {"all_reduce", "broadcast", "barrier", "all_reduce", "broadcast", "all_reduce"};
+    const auto r = analyze_fr_dumps({dump(0, peers), dump(1, peers), dump(2, odd)}, {});
+    CHECK(r.cause == "extra_collective");
+    CHECK(r.missing_ranks == std::vector<int>{2});
+  }
+  SECTION("two against two: no majority, nobody named") {
+    const std::vector<std::string> odd = {"all_reduce", "broadcast", "broadcast"};
+    fr::FrDump d3 = dump(3, odd);
+    std::vector<fr::FrDump> ds = {dump(0, peers), dump(1, odd), dump(2, peers), d3};
+    for (auto& d : ds) d.pg_ranks["0"] = {0, 1, 2, 3};
+    const auto r = analyze_fr_dumps(ds, {});
+    CHECK(r.category == "collective_mismatch");
+    CHECK(r.missing_ranks.empty());
+  }
+  SECTION("every rank in the same NCCL collective, none completed: all waiting") {
+    const auto r = analyze_fr_dumps({dump(0, peers), dump(1, peers), dump(2, peers)}, {});
+    CHECK(r.cause == "all_ranks_waiting");
+    CHECK(r.scope == "all");
+    CHECK(r.missing_ranks.empty());
   }
 }

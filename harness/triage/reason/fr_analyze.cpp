@@ -274,31 +274,22 @@ class FrAnalyzer {
     const Member& odd = *f.culprit;
     const Member& peer = *maj->front();
     f.op = peer.colls.at(s)->op;
-    // Realignment: the odd rank's calls from s on against its peers' one position on (a skip) or back (an extra).
-    auto aligned = [&](long long shift) {
+    // Realignment: the odd rank's calls from s on against its peers' one position on (a skip:
+    // it never made their call s) or its calls one on against theirs from s (an extra call).
+    auto aligned = [&](long long odd_from, long long peer_from) {
       int compared = 0;
       for (long long k = 0; k < 16; ++k) {
-        auto a = odd.colls.find(s + k);
-        auto b = peer.colls.find(s + k + shift);
+        auto a = odd.colls.find(odd_from + k);
+        auto b = peer.colls.find(peer_from + k);
         if (a == odd.colls.end() || b == peer.colls.end()) break;
         if (sig(*a->second) != sig(*b->second)) return false;
         ++compared;
       }
       return compared > 0;
     };
-    if (aligned(1)) {
+    if (aligned(s, s + 1)) {
       f.cause = "skipped_collective";
-    } else if (s > 0 && odd.colls.count(s + 1) && [&] {
-                 int compared = 0;
-                 for (long long k = 0; k < 16; ++k) {
-                   auto a = odd.colls.find(s + 1 + k);
-                   auto b = peer.colls.find(s + k);
-                   if (a == odd.colls.end() || b == peer.colls.end()) break;
-                   if (sig(*a->second) != sig(*b->second)) return false;
-                   ++compared;
-                 }
-                 return compared > 0;
-               }()) {
+    } else if (aligned(s + 1, s)) {
       f.cause = "extra_collective";
     }
   }
