@@ -183,8 +183,11 @@ const std::vector<LinePattern>& line_patterns() {
        "[1,2]<stdout>:test-nccl-worker-0:199:263 [2] process_err_completion:1562 NCCL WARN NET/OFI Request "
        "0x7f08c0001d30 completed with error. RC: 5. Error: Invalid receiver queue pair number (QPN) My EFA addr: "
        "fi_addr_efa://[fe80::30:43ff:fe60:456b]:0:657145598"},
-      // NCCL could not allocate GPU memory for its buffers (gh-nccl-1235).
-      {{"NCCL WARN"}, {"Cuda failure 'out of memory'", "Failed to CUDA calloc", "Failed to CUDA malloc"},
+      // NCCL could not allocate GPU memory for its buffers (gh-nccl-1235). Its CUDACHECK prints
+      // "Cuda failure '%s'" and, since NCCL 2.19, "Cuda failure %d '%s'" (2 = cudaErrorMemoryAllocation:
+      // gh-spatialvla-12).
+      {{"NCCL WARN"}, {"Cuda failure 'out of memory'", "Cuda failure 2 'out of memory'", "Failed to CUDA calloc",
+                       "Failed to CUDA malloc"},
        LogKind::kCudaOom, "resource_limit", "cuda_oom", PatternFields::kNone,
        "ng30903:3063028:3066152 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'"},
       // NCCL's SHM transport could not size its /dev/shm segment: ENOSPC from posix_fallocate is a
