@@ -54,7 +54,7 @@ TEST_CASE("torchfrtrace naming ranks: every 'missing ranks: {..}' line", "[torch
   CHECK(judge_torchfrtrace_output("usage: torchfrtrace ...\n", 2).status == "crashed");
 }
 
-TEST_CASE("no dumps: torchfrtrace is not run; a missing one is listed", "[torchfrtrace]") {
+TEST_CASE("no dumps: torchfrtrace is not run, and a missing one is listed", "[torchfrtrace]") {
   TempRun run;
   auto none = run_torchfrtrace(run.dir, 2, "/bin/true", 10);
   CHECK(none.status == "no_dumps");
@@ -83,7 +83,10 @@ TEST_CASE("a program that outlives the limit is killed: timed_out", "[torchfrtra
 
 TEST_CASE("the venv's torchfrtrace on real Gloo dumps of a run directory", "[torchfrtrace]") {
   const fs::path exe = fs::path(HANGLAB_SOURCE_DIR) / ".venv" / "bin" / "torchfrtrace";
-  if (::access(exe.c_str(), X_OK) != 0) SKIP("no project venv with torchfrtrace");
+  if (::access(exe.c_str(), X_OK) != 0) {
+    WARN("skipping: no project venv with torchfrtrace");
+    return;
+  }
   TempRun run;
   const fs::path src = fs::path(HANGLAB_SOURCE_DIR) / "harness" / "testdata" / "fr" / "killed";  // rank 1's is missing
   for (int k : {0, 2}) {

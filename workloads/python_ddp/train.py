@@ -54,6 +54,7 @@ connection surfaces as RuntimeError) ends the process with a traceback and exit 
 """
 
 import argparse
+import atexit
 import datetime
 import os
 import signal
@@ -64,6 +65,7 @@ import time
 FR_DUMP = os.environ.get("HANGLAB_FR_DUMP", "")
 _FR_SIGNALS = {signal.SIGTERM, signal.SIGUSR1}
 _fr_lock = threading.Lock()
+_fr_closed = threading.Event()  # set at interpreter exit: no dump starts after it
 
 
 def fr_dump(why):
@@ -73,7 +75,9 @@ def fr_dump(why):
     torch_mod = sys.modules.get("torch")
     if torch_mod is None:  # still importing torch: nothing recorded yet
         return
-    with _fr_lock:
+    if _fr_closed.is_set() or not _fr_lock.acquire(timeout=10):
+        return
+    try:
         try:
             data = torch_mod._C._distributed_c10d._dump_fr_trace(True, True)
             os.makedirs(os.path.dirname(FR_DUMP) or ".", exist_ok=True)
@@ -88,6 +92,8 @@ def fr_dump(why):
         except Exception as e:  # a dump that cannot be written must not change how the rank ends
             print(f"[rank {os.environ.get('RANK', '?')}] flight recorder: no dump ({why}): {e!r}",
                   file=sys.stderr, flush=True)
+    finally:
+        _fr_lock.release()
 
 
 def _fr_signal_loop():
@@ -104,6 +110,13 @@ def _fr_signal_loop():
             os._exit(128 + signal.SIGTERM)
 
 
+def _fr_at_exit():
+    # The signal thread is a daemon: the interpreter would end it in the middle of a dump and
+    # leave the tmp file. Wait for a dump under way; none starts after this (never released).
+    _fr_closed.set()
+    _fr_lock.acquire(timeout=10)
+
+
 def fr_arm():
     """Blocks SIGTERM/SIGUSR1 here (inherited by every thread started later) and takes them on a
     thread of its own. Called before `import torch`."""
@@ -111,6 +124,7 @@ def fr_arm():
         return
     signal.pthread_sigmask(signal.SIG_BLOCK, _FR_SIGNALS)
     threading.Thread(target=_fr_signal_loop, name="hanglab-flight-recorder", daemon=True).start()
+    atexit.register(_fr_at_exit)
     try:
         os.makedirs(os.path.dirname(FR_DUMP) or ".", exist_ok=True)
         with open(FR_DUMP + ".armed", "w") as f:
