@@ -3,7 +3,8 @@
 # leaves one Flight Recorder dump per rank (every rank of it ends alive enough to dump: rank 1
 # at the end of training, ranks 0,2,3 when DDP's allreduce raises), nothing half-written,
 # torchfrtrace's verdict in run.json, the dumps' verdict in the run's triage, and `hanglab
-# triage` on the dumps alone names rank 1, the rank that skipped.
+# triage` on the dumps alone names rank 1, the rank that skipped (and on ranks/, as logs, adds
+# the dumps' verdict as a note).
 # usage: e2e_flight_recorder_test.sh HANGLAB SOURCE_DIR OUT_DIR   (exit 4: skipped, no venv)
 set -uo pipefail
 hanglab=$1 src=$2 out=$3
@@ -42,5 +43,14 @@ import json, sys
 t = json.load(open(sys.argv[1]))
 print("hanglab triage on the dumps:", t["summary"])
 assert t["missing_ranks"] == [1], t["missing_ranks"]
+PY
+# The ranks/ folder alone, as logs: the logs' answer, with the dumps' verdict as a note.
+"$hanglab" triage --format json "$run/ranks" > "$out/ranks_triage.json" || fail "hanglab triage on ranks/ failed"
+python3 - "$out/ranks_triage.json" <<'PY' || exit 1
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t["missing_ranks"] == [1], t["missing_ranks"]
+notes = [n for n in t["notes"] if n.startswith("Flight Recorder (4 of 4 rank(s) dumped)") and "rank 1" in n]
+assert notes, t["notes"]
 PY
 echo PASS

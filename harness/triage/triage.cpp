@@ -27,11 +27,12 @@ namespace {
 // flight_recorder.pkl or .json): what they say is added to the answer as a note and evidence.
 // The answer itself stays the one the run record gives: the supervisor's and the ranks' own
 // observations come first, the recorder is a second witness (its buffer may have wrapped,
-// a SIGKILLed rank has no dump).
-void add_flight_recorder(const fs::path& dir, TriageResult& r) {
+// a SIGKILLed rank has no dump). `ranks_dir` holds <r>/flight_recorder.*; references are
+// written as ref_prefix + the path below it. False when it holds no dump.
+bool add_flight_recorder(const fs::path& ranks_dir, const std::string& ref_prefix, TriageResult& r) {
   std::vector<std::pair<int, fs::path>> found;
   std::error_code ec;
-  for (fs::directory_iterator it(dir / "ranks", ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::directory_iterator it(ranks_dir, ec), end; !ec && it != end; it.increment(ec)) {
     for (const char* name : {"flight_recorder.pkl", "flight_recorder.json"}) {
       const fs::path f = it->path() / name;
       std::error_code fec;
@@ -40,7 +41,7 @@ void add_flight_recorder(const fs::path& dir, TriageResult& r) {
       break;
     }
   }
-  if (found.empty()) return;
+  if (found.empty()) return false;
   std::sort(found.begin(), found.end());
   std::vector<fs::path> files;
   std::vector<int> dumped;
@@ -57,27 +58,26 @@ void add_flight_recorder(const fs::path& dir, TriageResult& r) {
     const TriageResult fr = triage_fr_dumps(files, o);
     r.notes.push_back(fmt::format("Flight Recorder ({}): {}", coverage, fr.summary));
     r.evidence.push_back(
-        {"ranks/" + fs::relative(files.front(), dir / "ranks").parent_path().string() + "/" +
-             files.front().filename().string(),
+        {ref_prefix + fs::relative(files.front(), ranks_dir).string(),
          fmt::format("Flight Recorder: {} / {}{}", fr.category, fr.cause,
                      fr.missing_ranks.empty() ? std::string()
                                               : fmt::format(", names rank(s) {}", fmt::join(fr.missing_ranks, ", ")))});
-    // Its references are relative to ranks/ (the folder the dumps share); a few are enough here,
-    // `hanglab triage <run>/ranks` gives them all.
+    // Its references are relative to ranks_dir (the folder the dumps share); a few are enough
+    // here, `hanglab triage <ranks_dir>/*/flight_recorder.pkl` gives them all.
     constexpr size_t kMaxFrEvidence = 6;
     for (size_t i = 0; i < fr.evidence.size() && i < kMaxFrEvidence; ++i)
-      r.evidence.push_back({fr.evidence[i].ref.empty() ? "ranks/" : "ranks/" + fr.evidence[i].ref,
-                            "Flight Recorder: " + fr.evidence[i].text});
+      r.evidence.push_back({ref_prefix + fr.evidence[i].ref, "Flight Recorder: " + fr.evidence[i].text});
   } catch (const std::exception& e) {
     r.notes.push_back(fmt::format("Flight Recorder ({}): the dumps could not be read: {}", coverage, e.what()));
   }
+  return true;
 }
 
 }  // namespace
 
 TriageResult triage_run_dir(const std::filesystem::path& dir) {
   TriageResult r = triage_run_records(dir);
-  add_flight_recorder(dir, r);
+  add_flight_recorder(dir / "ranks", "ranks/", r);
   return r;
 }
 
@@ -157,7 +157,13 @@ TriageResult triage_paths(const std::vector<fs::path>& paths, const TriageOption
     const auto dumps = fr::list_fr_dumps(paths);
     if (!dumps.empty()) return triage_fr_dumps(dumps, opts);
   }
-  return triage_logs(paths, opts);
+  TriageResult r = triage_logs(paths, opts);
+  // A run's ranks/ folder (or a copy of it) given as logs: its ranks' Flight Recorder dumps, if
+  // any, are a second witness there too.
+  std::error_code ec;
+  if (!opts.logs_only && paths.size() == 1 && fs::is_directory(paths.front(), ec))
+    add_flight_recorder(paths.front(), "", r);
+  return r;
 }
 
 }  // namespace hanglab
