@@ -190,6 +190,21 @@ std::string render_run_report(const Scenario& sc, const RunResult& res) {
     if (t.root_cause) out += "  Root Cause (first observed failure): " + entry(*t.root_cause) + "\n";
     for (const auto& x : t.failures) out += "  also failed: " + entry(x) + "\n";
   }
+  if (res.flight_recorder) {  // [detect] flight_recorder: run/torchfrtrace.hpp
+    const auto& j = *res.flight_recorder;
+    const auto ranks = [&](const char* k) {
+      return j.contains(k) && j[k].is_array() ? rank_ranges(j[k].get<std::vector<int>>()) : std::string("-");
+    };
+    out += fmt::format("\nFlight Recorder: dumps from rank(s) {} (ranks/<r>/flight_recorder.pkl){}\n", ranks("dumped_ranks"),
+                       j.value("undumped_ranks", nlohmann::json::array()).empty()
+                           ? std::string()
+                           : fmt::format("; none from rank(s) {}", ranks("undumped_ranks")));
+    if (j.contains("torchfrtrace") && j["torchfrtrace"].is_object()) {
+      const auto& t = j["torchfrtrace"];
+      out += fmt::format("  torchfrtrace: {}: {}{}\n", t.value("status", ""), t.value("detail", ""),
+                         t.value("output", "").empty() ? "" : "  (" + t.value("output", "") + ")");
+    }
+  }
   if (!f.error_files.empty()) {
     out += "\nError files (TORCHELASTIC_ERROR_FILE):\n";
     for (const auto& e : f.error_files)

@@ -14,6 +14,10 @@ fs::path rank_error_file(const fs::path& run_dir, int rank) {
   return run_dir / "ranks" / std::to_string(rank) / "error.json";
 }
 
+fs::path rank_fr_dump(const fs::path& run_dir, int rank) {
+  return run_dir / "ranks" / std::to_string(rank) / "flight_recorder.pkl";
+}
+
 std::map<std::string, std::string> torchrun_contract_env(const RankEnvInput& in) {
   const std::string r = std::to_string(in.rank), ws = std::to_string(in.world_size);
   return {{"RANK", r},
@@ -44,6 +48,12 @@ std::map<std::string, std::string> rank_env(const RankEnvInput& in, const Scenar
               {"PYTHONUNBUFFERED", "1"},
               // As torchrun does for multi-process jobs: one intra-op thread per rank.
               {"OMP_NUM_THREADS", "1"}});
+  if (sc.detect.flight_recorder) {
+    // torch records collectives only with a buffer; the rank dumps to this path (train.py:
+    // when a collective raises, on SIGTERM/SIGUSR1, at exit), written atomically.
+    env["TORCH_FR_BUFFER_SIZE"] = std::to_string(sc.detect.fr_buffer_size);
+    env["HANGLAB_FR_DUMP"] = rank_fr_dump(in.run_dir, in.rank).string();
+  }
   for (const auto& [k, v] : sc.workload.env) env[k] = v;
   return env;
 }

@@ -33,13 +33,17 @@ std::map<std::string, std::string> torchrun_contract_env(const RankEnvInput& in)
 
 // The whole environment hanglab adds for one rank: the contract, HANGLAB_RUN_DIR,
 // HANGLAB_DATA_DIR, HANGLAB_CKPT_DIR, the timeouts, PYTHONUNBUFFERED, OMP_NUM_THREADS=1
-// (as torchrun sets it); then the scenario's [workload.env] over it.
+// (as torchrun sets it); with [detect] flight_recorder, TORCH_FR_BUFFER_SIZE and
+// HANGLAB_FR_DUMP; then the scenario's [workload.env] over it.
 std::map<std::string, std::string> rank_env(const RankEnvInput& in, const Scenario& sc);
 
 // A variable torchrun sets for each worker itself: under launcher torchrun its value wins
 // over the contract hanglab computed (its MASTER_PORT is its agent store, its error file is
 // in its log directory), unless a fault or [workload.env] changed it on purpose.
 bool is_torchrun_contract_key(const std::string& name);
+
+// Where a rank dumps torch's Flight Recorder ([detect] flight_recorder = true): HANGLAB_FR_DUMP.
+std::filesystem::path rank_fr_dump(const std::filesystem::path& run_dir, int rank);
 
 // Where a rank's TORCHELASTIC_ERROR_FILE goes under the local and mpirun launchers.
 std::filesystem::path rank_error_file(const std::filesystem::path& run_dir, int rank);

@@ -69,3 +69,19 @@ TEST_CASE("contract keys are torchrun's names, and only those", "[rank_env]") {
   for (const char* k : {"HANGLAB_TRACE", "OMP_NUM_THREADS", "GLOO_SOCKET_IFNAME", "RANKS", "PATH", ""})
     CHECK_FALSE(is_torchrun_contract_key(k));
 }
+
+TEST_CASE("[detect] flight_recorder: each rank records (buffer size) and dumps into its own folder", "[rank_env]") {
+  Scenario sc;
+  CHECK(rank_env(input(1, 2), sc).count("HANGLAB_FR_DUMP") == 0);
+  CHECK(rank_env(input(1, 2), sc).count("TORCH_FR_BUFFER_SIZE") == 0);
+  sc.detect.flight_recorder = true;
+  sc.detect.fr_buffer_size = 500;
+  for (int r = 0; r < 2; ++r) {
+    auto env = rank_env(input(r, 2), sc);
+    CHECK(env["TORCH_FR_BUFFER_SIZE"] == "500");
+    CHECK(env["HANGLAB_FR_DUMP"] ==
+          "/results/kill_rank/20261202T000000Z/ranks/" + std::to_string(r) + "/flight_recorder.pkl");
+  }
+  sc.workload.env = {{"TORCH_FR_BUFFER_SIZE", "20"}};  // the user's own setting wins
+  CHECK(rank_env(input(0, 2), sc)["TORCH_FR_BUFFER_SIZE"] == "20");
+}

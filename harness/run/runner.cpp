@@ -17,6 +17,7 @@
 #include "run/state.hpp"
 #include "run/launchers/launchers.hpp"
 #include "run/supervisor.hpp"
+#include "run/torchfrtrace.hpp"
 #include "util.hpp"
 #include "run/workloads.hpp"
 
@@ -24,6 +25,11 @@ namespace hanglab {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+namespace {
+// torchfrtrace imports torch (seconds on a loaded host) and reads a few MB of dumps.
+constexpr double kTorchFrTraceTimeoutS = 120;
+}  // namespace
 
 PreparedScenario prepare_scenario(const fs::path& file) {
   PreparedScenario ps;
@@ -292,6 +298,16 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
         log.write(j);
       }
     }
+    // [detect] flight_recorder: torch's analyser is a second detector over the ranks' dumps.
+    std::optional<TorchFrTraceResult> frtrace;
+    if (sc.detect.flight_recorder) {
+      if (opts.on_state) opts.on_state("torchfrtrace");
+      frtrace = run_torchfrtrace(res.run_dir, ws, project_venv() / "bin" / "torchfrtrace", kTorchFrTraceTimeoutS);
+      json j = to_json(*frtrace);
+      j["t"] = unix_now();
+      j["ev"] = "flight_recorder";
+      JsonlWriter(res.run_dir / "harness.jsonl").write(j);
+    }
     // After revert: injectors read their evidence (cgroup counters, daemon logs) there.
     res.facts.manifests = judge_faults(ps, res.facts, res.run_dir);
     {
@@ -312,9 +328,11 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
     write_file(res.run_dir / "triage.json",
                to_json(res.triage).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     res.verdict = check_expectations(sc, res.facts, res.triage);
+    if (frtrace) res.flight_recorder = to_json(*frtrace);
   }
   res.duration_s = unix_now() - t0;
   res.record = run_json(sc, res, host);
+  if (res.flight_recorder) res.record["flight_recorder"] = *res.flight_recorder;
   // A rank's text may hold invalid UTF-8 (a cut line, binary output): replaced, not fatal.
   write_file(res.run_dir / "run.json",
              res.record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <functional>
 #include <memory>
 #include <string>
@@ -60,6 +61,9 @@ struct RunResult {
   Verdict verdict;
   double duration_s = 0;
   nlohmann::json record;           // run.json as written
+  // [detect] flight_recorder: the dumps the ranks left and torchfrtrace's verdict on them
+  // (run/torchfrtrace.hpp), run.json "flight_recorder".
+  std::optional<nlohmann::json> flight_recorder;
 };
 
 // Empty if the scenario can run on this host, else the reason it is skipped.

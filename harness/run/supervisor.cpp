@@ -18,6 +18,7 @@
 
 #include "run/state.hpp"
 #include "run/proc_exit.hpp"
+#include "run/rank_env.hpp"
 #include "triage/logs/progress.hpp"
 #include "triage/logs/parse.hpp"
 
@@ -710,6 +711,23 @@ void Supervisor::detect(const std::string& detector, int rank, const std::string
     if (d.detector == detector && d.rank == rank) return;
   facts_.detections.push_back({detector, rank, t, detail});
   harness_log_.write({{"t", t}, {"ev", "detect"}, {"detector", detector}, {"rank", rank}, {"detail", detail}});
+  if (sc_.detect.flight_recorder && !fr_signalled_ && !in_teardown_) signal_fr_dump(t);
+}
+
+void Supervisor::signal_fr_dump(double t) {
+  // The first detection: every live rank that armed its recorder (it wrote its pid to
+  // <dump>.armed, so it takes SIGUSR1 instead of dying of it) dumps now, while the state that
+  // made the detector fire is still in its buffer. Teardown's SIGTERM dumps again at the end.
+  fr_signalled_ = true;
+  json signalled = json::array();
+  for (auto& r : ranks_) {
+    if (!r->alive || r->pid <= 0 || r->gone_t > 0) continue;
+    std::ifstream armed(rank_fr_dump(dir_, r->rank).string() + ".armed");
+    long long pid = 0;
+    if (!(armed >> pid) || pid != r->pid) continue;
+    if (::kill(r->pid, SIGUSR1) == 0) signalled.push_back(r->rank);
+  }
+  harness_log_.write({{"t", t}, {"ev", "fr_dump_signal"}, {"signal", "SIGUSR1"}, {"ranks", signalled}});
 }
 
 void Supervisor::record_fault(ArmedFault& f, const std::string& detail, double t) {

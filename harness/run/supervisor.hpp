@@ -100,6 +100,7 @@ class Supervisor : public Job {
   void check_triggers(double now);
   void check_detectors(double now);
   void detect(const std::string& detector, int rank, const std::string& detail, double t);
+  void signal_fr_dump(double t);
   void record_fault(ArmedFault& f, const std::string& detail, double t);
   void capture_stacks();
   void teardown(const std::string& reason);
@@ -128,6 +129,7 @@ class Supervisor : public Job {
   double last_progress_mono_ = 0;
   bool in_teardown_ = false;
   bool hang_declared_ = false;
+  bool fr_signalled_ = false;  // [detect] flight_recorder: SIGUSR1 sent on the first detection
   std::string run_id_;
 };
 

@@ -24,7 +24,8 @@ namespace {
 
 using Allowed = std::initializer_list<std::string_view>;
 
-const Allowed kTopLevelKeys = {"scenario", "workload", "timeouts", "fault", "expect"};
+const Allowed kTopLevelKeys = {"scenario", "workload", "timeouts", "detect", "fault", "expect"};
+const Allowed kDetectKeys = {"flight_recorder", "fr_buffer_size"};
 const Allowed kScenarioKeys = {"name", "description", "tags", "deadline_s"};
 const Allowed kWorkloadKeys = {"name",     "command",      "backend", "world_size", "steps",
                                 "launcher", "max_restarts", "args",    "env", "python_modules"};
@@ -359,6 +360,7 @@ class Loader {
   void load_workload(const toml::table& root, WorkloadSpec& w);
   void load_workload_args(const toml::table& args, const std::string& workload, WorkloadSpec& w);
   void load_timeouts(const toml::table& root, Timeouts& to);
+  void load_detect(const toml::table& root, DetectSpec& d);
   void load_faults(toml::table& root, std::vector<FaultSpec>& faults);
   void load_expect(const toml::table& root, ExpectSpec& ex);
   void load_triage_expect(const toml::table& t, TriageExpect& tr);
@@ -371,6 +373,7 @@ class Loader {
   // checking against a wrong bound would only add noise.
   std::optional<int> world_size_;
   std::optional<int> steps_;
+  bool builtin_workload_ = false;   // [workload] name (not command), for [detect]
   std::string launcher_ = "local";  // [workload] launcher, for the launcher-specific expectations
 };
 
@@ -378,11 +381,12 @@ void Loader::load(toml::table& root, Scenario& sc) {
   for (const auto& [k, node] : root) {
     if (!contains(kTopLevelKeys, k.str()))
       error(k.source(), key_path("", k.str()),
-            "unknown table (expected one of: [scenario], [workload], [timeouts], [[fault]], [expect])");
+            "unknown table (expected one of: [scenario], [workload], [timeouts], [detect], [[fault]], [expect])");
   }
   load_scenario_table(root, sc);
   load_workload(root, sc.workload);
   load_timeouts(root, sc.timeouts);
+  load_detect(root, sc.detect);
   load_faults(root, sc.faults);
   load_expect(root, sc.expect);
 }
@@ -434,6 +438,7 @@ void Loader::load_workload(const toml::table& root, WorkloadSpec& w) {
     error(*t, "workload", "needs name (a built-in workload) or command (your own rank program)");
   }
   bool name_known = false;
+  builtin_workload_ = name.has_value() && !command;
   if (name) {
     if (std::find(opts_.known_workloads.begin(), opts_.known_workloads.end(), *name) == opts_.known_workloads.end()) {
       error(*t->get("name"), "workload.name",
@@ -570,6 +575,29 @@ void Loader::load_timeouts(const toml::table& root, Timeouts& to) {
   if (auto v = number_at(*t, "heartbeat_s", "timeouts", true)) to.heartbeat_s = *v;
   if (auto v = number_at(*t, "checkpoint_s", "timeouts", true)) to.checkpoint_s = *v;
   if (auto v = number_at(*t, "eval_s", "timeouts", true)) to.eval_s = *v;
+}
+
+void Loader::load_detect(const toml::table& root, DetectSpec& d) {
+  const toml::table* t = table_at(root, "detect", "");
+  if (!t) return;
+  reject_unknown_keys(*t, "detect", kDetectKeys);
+  if (const toml::node* n = t->get("flight_recorder")) {
+    if (!n->is_boolean())
+      type_error(*n, "detect.flight_recorder", "true or false");
+    else if (n->as_boolean()->get() && builtin_workload_)
+      // The built-in (LibTorch) workloads have no dump trigger yet; the Python ranks dump on
+      // HANGLAB_FR_DUMP (workloads/python_ddp/train.py).
+      error(*n, "detect.flight_recorder", "only with a bring-your-own command for now (a Python rank that dumps "
+                                          "to HANGLAB_FR_DUMP); the built-in workloads write no dump");
+    else
+      d.flight_recorder = n->as_boolean()->get();
+  }
+  if (const toml::node* n = t->get("fr_buffer_size")) {
+    if (!d.flight_recorder && n->is_integer())
+      error(*n, "detect.fr_buffer_size", "only with flight_recorder = true");
+    else if (auto v = int_at(*t, "fr_buffer_size", "detect", 1, 1000000))
+      d.fr_buffer_size = *v;
+  }
 }
 
 void Loader::load_faults(toml::table& root, std::vector<FaultSpec>& faults) {

@@ -70,6 +70,14 @@ struct Timeouts {
   std::optional<double> eval_s;
 };
 
+// [detect]: detection the ranks take part in. flight_recorder = true turns torch's Flight
+// Recorder on in every rank (TORCH_FR_BUFFER_SIZE = fr_buffer_size) and tells the rank where to
+// dump it (HANGLAB_FR_DUMP = <run dir>/ranks/<r>/flight_recorder.pkl).
+struct DetectSpec {
+  bool flight_recorder = false;
+  int fr_buffer_size = 2000;
+};
+
 struct TriageExpect {
   std::optional<std::string> category;
   std::optional<std::string> cause;
@@ -116,6 +124,7 @@ struct Scenario {
   double deadline_s = 120;
   WorkloadSpec workload;
   Timeouts timeouts;
+  DetectSpec detect;
   std::vector<FaultSpec> faults;
   ExpectSpec expect;
 };

@@ -65,6 +65,12 @@ name = "torch_ddp"
 world_size = 4
 steps = 20
 )";
+// A bring-your-own rank program, also lines 1-4.
+const std::string kByoWorkload = R"([workload]
+command = ["python3", "train.py"]
+world_size = 4
+steps = 20
+)";
 
 const std::string kFull = R"(# Reproduces: rank 1 skips the gradient allreduce at step 5
 #   (data-dependent branch).
@@ -339,6 +345,17 @@ TEST_CASE("each class of bad input names the key and its line:col", "[scenario][
       {"unknown [scenario] key", "[scenario]\nnmae = \"x\"\n" + kWorkload, "scenario.nmae", 2, 1, "unknown key"},
       {"unknown [workload] key", kWorkload + "world = 2\n", "workload.world", 5, 1, "unknown key"},
       {"unknown [timeouts] key", kWorkload + "[timeouts]\ninit = 1\n", "timeouts.init", 6, 1, "unknown key"},
+      {"unknown [detect] key", kWorkload + "[detect]\nflightrecorder = true\n", "detect.flightrecorder", 6, 1,
+       "unknown key (expected one of: flight_recorder, fr_buffer_size)"},
+      {"[detect] flight_recorder not a boolean", kWorkload + "[detect]\nflight_recorder = \"yes\"\n",
+       "detect.flight_recorder", 6, 19, "expected true or false, got string"},
+      {"[detect] fr_buffer_size without the recorder", kWorkload + "[detect]\nfr_buffer_size = 100\n",
+       "detect.fr_buffer_size", 6, 18, "only with flight_recorder = true"},
+      {"[detect] fr_buffer_size zero", kByoWorkload + "[detect]\nflight_recorder = true\nfr_buffer_size = 0\n",
+       "detect.fr_buffer_size", 7, 18, "must be between 1 and 1000000 (got 0)"},
+      {"[detect] flight_recorder with a built-in workload", kWorkload + "[detect]\nflight_recorder = true\n",
+       "detect.flight_recorder", 6, 19, "only with a bring-your-own command"},
+      {"[detect] not a table", "detect = true\n" + kWorkload, "detect", 1, 10, "expected a table, got boolean"},
       {"unknown [expect] key", kWorkload + "[expect]\noutcome = \"hang\"\ndetect = []\n", "expect.detect", 7, 1,
        "unknown key"},
       {"unknown [expect.triage] key", kWorkload + "[expect.triage]\ncat = \"x\"\n", "expect.triage.cat", 6, 1,
@@ -579,4 +596,17 @@ TEST_CASE("python_modules: the venv modules a bring-your-own command needs", "[s
   SECTION("not an array of strings") {
     CHECK(load_error("[workload]\ncommand = [\"python3\"]\npython_modules = \"lightning\"\n").key() == "workload.python_modules");
   }
+}
+
+TEST_CASE("[detect] flight_recorder: off by default, buffer size 2000 unless set", "[scenario]") {
+  Scenario off = load(kWorkload);
+  CHECK_FALSE(off.detect.flight_recorder);
+  const std::string& kWorkload = kByoWorkload;
+  Scenario on = load(kWorkload + "[detect]\nflight_recorder = true\n");
+  CHECK(on.detect.flight_recorder);
+  CHECK(on.detect.fr_buffer_size == 2000);
+  Scenario sized = load(kWorkload + "[detect]\nflight_recorder = true\nfr_buffer_size = 64\n");
+  CHECK(sized.detect.fr_buffer_size == 64);
+  Scenario explicit_off = load(kWorkload + "[detect]\nflight_recorder = false\n");
+  CHECK_FALSE(explicit_off.detect.flight_recorder);
 }

@@ -4,6 +4,7 @@
 #include "triage/triage.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -20,7 +21,67 @@ namespace hanglab {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The Flight Recorder dumps a run's ranks left ([detect] flight_recorder: ranks/<r>/
+// flight_recorder.pkl or .json): what they say is added to the answer as a note and evidence.
+// The answer itself stays the one the run record gives: the supervisor's and the ranks' own
+// observations come first, the recorder is a second witness (its buffer may have wrapped,
+// a SIGKILLed rank has no dump). `ranks_dir` holds <r>/flight_recorder.*; references are
+// written as ref_prefix + the path below it. False when it holds no dump.
+bool add_flight_recorder(const fs::path& ranks_dir, const std::string& ref_prefix, TriageResult& r) {
+  std::vector<std::pair<int, fs::path>> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(ranks_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    for (const char* name : {"flight_recorder.pkl", "flight_recorder.json"}) {
+      const fs::path f = it->path() / name;
+      std::error_code fec;
+      if (!fs::is_regular_file(f, fec)) continue;
+      if (const int rank = fr::fr_rank_from_path(f); rank >= 0) found.emplace_back(rank, f);
+      break;
+    }
+  }
+  if (found.empty()) return false;
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> files;
+  std::vector<int> dumped;
+  for (const auto& [rank, f] : found) files.push_back(f), dumped.push_back(rank);
+  std::vector<std::string> undumped;
+  for (int k = 0; k < r.world_size; ++k)
+    if (!std::binary_search(dumped.begin(), dumped.end(), k)) undumped.push_back(std::to_string(k));
+  const std::string coverage =
+      fmt::format("{} of {} rank(s) dumped{}", files.size(), r.world_size,
+                  undumped.empty() ? "" : fmt::format("; none from rank(s) {}", fmt::join(undumped, ", ")));
+  TriageOptions o;
+  if (r.world_size > 0) o.world_size = r.world_size;
+  try {
+    const TriageResult fr = triage_fr_dumps(files, o);
+    r.notes.push_back(fmt::format("Flight Recorder ({}): {}", coverage, fr.summary));
+    r.evidence.push_back(
+        {ref_prefix + fs::relative(files.front(), ranks_dir).string(),
+         fmt::format("Flight Recorder: {} / {}{}", fr.category, fr.cause,
+                     fr.missing_ranks.empty() ? std::string()
+                                              : fmt::format(", names rank(s) {}", fmt::join(fr.missing_ranks, ", ")))});
+    // Its references are relative to ranks_dir (the folder the dumps share); a few are enough
+    // here, `hanglab triage <ranks_dir>/*/flight_recorder.pkl` gives them all.
+    constexpr size_t kMaxFrEvidence = 6;
+    for (size_t i = 0; i < fr.evidence.size() && i < kMaxFrEvidence; ++i)
+      r.evidence.push_back({ref_prefix + fr.evidence[i].ref, "Flight Recorder: " + fr.evidence[i].text});
+  } catch (const std::exception& e) {
+    r.notes.push_back(fmt::format("Flight Recorder ({}): the dumps could not be read: {}", coverage, e.what()));
+  }
+  return true;
+}
+
+}  // namespace
+
 TriageResult triage_run_dir(const std::filesystem::path& dir) {
+  TriageResult r = triage_run_records(dir);
+  add_flight_recorder(dir / "ranks", "ranks/", r);
+  return r;
+}
+
+TriageResult triage_run_records(const std::filesystem::path& dir) {
   const RunObservations in = load_run_observations(dir);
   const bool any_trace =
       std::any_of(in.ranks.begin(), in.ranks.end(), [](const auto& kv) { return kv.second.has_trace; });
@@ -96,7 +157,13 @@ TriageResult triage_paths(const std::vector<fs::path>& paths, const TriageOption
     const auto dumps = fr::list_fr_dumps(paths);
     if (!dumps.empty()) return triage_fr_dumps(dumps, opts);
   }
-  return triage_logs(paths, opts);
+  TriageResult r = triage_logs(paths, opts);
+  // A run's ranks/ folder (or a copy of it) given as logs: its ranks' Flight Recorder dumps, if
+  // any, are a second witness there too.
+  std::error_code ec;
+  if (!opts.logs_only && paths.size() == 1 && fs::is_directory(paths.front(), ec))
+    add_flight_recorder(paths.front(), "", r);
+  return r;
 }
 
 }  // namespace hanglab

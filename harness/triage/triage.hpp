@@ -32,7 +32,11 @@ namespace hanglab {
 
 // Analyzes a run directory. Throws std::runtime_error only when `dir` is not readable
 // or has no ranks/ folder; missing or truncated files inside are handled as data.
+// Flight Recorder dumps the ranks left (ranks/<r>/flight_recorder.{pkl,json}) add a note and
+// evidence; they never change the answer the run record gives.
 TriageResult triage_run_dir(const std::filesystem::path& dir);
+// The same without the Flight Recorder dumps: the run record alone.
+TriageResult triage_run_records(const std::filesystem::path& dir);
 
 // Plain logs: `paths` are log files and/or directories of them (searched recursively).
 // Throws std::runtime_error when a path does not exist or no readable file is found.

@@ -34,15 +34,106 @@ rank): program-logic bugs a real script has, in the places a real script has the
     HANGLAB_PY_RAISE_STEP=N   at step N that rank raises RuntimeError in its loop
     HANGLAB_PY_EXIT_STEP=N    at step N that rank leaves the loop and exits 0 (early exit)
 
+Flight Recorder (hanglab's [detect] flight_recorder = true sets TORCH_FR_BUFFER_SIZE, so torch
+records every collective, and HANGLAB_FR_DUMP, the path of this rank's dump): torch dumps
+nothing by itself on Gloo (TORCH_FR_DUMP_ON_TIMEOUT is NCCL's), so this script writes torch's
+pickle (_dump_fr_trace, what torchfrtrace reads) to HANGLAB_FR_DUMP, atomically (tmp + rename):
+    - when the training loop raises (a collective's timeout, a closed connection), before the
+      exception propagates;
+    - on SIGTERM (hanglab's and torchrun's teardown; then the rank dies of SIGTERM as it would
+      without the recorder) and on SIGUSR1 (hanglab, when a detector fires; the rank goes on);
+    - at the end of training, before destroy_process_group().
+The signals are taken by a thread of their own (sigwait), not by a Python signal handler: a
+handler runs only on the main thread between bytecodes, and a rank stuck in a collective sits
+in C++ (with the GIL released) until the collective returns. The thread is armed before torch
+starts any thread (they inherit the blocked mask), and writes HANGLAB_FR_DUMP + ".armed" so
+the harness knows the rank takes SIGUSR1. A SIGKILLed rank leaves no dump.
+
 Exit: 0 after dist.destroy_process_group(); an exception (a Gloo timeout or a closed
 connection surfaces as RuntimeError) ends the process with a traceback and exit 1.
 """
 
 import argparse
+import atexit
 import datetime
 import os
+import signal
 import sys
+import threading
 import time
+
+FR_DUMP = os.environ.get("HANGLAB_FR_DUMP", "")
+_FR_SIGNALS = {signal.SIGTERM, signal.SIGUSR1}
+_fr_lock = threading.Lock()
+_fr_closed = threading.Event()  # set at interpreter exit: no dump starts after it
+
+
+def fr_dump(why):
+    """Writes this rank's Flight Recorder dump to HANGLAB_FR_DUMP (tmp + rename); never raises."""
+    if not FR_DUMP:
+        return
+    torch_mod = sys.modules.get("torch")
+    if torch_mod is None:  # still importing torch: nothing recorded yet
+        return
+    if _fr_closed.is_set() or not _fr_lock.acquire(timeout=10):
+        return
+    try:
+        try:
+            data = torch_mod._C._distributed_c10d._dump_fr_trace(True, True)
+            os.makedirs(os.path.dirname(FR_DUMP) or ".", exist_ok=True)
+            tmp = f"{FR_DUMP}.tmp.{os.getpid()}"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, FR_DUMP)
+            print(f"[rank {os.environ.get('RANK', '?')}] flight recorder: {len(data)} bytes written to "
+                  f"{FR_DUMP} ({why})", file=sys.stderr, flush=True)
+        except Exception as e:  # a dump that cannot be written must not change how the rank ends
+            print(f"[rank {os.environ.get('RANK', '?')}] flight recorder: no dump ({why}): {e!r}",
+                  file=sys.stderr, flush=True)
+    finally:
+        _fr_lock.release()
+
+
+def _fr_signal_loop():
+    while True:
+        sig = signal.sigwait(_FR_SIGNALS)
+        # Neutral words on purpose: this line lands in the rank's stderr, which triage reads.
+        fr_dump("teardown request" if sig == signal.SIGTERM else "dump request")
+        if sig == signal.SIGTERM:
+            # End as the rank would have without the recorder: killed by SIGTERM (its
+            # disposition is the default; only this thread unblocks it).
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+            signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+            time.sleep(1)
+            os._exit(128 + signal.SIGTERM)
+
+
+def _fr_at_exit():
+    # The signal thread is a daemon: the interpreter would end it in the middle of a dump and
+    # leave the tmp file. Wait for a dump under way; none starts after this (never released).
+    _fr_closed.set()
+    _fr_lock.acquire(timeout=10)
+
+
+def fr_arm():
+    """Blocks SIGTERM/SIGUSR1 here (inherited by every thread started later) and takes them on a
+    thread of its own. Called before `import torch`."""
+    if not FR_DUMP:
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, _FR_SIGNALS)
+    threading.Thread(target=_fr_signal_loop, name="hanglab-flight-recorder", daemon=True).start()
+    atexit.register(_fr_at_exit)
+    try:
+        os.makedirs(os.path.dirname(FR_DUMP) or ".", exist_ok=True)
+        with open(FR_DUMP + ".armed", "w") as f:
+            f.write(f"{os.getpid()}\n")
+    except OSError as e:
+        print(f"flight recorder: cannot write {FR_DUMP}.armed: {e!r}", file=sys.stderr, flush=True)
+
+
+fr_arm()
 
 import torch
 import torch.distributed as dist
@@ -148,6 +239,7 @@ def main():
             t0 = time.time()
             if step == exit_step:
                 log(rank, f"step {step}: stopping early (HANGLAB_PY_EXIT_STEP)")
+                fr_dump("left the loop early")
                 dist.destroy_process_group()
                 log(rank, f"done: {step - 1}/{args.steps} steps (left the loop early)")
                 return 0
@@ -172,9 +264,21 @@ def main():
     checksum = sum(p.detach().abs().sum().item() for p in model.parameters())
     log(rank, f"done: {step}/{args.steps} steps in {time.time() - t_start:.1f} s, last loss {last_loss:.4f}, "
               f"parameter checksum {checksum:.6f}")
+    fr_dump("end of training")
     dist.destroy_process_group()
     return 0
 
 
+def train_and_dump():
+    # The recorder's view of a failed collective is what triage needs most: dump before the
+    # exception ends the process.
+    try:
+        return main()
+    except BaseException as e:
+        if not isinstance(e, SystemExit) or e.code not in (None, 0):
+            fr_dump("the loop ended early")
+        raise
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(train_and_dump())
