@@ -64,11 +64,6 @@ void fr_timeline(const TriageResult& r, const std::function<void(const std::stri
                      t.top_frames.empty() ? "-" : t.top_frames.front()));
     i = j + 1;
   }
-  if (r.stuck_collective) {
-    const auto& s = *r.stuck_collective;
-    line(fmt::format("  stuck collective: {} seq {} — waiting {}, absent {}", s.op.empty() ? "?" : s.op, s.seq,
-                     ranks_text(s.waiting_ranks), ranks_text(s.absent_ranks)));
-  }
 }
 
 // Plain-log triage: what the logs say per rank. Large worlds are collapsed: consecutive

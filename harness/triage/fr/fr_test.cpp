@@ -118,16 +118,17 @@ TEST_CASE("triage of Flight Recorder dumps names the culprit where torchfrtrace 
     REQUIRE(r.first_failure);
     CHECK(r.first_failure->rank == 2);
   }
-  SECTION("a rank that stopped issuing collectives but dumped: absent, alive") {
+  SECTION("a rank that stopped issuing collectives but dumped: absent, why not provable") {
     for (const char* c : {"stuck", "json"}) {
       INFO(c);
       const auto r = triage_paths({fr_dir(c)});
-      CHECK(r.category == "straggler");
+      CHECK(r.category == "unknown");
+      CHECK(r.cause == "rank_absent");
       CHECK(r.missing_ranks == std::vector<int>{1});
       REQUIRE(r.stuck_collective);
       CHECK(r.stuck_collective->seq == 7);
       CHECK(r.stuck_collective->waiting_ranks == std::vector<int>{0, 2});
-      CHECK(r.per_rank.at(1).liveness == "slow");
+      CHECK(r.per_rank.at(1).stuck_in == "outside collectives");
     }
   }
   SECTION("a rank with no dump (killed, or aborted by Gloo's size check) is the one missing") {

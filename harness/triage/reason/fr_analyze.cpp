@@ -360,23 +360,25 @@ class FrAnalyzer {
       r_.scope = "subset";
       r_.stuck_collective = StuckCollective{f.op, f.seq, f.waiting, f.absent};
       if (f.kind == "behind") {
-        r_.category = "straggler";
-        r_.cause = "unresponsive";
+        // It dumped, so it lived when it dumped; but a rank dumps on its way out too (an exception
+        // handler, torchrun's SIGTERM), and one that skipped the call dumps from further on: the
+        // dumps prove the absence, not why.
+        r_.category = "unknown";
+        r_.cause = "rank_absent";
         r_.confidence = "medium";
         const FrEntry* last = f.culprit && !f.culprit->colls.empty() ? f.culprit->colls.rbegin()->second : nullptr;
-        const std::string what =
-            fmt::format("never entered {} that {} entered; its last record is {}; it dumped its recorder, so it was "
-                        "alive",
-                        where, reason::ranks_phrase_counted(f.waiting), last ? call_text(*last) : "none");
+        const std::string what = fmt::format("never entered {} that {} entered; its last record is {}", where,
+                                             reason::ranks_phrase_counted(f.waiting),
+                                             last ? call_text(*last) : "none");
         if (last) set_first(*f.culprit, *last, what);
-        r_.summary = fmt::format("straggler (unresponsive): {} missing from {} that {} entered; alive (it dumped)",
+        r_.summary = fmt::format("unknown (rank_absent): {} missing from {} that {} entered",
                                  reason::ranks_phrase_counted(f.culprits), where,
                                  reason::ranks_phrase_counted(f.waiting));
         r_.notes.push_back(fmt::format(
-            "provable: {} recorded no call at seq {} while {} did, and was alive when it dumped. Not provable from the "
-            "dumps: whether it is busy elsewhere (data, I/O, compute), deadlocked, or skipped the call and went on "
-            "(a skip with the same op and size pairs with the next call and shows only as a rank one call behind); its "
-            "stack (py-spy dump) tells",
+            "provable: {} recorded no call at seq {} while {} did, and it dumped its recorder. Not provable from the "
+            "dumps: whether it is busy elsewhere (data, I/O, compute), deadlocked, skipped the call (a skip with the "
+            "same op and size pairs with the next call and shows only as a rank one call behind), or raised and "
+            "dumped on its way out; its stack, exit status or log tells",
             reason::ranks_phrase(f.culprits), f.seq, reason::ranks_phrase_counted(f.waiting)));
         std::vector<int> nd;
         for (int r : f.absent)
@@ -482,7 +484,7 @@ class FrAnalyzer {
       } else if (r_.category == "none") {
         t.liveness = "completed";
       } else if (culprits.count(r) && f.kind == "behind") {
-        t.liveness = "slow";  // alive (it dumped) but not in the collective
+        t.liveness = "unknown";  // it dumped, but possibly on its way out
         t.stuck_in = "outside collectives";
       } else if (waiting.count(r) || culprits.count(r)) {
         t.liveness = "hung";
@@ -510,7 +512,7 @@ class FrAnalyzer {
     r_.answers.push_back(fmt::format("Last completed step: not in Flight Recorder dumps (they record collectives, "
                                      "not steps); the last collective every rank that dumped recorded is seq {}",
                                      f.kind == "same" ? f.seq : std::max(0LL, f.seq - 1)));
-    std::string slow = r_.category == "none" ? "neither" : f.kind == "behind" ? "slow or stuck elsewhere: it dumped, so it was alive"
+    std::string slow = r_.category == "none" ? "neither" : f.kind == "behind" ? "unknown: it dumped its recorder (alive then) but never entered the call"
                                                         : f.kind == "no_dump" ? "dead or wedged (no dump)"
                                                                               : "dead (deadlock): the calls never pair";
     if (f.kind == "same" && r_.category != "none") slow = "unknown from the dumps";
