@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/fr_bench.hpp"
 #include "bench/triage_gen.hpp"
 #include "report/run_report.hpp"
 #include "run/runner.hpp"
@@ -157,6 +158,7 @@ class Bench {
   json trace_overhead();
   json cpu_share();
   json triage();
+  json flight_recorder();
   void note(const std::string& s) { std::cerr << "bench: " << s << std::endl; }
 
   const BenchOptions& o_;
@@ -498,6 +500,18 @@ json Bench::triage() {
   return out;
 }
 
+json Bench::flight_recorder() {
+  FrBenchOptions fo;
+  fo.hanglab_exe = o_.hanglab_exe.empty() ? fs::read_symlink("/proc/self/exe") : o_.hanglab_exe;
+  // fo.work empty: the scaled dump sets go to a temporary directory, removed afterwards.
+  // --quick: 8 ranks, one run each (indicative only); the full run adds 1,024 ranks.
+  fo.ranks = o_.quick ? std::vector<int>{8} : std::vector<int>{8, 1024};
+  fo.repeat = repeat_;
+  fo.interrupted = o_.interrupted;
+  fo.note = [this](const std::string& s) { note(s); };
+  return run_fr_bench(fo, errors_);
+}
+
 int Bench::run() {
   repeat_ = o_.repeat > 0 ? o_.repeat : (o_.quick ? 1 : 3);
   host_ = detect_host();
@@ -524,6 +538,7 @@ int Bench::run() {
   if (!interrupted()) j["trace_overhead"] = trace_overhead();
   if (!interrupted()) j["cpu_share"] = cpu_share();
   if (!interrupted()) j["triage"] = triage();
+  if (!interrupted()) j["flight_recorder"] = flight_recorder();
   ::getloadavg(load, 3);
   j["host"]["loadavg_1m_at_end"] = load[0];
   j["duration_s"] = mono_now() - t0;

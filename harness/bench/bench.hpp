@@ -29,6 +29,9 @@
 //                  (RUSAGE_CHILDREN) and the wall time.
 //   triage         `hanglab triage` of synthetic 1,024- and 16,384-rank incidents
 //                  (bench/triage_gen.hpp): wall time and peak RSS of that child process.
+//   flight_recorder "Flight Recorder: hanglab vs torchfrtrace" (bench/fr_bench.hpp): real
+//                  Gloo dumps scaled to 8 and 1,024 ranks (--quick: 8) by fr_scale.py, read by
+//                  `hanglab triage` and by the venv's torchfrtrace: times, verdicts, agreement.
 //
 // --quick: fewer repeats and ranks, shorter timeouts (a smoke test, ~1 minute); the figures
 // are then indicative only. Exit code: 0 written, 2 bad options, 3 a section could not be

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "bench/bench.hpp"
+#include "bench/fr_bench.hpp"
 #include "report/html_report.hpp"
 
 namespace hanglab {
@@ -110,6 +111,8 @@ std::string render_bench_text(const json& j) {
     o += fmt::format("  {:>6} {:>11} {:>9.1f} {:>9.2f} {:>13.1f}  {}{}\n", x.value("ranks", 0), x.value("lines", 0ULL),
                      num(x, "bytes") / 1e6, num(x, "wall_s"), num(x, "peak_rss_mb"), x.value("ok", false) ? "" : "WRONG: ",
                      x.value("answer", ""));
+
+  if (j.contains("flight_recorder")) o += "\n" + render_fr_bench_text(j["flight_recorder"]);
 
   const json& errors = arr(j, "errors");
   if (!errors.empty()) {
@@ -374,6 +377,8 @@ std::string render_bench_html(const json& j) {
                      num(x, "peak_rss_mb"), html_escape((x.value("ok", false) ? "" : "WRONG: ") + x.value("answer", "")));
   h += "</table>";
 
+  if (j.contains("flight_recorder")) h += render_fr_bench_html(j["flight_recorder"]);
+
   const json& errors = arr(j, "errors");
   if (!errors.empty()) {
     h += "<h2>Not measured / problems</h2><ul>";
@@ -385,6 +390,113 @@ std::string render_bench_html(const json& j) {
     h += fmt::format("<span class=\"chip\">{}</span>", html_escape(r.value("label", "")));
   h += "</p><p class=\"muted\">Data: <a href=\"bench.json\">bench.json</a> &middot; <a href=\"bench.txt\">bench.txt</a></p>";
   return h + "</main></body></html>\n";
+}
+
+// ---- Flight Recorder: hanglab vs torchfrtrace (fr_bench.hpp) -------------------------------
+
+namespace {
+
+std::string fr_secs(const json& tool) {
+  const json& w = tool.value("wall_s", json());
+  return w.is_object() ? fmt::format("{:.3f}", num(w, "median")) : "-";
+}
+
+std::string fr_hanglab_verdict(const json& r) {
+  const json& h = r.value("hanglab", json::object());
+  return (h.value("ok", false) ? "" : "WRONG: ") + h.value("verdict", std::string("-"));
+}
+
+std::string fr_frt_verdict(const json& r) {
+  const json& t = r.value("torchfrtrace", json::object());
+  std::string v = t.value("verdict", std::string("-"));
+  if (t.contains("ok") && t["ok"].is_boolean() && !t["ok"].get<bool>()) v = "WRONG: " + v;
+  return v;
+}
+
+std::string fr_agree(const json& r) {
+  if (!r.contains("agree") || r["agree"].is_null()) return "-";
+  return r["agree"].get<bool>() ? "yes" : "NO";
+}
+
+std::string fr_ratio(const json& r) { return r.contains("ratio") ? fmt::format("{:.0f}x", num(r, "ratio")) : "-"; }
+
+std::string fr_headline(const json& fr) {
+  std::string s;
+  if (fr.contains("min_ratio_at_goal_ranks"))
+    s = fmt::format("at {} ranks, where torchfrtrace gives a verdict, hanglab is >= {:.1f}x faster (goal >= {}x: {})",
+                    fr.value("goal_ranks", 1024), num(fr, "min_ratio_at_goal_ranks"), fr.value("goal_ratio", 10),
+                    fr.value("goal", std::string("-")));
+  else
+    s = fmt::format("speed goal (>= {}x at {} ranks): {}", fr.value("goal_ratio", 10), fr.value("goal_ranks", 1024),
+                    fr.value("goal", std::string("not measured")));
+  s += fmt::format("; the verdicts agree in {} of {} rows where torchfrtrace gives one (none in {})", fr.value("agree", 0),
+                   fr.value("agree", 0) + fr.value("disagree", 0), fr.value("no_torchfrtrace_verdict", 0));
+  return s;
+}
+
+}  // namespace
+
+std::string render_fr_bench_text(const json& fr) {
+  std::string o = "Flight Recorder: hanglab vs torchfrtrace";
+  if (!fr.value("available", false)) return o + "\n  not measured: " + fr.value("reason", std::string("-")) + "\n";
+  o += fmt::format(" ({}; median of {} run(s), a child process each)\n", fr.value("dumps", std::string("-")),
+                   fr.value("repeat", 0));
+  if (fr.contains("torchfrtrace_missing"))
+    o += "  torchfrtrace not run: " + fr.value("torchfrtrace_missing", std::string()) + "\n";
+  o += fmt::format("  {:<11} {:<10} {:>5} {:>10} {:>15} {:>7}  {:<50} {:<52} {}\n", "case", "layout", "ranks",
+                   "hanglab s", "torchfrtrace s", "ratio", "hanglab verdict", "torchfrtrace verdict", "agree");
+  for (const auto& r : arr(fr, "rows"))
+    o += fmt::format("  {:<11} {:<10} {:>5} {:>10} {:>15} {:>7}  {:<50} {:<52} {}\n", r.value("case", ""),
+                     r.value("layout", ""), r.value("ranks", 0), fr_secs(r.value("hanglab", json::object())),
+                     fr_secs(r.value("torchfrtrace", json::object())), fr_ratio(r), fr_hanglab_verdict(r),
+                     fr_frt_verdict(r), fr_agree(r));
+  o += "  " + fr_headline(fr) + "\n";
+  o += "  layouts: gloo = pg_config as torch wrote it (keyed \"\" while the entries say group \"0\"); nccl-keyed = keyed\n"
+       "  by the group the entries name, NCCL's shape. The culprit is the rank fr_scale.py placed (N/2+1).\n";
+  return o;
+}
+
+std::string render_fr_bench_html(const json& fr) {
+  std::string h = "<h2>Flight Recorder: hanglab vs torchfrtrace</h2>";
+  if (!fr.value("available", false))
+    return h + "<p class=\"muted\">not measured: " + html_escape(fr.value("reason", std::string("-"))) + "</p>";
+  h += fmt::format("<p class=\"muted\">The same dumps ({}) read by <code>hanglab triage DIR --format json</code> and by "
+                   "<code>torchfrtrace DIR</code>: median wall time of {} run(s), a child process each. Layout gloo: "
+                   "pg_config as torch wrote it (keyed \"\" while the entries say group \"0\"); nccl-keyed: keyed by "
+                   "the group the entries name, NCCL's shape. The culprit is the rank fr_scale.py placed.</p>",
+                   html_escape(fr.value("dumps", std::string("-"))), fr.value("repeat", 0));
+  if (fr.contains("torchfrtrace_missing"))
+    h += "<p><b>torchfrtrace not run:</b> " + html_escape(fr.value("torchfrtrace_missing", std::string())) + "</p>";
+  h += fmt::format("<p>{}</p>", html_escape(fr_headline(fr)));
+  std::vector<Bar> bars;
+  for (const auto& r : arr(fr, "rows")) {
+    if (!r.contains("ratio")) continue;
+    Bar b;
+    b.label = fmt::format("{} {} {} ranks", r.value("case", ""), r.value("layout", ""), r.value("ranks", 0));
+    b.value = num(r, "ratio");
+    b.color = r["agree"].is_null() ? "#9aa5b1" : "#4a6fa5";
+    b.text = fmt::format("{:.0f}x ({} s vs {} s)", b.value, fr_secs(r["hanglab"]), fr_secs(r["torchfrtrace"]));
+    bars.push_back(b);
+  }
+  if (!bars.empty())
+    h += hbars(bars, 0, max_of(bars, 12) * 1.1, {{static_cast<double>(fr.value("goal_ratio", 10)), "goal"}},
+               "torchfrtrace time / hanglab time (grey: torchfrtrace gave no verdict)");
+  h += "<table>" + table_row({"case", "layout", "ranks", "hanglab s", "torchfrtrace s", "ratio", "hanglab RSS MB",
+                              "torchfrtrace RSS MB", "hanglab verdict", "torchfrtrace verdict", "agree"},
+                             true);
+  for (const auto& r : arr(fr, "rows"))
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}"
+                     "</td><td class=\"num\">{}</td><td class=\"num\">{:.0f}</td><td class=\"num\">{}</td><td>{}</td>"
+                     "<td>{}</td><td>{}</td></tr>",
+                     html_escape(r.value("case", "")), html_escape(r.value("layout", "")), r.value("ranks", 0),
+                     fr_secs(r.value("hanglab", json::object())), fr_secs(r.value("torchfrtrace", json::object())),
+                     fr_ratio(r), num(r.value("hanglab", json::object()), "peak_rss_mb"),
+                     r["torchfrtrace"].contains("peak_rss_mb")
+                         ? fmt::format("{:.0f}", num(r["torchfrtrace"], "peak_rss_mb"))
+                         : std::string("-"),
+                     html_escape(fr_hanglab_verdict(r)), html_escape(fr_frt_verdict(r)), fr_agree(r));
+  h += "</table>";
+  return h;
 }
 
 }  // namespace hanglab

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "bench/bench.hpp"
+#include "bench/fr_bench.hpp"
 
 namespace hanglab {
 
@@ -150,6 +151,8 @@ std::vector<std::string> check_bench_json(const json& j) {
                                 x.value("answer", "")));
     }
   }
+  for (const auto& x : check_fr_bench_json(j.contains("flight_recorder") ? j["flight_recorder"] : json()))
+    p.push_back(x);
   return p;
 }
 

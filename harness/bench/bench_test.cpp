@@ -58,8 +58,22 @@ json canned() {
       "ranks_cpu_s": 20.0, "harness_share": 0.0196, "harness_core_pct": 3.3, "cpus": 2}],
     "triage": [{"ranks": 1024, "steps": 100, "files": 1024, "bytes": 7000000, "lines": 106493, "generate_s": 0.3,
       "wall_s": 0.8, "peak_rss_mb": 60.5, "ok": true, "answer": "network/all_ranks_waiting missing 513 of 1024"}],
+    "flight_recorder": {"title": "Flight Recorder: hanglab vs torchfrtrace", "available": true, "repeat": 1,
+      "goal_ratio": 10, "goal_ranks": 1024, "dumps": "harness/testdata/fr", "torchfrtrace": "/v/bin/torchfrtrace",
+      "rows": [{"case": "mismatched", "layout": "nccl-keyed", "ranks": 8, "files": 8, "bytes": 14000, "expected": [5],
+        "missing_dumps": [],
+        "hanglab": {"wall_s": {"n": 1, "median": 0.02, "min": 0.02, "max": 0.02, "runs": [0.02]}, "peak_rss_mb": 9,
+                    "verdict": "collective_mismatch/mismatched_collective: ranks 5", "ranks": [5], "ok": true},
+        "torchfrtrace": {"wall_s": {"n": 1, "median": 2.1, "min": 2.1, "max": 2.1, "runs": [2.1]}, "peak_rss_mb": 300,
+                         "kind": "blames", "ranks": [5], "ok": true, "verdict": "culprit ranks {5} at seq 5 (gloo:all_reduce)"},
+        "agree": true, "ratio": 105.0}],
+      "agree": 1, "disagree": 0, "no_torchfrtrace_verdict": 0, "goal": "not measured"},
     "runs": [{"section": "detectors", "label": "kill_rank #1"}], "errors": []
   })json");
+}
+
+bool has_problem(const std::vector<std::string>& p, const std::string& s) {
+  return std::any_of(p.begin(), p.end(), [&](const std::string& x) { return x.find(s) != std::string::npos; });
 }
 
 }  // namespace
@@ -127,6 +141,7 @@ TEST_CASE("check_bench_json accepts a complete bench.json and names what is miss
   j["trace_overhead"].erase("ratio");
   j["triage"][0]["ok"] = false;
   j["cpu_share"][0]["harness_share"] = 0;
+  j["flight_recorder"]["rows"][0]["hanglab"]["ok"] = false;
   const auto p = check_bench_json(j);
   const auto has = [&](const std::string& s) {
     return std::any_of(p.begin(), p.end(), [&](const std::string& x) { return x.find(s) != std::string::npos; });
@@ -135,6 +150,9 @@ TEST_CASE("check_bench_json accepts a complete bench.json and names what is miss
   CHECK(has("trace_overhead: no ratio"));
   CHECK(has("triage: 1024 ranks: wrong answer"));
   CHECK(has("cpu_share: 16 ranks"));
+  CHECK(has("flight_recorder: mismatched nccl-keyed 8 ranks: hanglab triage named 5 where the culprit is 5 (collective_mismatch"));
+  j.erase("flight_recorder");
+  CHECK(has_problem(check_bench_json(j), "bench.json: flight_recorder: missing"));
   CHECK(check_bench_json(json::object()).size() >= 5);
 }
 
@@ -142,7 +160,8 @@ TEST_CASE("bench text and HTML carry every figure; the page is self-contained", 
   const json j = canned();
   const std::string text = render_bench_text(j);
   for (const char* want : {"exit_monitor", "1.050x", "collective_s 2.00 s", "ratio 1.0048", "goal < 1 %: not shown",
-                           "1.96%", "1024", "60.5", "4.2 us per event", "0.280 %"})
+                           "1.96%", "1024", "60.5", "4.2 us per event", "0.280 %",
+                           "Flight Recorder: hanglab vs torchfrtrace", "105x", "culprit ranks {5} at seq 5"})
     CHECK(text.find(want) != std::string::npos);
   const std::string html = render_bench_html(j);
   CHECK(html.find("<svg") != std::string::npos);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end: `hanglab bench --quick` writes bench.json with every figure (detector
 # latency/bound for all five runtime detectors, crash-verdict latency, trace overhead A/B,
-# harness CPU share, triage time and peak memory) and sane values, bench.txt with what it
+# harness CPU share, triage time and peak memory, Flight Recorder dumps read by hanglab vs
+# torchfrtrace at 8 ranks) and sane values, bench.txt with what it
 # printed, and a self-contained bench.html with plots.
 # usage: e2e_bench_test.sh HANGLAB SOURCE_DIR WORK_DIR
 set -u
@@ -41,6 +42,25 @@ need(t["goal"] in ("met", "missed", "not shown"), "trace overhead goal verdict")
 need(0 < t["emit_us"] < 1000 and 5 <= t["events_per_step"] <= 100 and t["writer_pct"] > 0, "trace writer cost")
 need(len(j["cpu_share"]) >= 1 and all(0 < c["harness_share"] < 1 and c["ranks"] >= 16 for c in j["cpu_share"]), "cpu share")
 need(len(j["triage"]) >= 1 and all(x["ok"] and x["wall_s"] > 0 and x["peak_rss_mb"] > 0 for x in j["triage"]), "triage")
+fr = j["flight_recorder"]
+need(fr["available"], "flight_recorder section measured")
+rows = {(r["case"], r["layout"], r["ranks"]): r for r in fr["rows"]}
+for case in ["stuck", "mismatched", "killed", "healthy"]:
+    for layout in ["gloo", "nccl-keyed"]:
+        r = rows.get((case, layout, 8))
+        need(r is not None, "flight_recorder row %s %s 8" % (case, layout))
+        if r is None:
+            continue
+        # hanglab names the rank fr_scale.py made the culprit (none for healthy), in well under a second.
+        need(r["hanglab"]["ok"] and 0 < r["hanglab"]["wall_s"]["median"] < 5, "hanglab on %s %s" % (case, layout))
+        t = r["torchfrtrace"]
+        if fr.get("torchfrtrace"):
+            need(t["kind"] in ("blames", "undecided", "no_problem", "crashed"), "torchfrtrace verdict kind %s" % t["kind"])
+            # Where torchfrtrace gives a verdict, it is hanglab's.
+            need(r["agree"] is not False, "verdicts agree on %s %s: %s vs %s" % (case, layout, r["hanglab"]["verdict"], t["verdict"]))
+            need(r["ratio"] > 0, "speed ratio on %s %s" % (case, layout))
+        else:
+            need(t["kind"] == "not run" and fr.get("torchfrtrace_missing"), "torchfrtrace missing said so")
 need(j["errors"] == [], "errors: %s" % j["errors"])
 if errs:
     print("bench.json problems:", "; ".join(errs))

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
+#include <string_view>
 #include <stdexcept>
 #include <system_error>
 
@@ -62,8 +64,61 @@ long long num(const json& j, const char* k, long long dflt = -1) {
   return dflt;
 }
 
+// torch's pg_config ranks "[0, 1, 2]": non-negative integers, commas and blanks in brackets, read
+// in one pass; nullopt when the string has another shape (then json::parse judges it). Every
+// rank's dump holds the whole group's list: at 1,024 ranks, json::parse of these strings (a
+// DOM of 1,024 values per dump) was the largest part of reading the dumps.
+std::optional<std::vector<int>> plain_int_list(std::string_view s) {
+  size_t p = 0;
+  const auto blank = [&] {
+    while (p < s.size() && (s[p] == ' ' || s[p] == '\t' || s[p] == '\n' || s[p] == '\r')) ++p;
+  };
+  blank();
+  if (p >= s.size() || s[p] != '[') return std::nullopt;
+  ++p;
+  blank();
+  std::vector<int> out;
+  if (p < s.size() && s[p] == ']') {
+    ++p;
+  } else {
+    for (;;) {
+      long long v = 0;
+      const size_t start = p;
+      while (p < s.size() && s[p] >= '0' && s[p] <= '9' && p - start < 10) v = v * 10 + (s[p++] - '0');
+      if (p == start || (p < s.size() && s[p] >= '0' && s[p] <= '9')) return std::nullopt;
+      if (v < kMaxWorld) out.push_back(static_cast<int>(v));
+      blank();
+      if (p < s.size() && s[p] == ',') {
+        ++p;
+        blank();
+        continue;
+      }
+      if (p < s.size() && s[p] == ']') {
+        ++p;
+        break;
+      }
+      return std::nullopt;
+    }
+  }
+  blank();
+  if (p != s.size()) return std::nullopt;
+  return out;
+}
+
 // "[0, 1, 2]" (a string in torch's pg_config) or a list.
 std::vector<int> rank_list(const json& v) {
+  if (v.is_string()) {
+    // The same string recurs in every rank's dump: the last one read is kept.
+    thread_local std::string last_text;
+    thread_local std::vector<int> last_ranks;
+    const std::string& text = v.get_ref<const std::string&>();
+    if (text == last_text) return last_ranks;
+    if (auto plain = plain_int_list(text)) {
+      last_text = text;
+      last_ranks = *plain;
+      return *plain;
+    }
+  }
   json arr = v;
   if (v.is_string()) {
     arr = json::parse(v.get<std::string>(), nullptr, false);

@@ -208,3 +208,25 @@ TEST_CASE("a rank whose calls realign one position on skipped its peers' call; o
     CHECK(r.missing_ranks.empty());
   }
 }
+
+TEST_CASE("pg_config ranks: torch's string \"[0, 1, 2]\" in any spacing, a list, or another shape judged by JSON",
+          "[fr]") {
+  const fs::path tmp = fs::temp_directory_path() / "hanglab_fr_test_ranks";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const auto ranks_of = [&](const json& ranks) {
+    const json dump = {{"version", "2.10"}, {"entries", json::array()},
+                       {"pg_config", {{"0", {{"name", "0"}, {"desc", "default_pg"}, {"ranks", ranks}}}}}};
+    std::ofstream(tmp / "rank_0.json") << dump.dump();
+    return fr::read_fr_dump(tmp / "rank_0.json", "rank_0.json", 0).pg_ranks.at("0");
+  };
+  CHECK(ranks_of("[0, 1, 2]") == std::vector<int>{0, 1, 2});
+  CHECK(ranks_of("[0, 1, 2]") == std::vector<int>{0, 1, 2});  // the same string again (kept from the last read)
+  CHECK(ranks_of(" [4,2 ,\t7] ") == std::vector<int>{4, 2, 7});
+  CHECK(ranks_of("[]").empty());
+  CHECK(ranks_of(json::array({5, 6})) == std::vector<int>{5, 6});
+  CHECK(ranks_of("[0, -1, 3]") == std::vector<int>{0, 3});  // not plain: JSON reads it, the negative one dropped
+  CHECK(ranks_of("[0, 1,").empty());                        // neither: no ranks
+  CHECK(ranks_of("[0, 99999999999]") == std::vector<int>{0});  // beyond any world size
+  fs::remove_all(tmp);
+}
