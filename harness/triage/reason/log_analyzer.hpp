@@ -137,6 +137,7 @@ class LogAnalyzer : public LogTimeline {
   int failing_step(const RankState& s) const;
   static int cadence(const RankState& s);
   const StepRec* step_rec(const RankState& s, int step) const;
+  Fail step_fail(const RankState& a, int step, const StepRec*& sr) const;
   // A rank that completed the step its peers are stuck in (it skipped their collective),
   // or left the loop with fewer steps while they went on (uneven batches).
   bool try_ahead();

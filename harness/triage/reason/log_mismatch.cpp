@@ -300,6 +300,19 @@ int LogAnalyzer::cadence(const RankState& s) {
   return inc.empty() ? 1 : std::max(1, static_cast<int>(median(inc)));
 }
 
+// A failure of rank `a` dated by its record of `step` (else its last recorded step, else its
+// last line); `sr` is set to the record used.
+Fail LogAnalyzer::step_fail(const RankState& a, int step, const StepRec*& sr) const {
+  sr = step_rec(a, step);
+  if (!sr && !a.log->recent.empty()) sr = &a.log->recent.back();
+  Fail f;
+  f.rank = a.rank;
+  f.has_t = sr && sr->has_t;
+  f.t = sr ? sr->t : 0;
+  f.ref = sr ? ref(sr->file, sr->line) : ref(a.log->last_file, a.log->last_line);
+  return f;
+}
+
 const StepRec* LogAnalyzer::step_rec(const RankState& s, int step) const {
   if (!s.log) return nullptr;
   for (auto it = s.log->recent.rbegin(); it != s.log->recent.rend(); ++it) {
@@ -345,8 +358,7 @@ bool LogAnalyzer::try_ahead() {
   }
   if (!ahead.empty() && ahead.size() < stuck.size()) {
     const RankState& a = rs_[ahead.front()];
-    const StepRec* sr = step_rec(a, fail_step);
-    if (!sr && !a.log->recent.empty()) sr = &a.log->recent.back();
+    const StepRec* sr = nullptr;
     r_.category = "collective_mismatch";
     r_.cause = "skipped_collective";
     r_.missing_ranks = ahead;
@@ -355,11 +367,7 @@ bool LogAnalyzer::try_ahead() {
     if (silent_stop) note(kSnapshotNote);
     r_.phase = "training";
     r_.last_good_step = fail_step - 1;
-    Fail f;
-    f.rank = a.rank;
-    f.has_t = sr && sr->has_t;
-    f.t = sr ? sr->t : 0;
-    f.ref = sr ? ref(sr->file, sr->line) : ref(a.log->last_file, a.log->last_line);
+    Fail f = step_fail(a, fail_step, sr);
     f.what = fmt::format("completed step {} while {} were stuck in it: it did not take part in their collective "
                          "(a skipped collective pairs its later calls with its peers' earlier ones)",
                          fail_step, reason::ranks_phrase_counted(stuck));
@@ -384,8 +392,7 @@ bool LogAnalyzer::try_ahead() {
     // side skipping a collective and the other adding one leave the same step lines, so
     // which side is odd is not in these logs: no rank is named.
     const RankState& a = rs_[ahead.front()];
-    const StepRec* sr = step_rec(a, fail_step);
-    if (!sr && !a.log->recent.empty()) sr = &a.log->recent.back();
+    const StepRec* sr = nullptr;
     r_.category = "collective_mismatch";
     r_.cause = "mismatched_collective";
     r_.missing_ranks.clear();
@@ -394,11 +401,7 @@ bool LogAnalyzer::try_ahead() {
     r_.phase = "training";
     r_.scope = "subset";
     r_.last_good_step = fail_step - 1;
-    Fail f;
-    f.rank = a.rank;
-    f.has_t = sr && sr->has_t;
-    f.t = sr ? sr->t : 0;
-    f.ref = sr ? ref(sr->file, sr->line) : ref(a.log->last_file, a.log->last_line);
+    Fail f = step_fail(a, fail_step, sr);
     f.what = fmt::format("{} completed step {}, which {} never completed: their collectives no longer matched",
                          reason::ranks_phrase_counted(ahead), fail_step, reason::ranks_phrase_counted(stuck));
     set_first_unblamed(f);
