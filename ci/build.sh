@@ -11,5 +11,8 @@ launcher=()
 if command -v ccache > /dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); export CCACHE_BASEDIR="$PWD"; fi
 log="$dir.log"
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" "$@" > "$log" 2>&1 || { mkdir -p "$dir"; tail -40 "$log"; exit 1; }
-cmake --build "$dir" -j"$jobs" >> "$log" 2>&1 || { grep -E "error|Error" -A3 "$log" | head -60; exit 1; }
+# On failure: the lines around each error (a tool's own message, e.g. ar's "No space left on
+# device", often lacks the word), and the free disk space, which a full runner exhausts first.
+cmake --build "$dir" -j"$jobs" >> "$log" 2>&1 || {
+  grep -E "error|Error" -B4 -A3 "$log" | head -80; df -h . | tail -1; exit 1; }
 mv "$log" "$dir/build.log"

@@ -62,7 +62,10 @@ fi
 # Third-party distributed training programs for scenarios/thirdparty/ (label `thirdparty`):
 # run as their wheels ship them, never copied into this repository. Pinned; installed only
 # when missing, against the venv's torch (a constraint, so pip never swaps torch for another).
-HANGLAB_THIRDPARTY=(lightning==2.6.6 "jsonargparse[signatures]==4.40.0")
+# TRL (Hugging Face's trainer library) brings transformers, datasets and accelerate; its
+# `trl.scripts.sft` trains a tiny offline model that ci/make_tiny_lm.py writes below.
+HANGLAB_THIRDPARTY=(lightning==2.6.6 "jsonargparse[signatures]==4.40.0" trl==1.16.0 transformers==5.24.0
+                    datasets==5.2.0 accelerate==1.15.0)
 if ! "$venv/bin/python" - "${HANGLAB_THIRDPARTY[@]}" > /dev/null 2>&1 <<'PY'
 import sys
 from importlib.metadata import version, PackageNotFoundError
@@ -82,4 +85,14 @@ then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" "${HANGLAB_THIRDPARTY[@]}" \
     > /tmp/hanglab-pip-thirdparty.log 2>&1 || { rm -f "$constraints"; tail -20 /tmp/hanglab-pip-thirdparty.log; exit 1; }
   rm -f "$constraints"
+fi
+
+# The offline inputs of scenarios/thirdparty/trl_*.toml (a tiny GPT-2, a tokenizer and a
+# text dataset; see the script), made once per venv.
+tiny_lm="$venv/share/hanglab/tiny-lm"
+if [ ! -f "$tiny_lm/model/model.safetensors" ]; then
+  echo "ci/install-deps.sh: writing the tiny offline model for the TRL scenarios ($tiny_lm)"
+  mkdir -p "$(dirname "$tiny_lm")"
+  HF_HUB_OFFLINE=1 "$venv/bin/python" "$root/ci/make_tiny_lm.py" "$tiny_lm" > /tmp/hanglab-tiny-lm.log 2>&1 ||
+    { tail -20 /tmp/hanglab-tiny-lm.log; exit 1; }
 fi

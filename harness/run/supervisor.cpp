@@ -567,8 +567,17 @@ void Supervisor::drain_fd(Rank& r, int& fd, std::string& buf, int /*log_fd*/, bo
   // rank would print nothing for the whole run. Each complete redraw is read now: one that
   // is progress (the progress table) is logged at most once a second, the newest one;
   // any other text between carriage returns is logged as a line of its own.
+  // tqdm writes "\r" + the bar in one write() (the carriage return first), so the text after
+  // the last '\r' is the bar as it stands now, not a partial line: once the pipe is drained
+  // and that text is a whole bar (a progress-table match ending in tqdm's closing ']'), it
+  // is read now. Waiting for the next '\r' would date it at the next redraw, seconds later
+  // (tqdm redraws a stalled bar only from its monitor thread, every 10 s).
   if (!flush_all && !buf.empty()) {
-    if (const size_t last_cr = buf.rfind('\r'); last_cr != std::string::npos) {
+    size_t last_cr = buf.rfind('\r');
+    if (last_cr != std::string::npos && buf.size() > last_cr + 1 && buf.back() == ']' &&
+        buf.find('\n', last_cr) == std::string::npos && match_progress(std::string_view(buf).substr(last_cr + 1)))
+      buf.push_back('\r'), last_cr = buf.size() - 1;
+    if (last_cr != std::string::npos) {
       std::string_view done(buf.data(), last_cr);
       std::string newest_progress;
       size_t start = 0;

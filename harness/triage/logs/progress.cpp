@@ -86,6 +86,16 @@ std::string ProgressMatch::describe() const {
   return out;
 }
 
+std::optional<long long> ProgressMatch::steps_done() const {
+  if (!step) return std::nullopt;
+  if (pattern == "mnist" || pattern == "ddp_tutorial") return std::nullopt;
+  const bool per_epoch = pattern == "lightning_bar" || pattern == "imagenet_meter" || pattern == "epoch_batch_brackets";
+  if (!per_epoch) return *step;
+  if (!epoch || !step_total || *step_total <= 0 || *epoch < 0) return std::nullopt;
+  // All three number epochs from 0 (dcgan prints "[epoch/niter]" with the 0-based epoch).
+  return static_cast<long long>(*epoch) * *step_total + *step;
+}
+
 namespace {
 
 std::string lower(std::string_view s) {
@@ -131,6 +141,33 @@ std::optional<long long> group_int(const std::cmatch& mt, int g) {
   }
 }
 
+// A plain tqdm bar counts training steps only when nothing says it counts something else.
+// Libraries draw many bars besides the training loop's: "Loading weights: 100%|...| 28/28",
+// "Map: 100%|...| 400/400 [00:00<00:00, 9855.27 examples/s]", "Validation DataLoader 0: ...".
+// A bar is read as training progress when its description (the text before the percentage,
+// after any "[rank 1]" / "INFO:" tags) is empty or names training (train, epoch, step,
+// iteration, batch), and its rate, if shown, is in iterations (it/s, s/it), not examples,
+// bytes or files.
+bool training_bar(std::string_view line, size_t bar_at) {
+  static const std::regex kTag(R"(^\s*(?:\[[^\]]*\]|(?:INFO|WARNING|WARN|DEBUG|ERROR|rank\s*\d+|\d+)\s*:)\s*)",
+                               std::regex::icase);
+  static const std::regex kTrainingWords(R"(\b(?:train\w*|epoch\w*|steps?|iter\w*|batch\w*|global_step)\b)",
+                                         std::regex::icase);
+  std::string desc(line.substr(0, std::min(bar_at, line.size())));
+  for (std::smatch t; std::regex_search(desc, t, kTag) && t.length(0) > 0;) desc = t.suffix().str();
+  while (!desc.empty() && (std::isspace(static_cast<unsigned char>(desc.back())) || desc.back() == ':')) desc.pop_back();
+  if (!desc.empty() && !std::regex_search(desc, kTrainingWords)) return false;
+  // The rate inside the bar's trailing "[elapsed<left, RATE]".
+  const auto open = line.find('[', bar_at);
+  if (open == std::string_view::npos) return true;
+  const auto close = line.find(']', open);
+  const std::string_view stats = line.substr(open, close == std::string_view::npos ? std::string_view::npos : close - open);
+  const auto slash = stats.rfind("/s");
+  const auto per = stats.rfind("s/");
+  if (slash == std::string_view::npos && per == std::string_view::npos) return true;
+  return stats.find("it/s") != std::string_view::npos || stats.find("s/it") != std::string_view::npos;
+}
+
 }  // namespace
 
 std::optional<ProgressMatch> match_progress(std::string_view line) {
@@ -171,6 +208,7 @@ std::optional<ProgressMatch> match_progress(std::string_view line) {
     m.step = group_int(mt, p.step);
     m.step_total = group_int(mt, p.step_total);
     if (!m.epoch && !m.step) continue;
+    if (p.name == "tqdm" && !training_bar(line, static_cast<size_t>(mt.position(0)))) continue;
     return m;
   }
   return std::nullopt;

@@ -38,6 +38,12 @@ struct ProgressMatch {
   std::optional<long long> step_total;
   // "epoch 12, step 22/469" style rendering of the fields
   std::string describe() const;
+  // Training steps completed, counted over the whole run: the step of a run-wide counter
+  // (tqdm of HF Trainer, Megatron, DeepSpeed, step=N); epoch x steps-per-epoch + step for
+  // the per-epoch batch counters (Lightning's bar, [epoch][batch/batches], the imagenet
+  // meter; epochs counted from 0). None where the line counts no steps (an epoch alone,
+  // samples as in mnist's "[640/60000]", the tutorial's batches-per-epoch "Steps: 22").
+  std::optional<long long> steps_done() const;
 };
 
 // The first entry of the table the line matches. A line holding carriage returns (a tqdm

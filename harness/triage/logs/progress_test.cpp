@@ -80,6 +80,31 @@ TEST_CASE("a tqdm bar redrawn with carriage returns is read at its newest state"
   CHECK(*m->step_total == 469);
 }
 
+TEST_CASE("a library's other tqdm bars (loading, dataset maps, downloads, evaluation) are not training steps") {
+  // Verbatim shapes from transformers 5.24 / datasets 5.2 / TRL 1.16 stderr.
+  for (const char* line :
+       {"Loading weights: 100%|\xe2\x96\x88\xe2\x96\x88| 28/28 [00:00<00:00, 30322.88it/s]",
+        "Tokenizing train dataset: 100%|\xe2\x96\x88\xe2\x96\x88| 400/400 [00:00<00:00, 4609.44 examples/s]",
+        "Map: 100%|##########| 400/400 [00:00<00:00, 9855.27 examples/s]",
+        "Writing model shards: 100%|##########| 1/1 [00:00<00:00, 129.01it/s]",
+        "Validation DataLoader 0:  50%|#####     | 2/4 [00:00<00:00, 20.1it/s]",
+        " 30%|###       | 300M/1.00G [00:10<00:20, 30.0MB/s]",
+        "Downloading: 45%|####5     | 212/469 [00:10<00:12, 20.10it/s]"}) {
+    INFO(line);
+    CHECK(!match_progress(line));
+  }
+  // The training loop's own bars still count, tagged or described as training.
+  for (const char* line : {"  8%|\xe2\x96\x8a         | 5/60 [00:00<00:03, 14.66it/s]",
+                           "[rank 0]: 45%|####5     | 212/469 [00:10<00:12, 20.10it/s]",
+                           "Training:  45%|####5     | 212/469 [00:10<00:12,  1.20s/it]",
+                           "Iteration: 10%|#         | 47/469 [00:09<01:20]"}) {
+    INFO(line);
+    auto m = match_progress(line);
+    REQUIRE(m);
+    CHECK(m->pattern == "tqdm");
+  }
+}
+
 TEST_CASE("prose, errors and paths are not progress") {
   for (const char* line : {"RuntimeError: [rank 1] injected failure at step 7",
                            "Traceback (most recent call last):",
@@ -93,4 +118,18 @@ TEST_CASE("prose, errors and paths are not progress") {
     INFO(line);
     CHECK(!match_progress(line));
   }
+}
+
+TEST_CASE("steps done over the run: run-wide counters as they are, per-epoch counters times the epoch") {
+  auto steps = [](const char* line) { return match_progress(line).value().steps_done(); };
+  CHECK(steps(" 45%|####5     | 212/469 [00:10<00:12, 20.10it/s]") == 212);
+  CHECK(steps("Epoch 3:  45%|####5     | 212/469 [00:10<00:12, 20.10it/s, v_num=0]") == 3 * 469 + 212);
+  CHECK(steps("[1/5][20/469] Loss_D: 0.6517 Loss_G: 2.8713") == 469 + 20);
+  CHECK(steps("Epoch: [2][ 10/5005]\tTime  0.512 ( 0.640)") == 2 * 5005 + 10);
+  CHECK(steps("train: loss=0.3125 iter=120 lr=0.001") == 120);
+  CHECK(steps(" iteration       20/  500000 | consumed samples:        10240 |") == 20);
+  // Counts that are not steps: samples, batches per epoch, an epoch alone.
+  CHECK(!steps("Train Epoch: 1 [640/60000 (1%)]\tLoss: 2.283364"));
+  CHECK(!steps("[GPU1] Epoch 12 | Batchsize: 32 | Steps: 22"));
+  CHECK(!steps("Epoch 3/10 - loss: 0.2211 - accuracy: 0.9312"));
 }

@@ -94,6 +94,10 @@ struct ProgressSeen {
   std::string last_what;    // "epoch 12, step 22" (ProgressMatch::describe)
   std::string pattern;      // the table entry of the last one
   double median_gap_s = 0;  // median interval between consecutive progress lines
+  // Training steps completed as of the last line that counts them (ProgressMatch::steps_done):
+  // a run-wide step, or epoch x steps-per-epoch + step for per-epoch counters; none when no
+  // line gave a countable step.
+  std::optional<long long> steps_done;
 };
 
 struct RankObservations {

@@ -58,7 +58,17 @@ std::string short_frame(const std::string& f) {
 std::string busy_phrase(const Seen& s) {
   const auto* st = s.stack();
   if (!st) return "";
-  if (st->klass == "io") return st->klass_what == "torch.save" ? "torch.save" : "I/O (" + st->klass_what + ")";
+  if (st->klass == "io" && st->klass_what == "a checkpoint save") {
+    // Name the save: torch.save itself, or the program's save and where it stands in it
+    // ("a checkpoint save (SFTTrainer._save_checkpoint ..., in RepoCard.save ...)").
+    if (st->klass_frame.find("torch/serialization.py") != std::string::npos) return "torch.save";
+    std::string top;
+    for (const auto& f : st->frames)
+      if (!f.empty()) { top = f; break; }
+    return "a checkpoint save (" + short_frame(st->klass_frame) +
+           (top.empty() || top == st->klass_frame ? "" : ", in " + short_frame(top)) + ")";
+  }
+  if (st->klass == "io") return "I/O (" + st->klass_what + ")";
   if (st->klass == "data") return "data loading";
   if (st->klass == "compute") return "its own code (" + short_frame(st->klass_frame) + ")";
   return st->klass_what;
@@ -248,7 +258,7 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
     if (!culprits.empty()) {
       const Seen& c = seen[culprits.front()];
       if (const auto* st = c.stack()) {
-        if (st->klass == "io" && st->klass_what == "torch.save") phase = "checkpoint";
+        if (st->klass == "io" && st->klass_what == "a checkpoint save") phase = "checkpoint";
         else if (st->klass == "data") phase = "data";
         else if (st->klass == "init") phase = "init";
       }
@@ -264,6 +274,28 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
         r.evidence.push_back({fmt::format("ranks/{}/{}", trained.front(), p.last_ref),
                               fmt::format("rank(s) {} printed progress lines (last: {}): the job was training",
                                           join_ranks(trained), p.last_what)});
+      }
+    }
+    // Without a trace the last completed step is what the progress lines counted: the
+    // fewest steps any counting rank reported (DDP keeps ranks in step; many programs
+    // print from rank 0 only, whose count then stands for the job).
+    if (!traced && r.last_good_step == 0) {
+      std::optional<long long> fewest;
+      std::string fewest_ref;
+      std::vector<int> counters;
+      for (const auto& [rank, s] : seen) {
+        if (!s.o->progress || !s.o->progress->steps_done) continue;
+        counters.push_back(rank);
+        if (!fewest || *s.o->progress->steps_done < *fewest) {
+          fewest = *s.o->progress->steps_done;
+          fewest_ref = fmt::format("ranks/{}/{}", rank, s.o->progress->last_ref);
+        }
+      }
+      if (fewest && *fewest > 0 && *fewest < (1LL << 30)) {
+        r.last_good_step = static_cast<int>(*fewest);
+        r.evidence.push_back({fewest_ref, fmt::format("last completed step {}: the fewest steps counted by the "
+                                                            "progress lines of rank(s) {}",
+                                                            *fewest, join_ranks(counters))});
       }
     }
     if (!phase.empty()) r.phase = phase;

@@ -162,6 +162,32 @@ TEST_CASE("a save on stalled storage that trips the watchdog: checkpoint, slow n
   CHECK(f.r.detector_context.find("progress_s (8 s) is below") != std::string::npos);
 }
 
+TEST_CASE("a library's own save (not torch.save) is named by its frames; the last step comes from the counters") {
+  // TRL 1.16's SFTTrainer under slow storage, as py-spy read it (scenarios/thirdparty/trl_slow_checkpoint).
+  Fixture f;
+  for (int k : {0, 1, 2}) f.in.ranks[k].progress->steps_done = k == 0 ? 300 : std::optional<long long>();
+  f.in.ranks[2].progress->steps_done = 412;
+  f.in.harness.teardown_t = 1021;
+  f.in.harness.detections.push_back({1020.1, 30, "harness_watchdog", -1, "no progress on any live rank for 8.1 s"});
+  f.stack(0, "S", {"RepoCard.save (huggingface_hub/repocard.py:132)",
+                   "_BaseTrainer.create_model_card (trl/trainer/base_trainer.py:210)",
+                   "SFTTrainer._save_checkpoint (trl/trainer/sft_trainer.py:1714)",
+                   "Trainer._maybe_log_save_evaluate (transformers/trainer.py:2285)"}, true, 1020.3);
+  for (int k : {1, 2})
+    f.stack(k, "S", {"all_gather (torch/distributed/distributed_c10d.py:5315)",
+                     "distributed_broadcast_scalars (transformers/trainer_pt_utils.py:200)"}, true, 1020.3);
+  for (int k : {0, 1, 2}) f.exit(k, 1021.5, std::nullopt, 15, true, 60 + k);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.phase == "checkpoint");
+  CHECK(f.r.missing_ranks == std::vector<int>{0});
+  CHECK(f.rank(0).liveness == "slow");
+  CHECK(f.r.detector_context.find("torch.save") == std::string::npos);
+  CHECK(f.r.detector_context.find("a checkpoint save (SFTTrainer._save_checkpoint") != std::string::npos);
+  CHECK(f.r.detector_context.find("in RepoCard.save") != std::string::npos);
+  // The fewest steps a counting rank reported (rank 1 counts none).
+  CHECK(f.r.last_good_step == 300);
+}
+
 TEST_CASE("a traced run keeps its verdict; the table gets states and frames") {
   Fixture f;
   f.r.category = "rank_exit";

@@ -258,6 +258,7 @@ struct ProgressLine {
   std::string text;
   std::string what;
   std::string pattern;
+  std::optional<long long> steps_done;
 };
 
 void read_progress(const fs::path& file, const char* name, std::vector<ProgressLine>& out) {
@@ -276,7 +277,7 @@ void read_progress(const fs::path& file, const char* name, std::vector<ProgressL
     if (!m) continue;
     std::string shown(text.substr(0, 200));
     if (auto cr = shown.find_last_of('\r'); cr != std::string::npos) shown = shown.substr(cr + 1);
-    out.push_back({t, fmt::format("{}:{}", name, i + 1), shown, m->describe(), std::string(m->pattern)});
+    out.push_back({t, fmt::format("{}:{}", name, i + 1), shown, m->describe(), std::string(m->pattern), m->steps_done()});
   }
 }
 
@@ -291,6 +292,7 @@ std::optional<ProgressSeen> summarize_progress(std::vector<ProgressLine> v) {
   p.last_text = v.back().text;
   p.last_what = v.back().what;
   p.pattern = v.back().pattern;
+  for (auto it = v.rbegin(); it != v.rend() && !p.steps_done; ++it) p.steps_done = it->steps_done;
   std::vector<double> gaps;
   for (size_t i = 1; i < v.size(); ++i) gaps.push_back(v[i].t - v[i - 1].t);
   if (!gaps.empty()) {

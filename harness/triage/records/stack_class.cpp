@@ -12,7 +12,7 @@ const std::vector<StackClassRule>& stack_class_rules() {
        {"init_process_group", "_store_based_barrier", "rendezvous", "TCPStore", "PrefixStore", "c10d::Store",
         "store.get", "_create_c10d_store", "init_device_mesh", "ncclCommInitRank", "MPI_Init"},
        "init_process_group (torch/distributed/distributed_c10d.py:1580)"},
-      {"io", "torch.save",
+      {"io", "a checkpoint save",
        {"torch/serialization.py", "PyTorchStreamWriter", "torch::save", "torch::serialize", "save_checkpoint",
         "_save_snapshot", "save_pretrained", "safetensors"},
        "save (torch/serialization.py:850)"},

@@ -24,7 +24,7 @@ namespace hanglab {
 
 struct StackClassRule {
   const char* klass;
-  const char* what;                  // short phrase: "torch.save", "allreduce", "DataLoader next"
+  const char* what;                  // short phrase: "a checkpoint save", "allreduce", "DataLoader next"
   std::vector<const char*> needles;  // case-sensitive substrings of one frame; any matches
   const char* example;               // a frame of that shape, as py-spy or gdb prints it
 };

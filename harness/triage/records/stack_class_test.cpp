@@ -39,7 +39,7 @@ Thread 4301 (idle): "Thread-1"
   CHECK(s.wchan == "request_wait_answer");
   REQUIRE(s.t);
   CHECK(s.klass == "io");
-  CHECK(s.klass_what == "torch.save");
+  CHECK(s.klass_what == "a checkpoint save");
   CHECK(s.frames.size() == 6);
   CHECK(s.frames.front() == "__exit__ (torch/serialization.py:499)");
 }
