@@ -9,6 +9,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <fcntl.h>
 #include <fstream>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -353,6 +354,86 @@ TEST_CASE("oom_rank without a usable memory cgroup is unsupported, and prepare f
   ChildJob job;
   job.pids = {0, 0};
   CHECK_NOTHROW(inj->revert(job));
+}
+
+TEST_CASE("exception_on_rank in a bring-your-own Python rank: the sitecustomize hook raises in the main thread") {
+  if (::access("/usr/bin/python3", X_OK) != 0) {
+    WARN("skipping: no /usr/bin/python3");
+    return;
+  }
+  const fs::path run = fs::temp_directory_path() / ("hanglab-pyexc-" + std::to_string(::getpid()));
+  fs::remove_all(run);
+  fs::create_directories(run / "ranks" / "1");
+  auto spec = spec_from("exception_on_rank", "message = \"injected: a bad sample\"\n");
+  spec.at_s = 0.5;
+  const InjectorInfo* info = find_injector("exception_on_rank");
+  auto inj = info->make();
+  inj->configure(spec, "t.toml");
+  Scenario sc;
+  sc.workload.command = {"python3", "train.py"};
+  AdaptContext ctx{sc, spec, "t.toml"};
+  auto lines = inj->adapt(ctx);
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Catch::Contains("sitecustomize"));
+  CHECK(!inj->in_process());  // the supervisor fires it at the trigger
+  LaunchSpec ls;
+  ls.rank = 1;
+  ls.env["HANGLAB_RUN_DIR"] = run.string();
+  inj->prepare_rank(1, ls);
+  REQUIRE(ls.env.count("PYTHONPATH"));
+  CHECK(ls.env["PYTHONPATH"].rfind((run / "pyhook").string(), 0) == 0);
+  CHECK(fs::exists(run / "pyhook" / "sitecustomize.py"));
+  LaunchSpec other;
+  other.rank = 0;
+  other.env["HANGLAB_RUN_DIR"] = run.string();
+  inj->prepare_rank(0, other);
+  CHECK(!other.env.count("HANGLAB_PY_EXCEPTION"));
+
+  // A "training loop" in Python: busy steps forever, its stderr kept for the traceback.
+  const fs::path err = run / "ranks" / "1" / "stderr.log";
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);  // as the supervisor starts ranks
+    for (const auto& [k, v] : ls.env) ::setenv(k.c_str(), v.c_str(), 1);
+    int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 2);
+    ::execl("/usr/bin/python3", "python3", "-c",
+            "import os\ndef train_step(i):\n    return sum(range(1000))\ni = 0\nwhile True:\n    train_step(i); i += 1\n",
+            static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ::setpgid(pid, pid);
+  ChildGuard guard{pid};
+  ChildJob job;
+  job.pids = {0, pid};
+  job.dir = run.string();
+  REQUIRE(wait_for([&] { return fs::exists(run / "ranks" / "1" / "py_exception.armed"); }, 20.0));
+  const std::string detail = inj->fire(job);
+  CHECK_THAT(detail, Catch::Contains("SIGUSR2 rank 1"));
+  int status = 0;
+  REQUIRE(wait_for([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, 20.0));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 1);
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("RuntimeError: injected: a bad sample"));
+  CHECK(fs::exists(run / "ranks" / "1" / "py_exception.raised"));
+
+  RunFacts facts;
+  RankExit ex;
+  ex.rank = 1;
+  ex.code = 1;
+  facts.exits.push_back(ex);
+  RunFactsView view{facts, run, 2};
+  const Manifest m = inj->manifested(view);
+  CHECK(m.exercised);
+  CHECK_THAT(m.evidence, Catch::Contains("raised RuntimeError in"));
+  fs::remove_all(run);
 }
 
 TEST_CASE("exception_on_rank hands the workload an exception hook with the default CUDA message") {

@@ -47,6 +47,9 @@ const std::vector<ProgressPattern>& progress_patterns() {
       // Lightning's progress bar: "Epoch 3:  45%|####5     | 212/469 [00:10<00:12, 20.10it/s, v_num=0]"
       {"lightning_bar", "%|", R"(Epoch (\d+):\s*\d+%\|[^|]*\|\s*(\d+)/(\d+))", 1, 0, 2, 3,
        "Epoch 3:  45%|████▌     | 212/469 [00:10<00:12, 20.10it/s, v_num=0, train_loss=0.312]"},
+      // Lightning's RichProgressBar (the default where `rich` is installed): "Epoch 111/-2 ━━━╸  17/32 0:00:01 • 0:00:01 325.13it/s"
+      {"lightning_rich_bar", "epoch", R"(Epoch (\d+)/-?\d+ [^0-9]*?(\d+)/(\d+) \d+:\d\d:\d\d)", 1, 0, 2, 3,
+       "Epoch 111/-2 \xe2\x94\x81\xe2\x94\x81\xe2\x94\x81\xe2\x95\xb8               17/32 0:00:01 \xe2\x80\xa2 0:00:01 325.13it/s v_num: 0"},
       // A plain tqdm bar (HF Trainer's, accelerate's, anybody's): " 45%|####5 | 212/469 [00:10<00:12, 20.1it/s]"
       {"tqdm", "%|", R"((\d+)%\|[^|]*\|\s*(\d+)/(\d+)\s*\[)", 0, 0, 2, 3,
        " 45%|████▌     | 212/469 [00:10<00:12, 20.10it/s]"},
@@ -89,7 +92,8 @@ std::string ProgressMatch::describe() const {
 std::optional<long long> ProgressMatch::steps_done() const {
   if (!step) return std::nullopt;
   if (pattern == "mnist" || pattern == "ddp_tutorial") return std::nullopt;
-  const bool per_epoch = pattern == "lightning_bar" || pattern == "imagenet_meter" || pattern == "epoch_batch_brackets";
+  const bool per_epoch = pattern == "lightning_bar" || pattern == "lightning_rich_bar" || pattern == "imagenet_meter" ||
+                         pattern == "epoch_batch_brackets";
   if (!per_epoch) return *step;
   if (!epoch || !step_total || *step_total <= 0 || *epoch < 0) return std::nullopt;
   // All three number epochs from 0 (dcgan prints "[epoch/niter]" with the 0-based epoch).

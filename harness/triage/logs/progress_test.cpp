@@ -125,6 +125,9 @@ TEST_CASE("steps done over the run: run-wide counters as they are, per-epoch cou
   CHECK(steps(" 45%|####5     | 212/469 [00:10<00:12, 20.10it/s]") == 212);
   CHECK(steps("Epoch 3:  45%|####5     | 212/469 [00:10<00:12, 20.10it/s, v_num=0]") == 3 * 469 + 212);
   CHECK(steps("[1/5][20/469] Loss_D: 0.6517 Loss_G: 2.8713") == 469 + 20);
+  // Lightning 2.6's RichProgressBar, verbatim from a run (max_epochs = -1 prints "/-2").
+  CHECK(steps("Epoch 111/-2 \xe2\x94\x81\xe2\x94\x81\xe2\x94\x81\xe2\x95\xb8               17/32 0:00:01 "
+              "\xe2\x80\xa2 0:00:01 325.13it/s") == 111 * 32 + 17);
   CHECK(steps("Epoch: [2][ 10/5005]\tTime  0.512 ( 0.640)") == 2 * 5005 + 10);
   CHECK(steps("train: loss=0.3125 iter=120 lr=0.001") == 120);
   CHECK(steps(" iteration       20/  500000 | consumed samples:        10240 |") == 20);
