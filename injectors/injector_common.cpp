@@ -11,7 +11,7 @@
 namespace hanglab {
 
 namespace {
-const std::set<std::string> kCommonKeys = {"kind", "ranks", "at_step", "at_s"};
+const std::set<std::string> kCommonKeys = {"kind", "ranks", "at_step", "at_s", "at_output"};
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -176,6 +176,10 @@ std::vector<std::vector<nlohmann::json>> RunFactsView::read_traces(const std::fi
 // ---- the in-process hook base ----
 
 std::vector<std::string> HookInjector::adapt(AdaptContext& ctx) {
+  if (ctx.spec.at_output && ctx.training_loop)
+    throw ctx.refuse("at_output", fmt::format("{} acts inside the built-in training loop, which triggers at_step or at_s; "
+                                              "at_output watches the output of a bring-your-own program",
+                                              ctx.spec.kind));
   if (!ctx.training_loop) {
     throw ctx.refuse("kind", fmt::format(
         "{} is an in-process hook of the built-in training loop (HANGLAB_HOOKS); {} does not run that loop, so the "

@@ -162,8 +162,10 @@ int cmd_describe(const std::string& kind) {
     std::cout << "  ranks     [int]   required  ranks the fault targets (0-based, < world_size): no default, the "
                  "fault is about which rank\n"
                  "  at_step   int     -         trigger when a targeted rank enters this step (1-based, <= steps)\n"
-                 "  at_s      float   -         trigger this many seconds after launch (< deadline_s)\n";
-    std::cout << fmt::format("                              neither: {}\n", i->default_trigger);
+                 "  at_s      float   -         trigger this many seconds after launch (< deadline_s)\n"
+                 "  at_output string  -         trigger when any rank prints a line containing this text (a\n"
+                 "                              bring-your-own program; not for in-process hooks of the built-in loop)\n";
+    std::cout << fmt::format("                              none of them: {}\n", i->default_trigger);
     std::cout << "\nkeys of " << i->kind << ":\n";
     if (i->keys.empty()) std::cout << "  (none)\n";
     for (const auto& k : i->keys) {

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "process_control.hpp"
 #include "run/state.hpp"
 #include "run/proc_exit.hpp"
 #include "run/rank_env.hpp"
@@ -50,6 +51,10 @@ struct Supervisor::Rank {
   // newest redraw) flushed at EOF is dated when it was written, not when the rank died.
   double out_data_t = 0, err_data_t = 0;
   long long start_cpu_ticks = 0;  // CPU time used before that (see check_detectors)
+  // The busy test of a rank that spoke but counts no steps (check_detectors): CPU ticks at
+  // the start of the current window, and when it began (0 = not begun).
+  long long busy_window_ticks = 0;
+  double busy_window_mono = 0;
   bool hb_lost = false;
   bool exit_by_teardown = false;
   // Launcher mode: the rank is the launcher's child, not ours.
@@ -492,6 +497,8 @@ void Supervisor::new_incarnation(Rank& r, pid_t pid, int restart_count) {
     r.in_checkpoint = r.in_eval = false;
     r.last_step = 0;
     r.start_cpu_ticks = 0;
+    r.busy_window_ticks = 0;
+    r.busy_window_mono = 0;
     r.last_hb_mono = mono_now();
   }
   r.pid = pid;
@@ -511,6 +518,9 @@ void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, d
   }
   write_all(is_err ? r.err_log : r.out_log, iso_time(t) + " " + line + "\n");
   r.spoke = true;
+  for (auto& f : faults_)
+    if (!f.fired && !f.output_seen && f.spec->at_output && line.find(*f.spec->at_output) != std::string::npos)
+      f.output_seen = true;
   if (first_sign_t_ == 0 || t < first_sign_t_) first_sign_t_ = t;
   if (!r.has_trace) {
     // Without a trace, a rank's output is its only sign of progress and of errors.
@@ -815,6 +825,8 @@ void Supervisor::check_triggers(double now) {
     bool due = false;
     if (f.spec->at_s) {
       due = now - launch_mono_ >= *f.spec->at_s;
+    } else if (f.spec->at_output) {
+      due = f.output_seen;
     } else if (f.spec->at_step) {
       for (int x : f.spec->ranks) {
         const Rank& r = *ranks_[x];
@@ -831,7 +843,7 @@ void Supervisor::check_triggers(double now) {
     if (!due) continue;
     f.fired_mono = now;
     std::string detail = f.injector->fire(*this);
-    if (f.spec->at_s || f.spec->at_step) {
+    if (f.spec->at_s || f.spec->at_step || f.spec->at_output) {
       record_fault(f, detail, unix_now());
     } else {
       // A fault with no trigger is in effect from launch (an env or wrapper fault), but
@@ -863,13 +875,33 @@ void Supervisor::check_detectors(double now) {
   // hold them together): most programs (Lightning, HF Trainer, accelerate) print progress on
   // rank 0 only, and a silent peer blocked in a collective still spends CPU (Gloo's and
   // Python's threads), which must not count as progress for the rest of the run.
+  // A rank that spoke but never counts steps (a program that prints no step counter, e.g.
+  // accelerate's test script) would stay "starting" for the whole run, and a rank blocked
+  // in a collective spends a little CPU all the time (~0.2 % of a core: Gloo's and Python's
+  // threads polling): so once it spoke, its CPU counts only while it is busy, using at least
+  // 5 % of a core over a window of a second or more, or waiting on the disk (state D,
+  // an import from a cold page cache). Before it spoke, any CPU counts (a 64-rank job on 2
+  // cores gives each starting rank ~3 %).
   bool job_stepped = false;
   for (const auto& r : ranks_) job_stepped = job_stepped || r->last_step > 0;
+  static const double ticks_per_s = static_cast<double>(::sysconf(_SC_CLK_TCK));
   for (auto& r : ranks_) {
     const bool starting = !r->spoke || (!r->has_trace && r->last_step == 0 && !job_stepped);
     if (!r->alive || !starting || r->pid <= 0 || r->gone_t > 0) continue;
     const long long cpu = process_cpu_ticks(r->pid);
-    if (cpu > r->start_cpu_ticks) r->start_cpu_ticks = cpu, last_progress_mono_ = now;
+    if (!r->spoke) {
+      if (cpu > r->start_cpu_ticks) r->start_cpu_ticks = cpu, last_progress_mono_ = now;
+      continue;
+    }
+    if (r->busy_window_mono == 0) {
+      r->busy_window_mono = now, r->busy_window_ticks = cpu;
+      continue;
+    }
+    const double window = now - r->busy_window_mono;
+    if (window < 1.0) continue;
+    const double used_s = static_cast<double>(cpu - r->busy_window_ticks) / ticks_per_s;
+    if (used_s >= 0.05 * window || process_state(r->pid) == 'D') last_progress_mono_ = now;
+    r->busy_window_mono = now, r->busy_window_ticks = cpu;
   }
   // A launcher that is starting ranks (torchrun importing torch, rendezvous, a restart of
   // the worker group) runs while no rank can speak yet: its CPU time is that progress.

@@ -32,6 +32,7 @@ struct ArmedFault {
   Injector* injector = nullptr;
   bool fired = false;
   double fired_mono = 0;
+  bool output_seen = false;  // at_output: a rank printed the awaited text
   // A fault in effect from launch is recorded once the job shows its first sign of life.
   bool record_pending = false;
   std::string pending_detail;

@@ -640,18 +640,29 @@ void Loader::load_faults(toml::table& root, std::vector<FaultSpec>& faults) {
         f.ranks = *ranks;
     }
 
-    const toml::node* at_step = t.get("at_step");
-    const toml::node* at_s = t.get("at_s");
-    if (at_step && at_s) {
-      // Point at whichever trigger comes second: that is the one to delete.
-      bool step_first = std::make_pair(at_step->source().begin.line, at_step->source().begin.column) <
-                        std::make_pair(at_s->source().begin.line, at_s->source().begin.column);
-      error(step_first ? *at_s : *at_step, path + (step_first ? ".at_s" : ".at_step"),
-            "set at most one trigger: at_step or at_s");
-    } else if (at_step) {
+    // At most one trigger; point at whichever comes later in the file: that is the one to delete.
+    std::vector<std::pair<const toml::node*, const char*>> triggers;
+    for (const char* k : {"at_step", "at_s", "at_output"})
+      if (const toml::node* n = t.get(k)) triggers.push_back({n, k});
+    std::sort(triggers.begin(), triggers.end(), [](const auto& a, const auto& b) {
+      return std::make_pair(a.first->source().begin.line, a.first->source().begin.column) <
+             std::make_pair(b.first->source().begin.line, b.first->source().begin.column);
+    });
+    if (triggers.size() > 1) {
+      error(*triggers[1].first, path + "." + triggers[1].second, "set at most one trigger: at_step, at_s or at_output");
+    } else if (t.get("at_step")) {
       f.at_step = int_at(t, "at_step", path, 1, steps_);
-    } else if (at_s) {
+    } else if (t.get("at_s")) {
       f.at_s = number_at(t, "at_s", path, false);
+    } else if (t.get("at_output")) {
+      if (auto text = string_at(t, "at_output", path)) {
+        if (text->empty() || text->size() > 200)
+          error(*t.get("at_output"), path + ".at_output", "must be 1 to 200 characters of the line to wait for");
+        else if (text->find_first_of("\n\r") != std::string::npos)
+          error(*t.get("at_output"), path + ".at_output", "must be text within one line (no newline)");
+        else
+          f.at_output = *text;
+      }
     }
     // Moved, not copied: toml++'s copy constructor drops source positions, and the
     // injectors need them for their own errors. Nothing reads the tree after this.

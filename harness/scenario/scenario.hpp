@@ -28,6 +28,10 @@ struct FaultSpec {
   std::vector<int> ranks;        // validated: 0 <= r < world_size, no duplicates
   std::optional<int> at_step;    // trigger: when the rank enters this step (1-based)
   std::optional<double> at_s;    // trigger: seconds after launch
+  // trigger: when any rank prints a line containing this text (its stdout/stderr, as the
+  // supervisor reads it): "the program reached X" for programs whose steps hanglab cannot
+  // count, e.g. at_output = "Saving model checkpoint"
+  std::optional<std::string> at_output;
   // The whole [[fault]] table, for the injector's configure(), with source positions.
   // toml++ drops positions when a table is *copied*: move Scenarios, or configure the
   // injectors from the Scenario load_scenario() returned.

@@ -25,6 +25,7 @@
 #include <map>
 #include <set>
 
+#include "triage/logs/frames.hpp"
 #include "triage/reason/next_steps.hpp"
 #include "triage/reason/run_analyzer.hpp"
 
@@ -72,6 +73,26 @@ std::string busy_phrase(const Seen& s) {
   if (st->klass == "data") return "data loading";
   if (st->klass == "compute") return "its own code (" + short_frame(st->klass_frame) + ")";
   return st->klass_what;
+}
+
+// The phase a stack's frames name, innermost first (logs/frames.cpp's table over py-spy
+// frames; a method's class is dropped: "Trainer.train" is read as "train"): "" when none.
+std::string phase_of_frames(const StackFrameInfo& st) {
+  for (const auto& f : st.frames) {
+    std::string frame = f.substr(0, f.find('\t'));
+    const auto open = frame.find(" (");
+    if (open == std::string::npos) continue;
+    const auto dot = frame.rfind('.', open);
+    if (dot != std::string::npos) frame = frame.substr(dot + 1);
+    switch (frame_phase("    " + frame)) {
+      case LogKind::kCheckpointBegin: return "checkpoint";
+      case LogKind::kEvalBegin: return "eval";
+      case LogKind::kTrainBegin: return "training";
+      case LogKind::kInitBegin: return "init";
+      default: break;
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -261,6 +282,7 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
         if (st->klass == "io" && st->klass_what == "a checkpoint save") phase = "checkpoint";
         else if (st->klass == "data") phase = "data";
         else if (st->klass == "init") phase = "init";
+        else phase = phase_of_frames(*st);  // e.g. stopped inside Trainer.train
       }
     }
     if (phase.empty() && (r.phase == "init" || r.phase == "unknown" || r.phase.empty())) {
@@ -296,6 +318,32 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
         r.evidence.push_back({fewest_ref, fmt::format("last completed step {}: the fewest steps counted by the "
                                                             "progress lines of rank(s) {}",
                                                             *fewest, join_ranks(counters))});
+      }
+    }
+    // ...else where the other ranks stood when they lost the culprit: their own traceback
+    // through the program's training function (accelerate's training_check, a Trainer's
+    // _inner_training_loop), a save or an evaluation, or the same read off their captured
+    // stacks (logs/frames.cpp's table).
+    if (phase.empty() && (r.phase == "init" || r.phase == "unknown" || r.phase.empty())) {
+      for (const auto& t : r.per_rank) {
+        if (std::find(culprits.begin(), culprits.end(), t.rank) != culprits.end()) continue;
+        if (t.last_phase == "training" || t.last_phase == "checkpoint" || t.last_phase == "eval" ||
+            t.last_phase == "data") {
+          phase = t.last_phase;
+          r.evidence.push_back({t.failure_ref.empty() ? t.last_line : t.failure_ref,
+                                fmt::format("rank {}'s own lines place it in {} when it failed", t.rank, phase)});
+          break;
+        }
+        const auto it = seen.find(t.rank);
+        if (it == seen.end()) continue;
+        if (const auto* st = it->second.stack()) {
+          if (std::string p = phase_of_frames(*st); !p.empty() && p != "init") {
+            phase = p;
+            r.evidence.push_back({fmt::format("ranks/{}/stack.txt", t.rank),
+                                  fmt::format("rank {}'s stack places it in {} while it waited", t.rank, phase)});
+            break;
+          }
+        }
       }
     }
     if (!phase.empty()) r.phase = phase;

@@ -59,6 +59,7 @@ struct Fixture {
     in.harness.exits[rank] = HarnessExit{t, line, code, sig, teardown};
   }
   const RankTimeline& rank(int k) const { return r.per_rank.at(k); }
+  RankTimeline& rank(int k) { return r.per_rank.at(k); }
 };
 
 }  // namespace
@@ -81,6 +82,56 @@ TEST_CASE("a SIGKILLed bring-your-own rank: culprit from the supervisor, trainin
   CHECK(f.r.echoes.size() == 2);
   REQUIRE(f.r.first_failure);
   CHECK(f.r.first_failure->evidence == "harness.jsonl:40");
+}
+
+TEST_CASE("a SIGKILLed rank of a program that prints no progress: the phase from its peers' tracebacks") {
+  // accelerate 1.15's test_script: rank 0's traceback runs through training_check.
+  Fixture f;
+  for (int k : {0, 1, 2}) f.in.ranks[k].progress.reset();
+  f.rank(0).last_phase = "training";
+  f.rank(0).failure_ref = "ranks/0/stderr.log:34";
+  f.rank(2).last_phase = "unknown";
+  f.exit(1, 1012.5, std::nullopt, 9, false, 40);
+  f.exit(0, 1012.6, 1, std::nullopt, false, 41);
+  f.exit(2, 1012.6, 1, std::nullopt, false, 42);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.missing_ranks == std::vector<int>{1});
+  CHECK(f.r.phase == "training");
+  bool cited = false;
+  for (const auto& e : f.r.evidence) cited = cited || e.ref == "ranks/0/stderr.log:34";
+  CHECK(cited);
+}
+
+TEST_CASE("a frozen rank of a program that prints no progress: the phase from the stacks' frames") {
+  Fixture f;
+  for (int k : {0, 1, 2}) f.in.ranks[k].progress.reset();
+  f.in.harness.teardown_t = 1021;
+  f.in.harness.detections.push_back({1020.1, 30, "harness_watchdog", -1, "no progress on any live rank for 8.1 s"});
+  // The stopped culprit stands in a helper that names no phase; its peers wait in an
+  // all_gather called from accelerate's training_check (py-spy, innermost first).
+  f.stack(1, "T", {"check_seedable_sampler (accelerate/test_utils/scripts/test_script.py:300)",
+                   "main (accelerate/test_utils/scripts/test_script.py:880)"}, true, 1020.3);
+  for (int k : {0, 2})
+    f.stack(k, "S", {"all_gather (torch/distributed/distributed_c10d.py:5315)",
+                     "are_the_same_tensors (accelerate/test_utils/testing.py:727)",
+                     "training_check (accelerate/test_utils/scripts/test_script.py:456)",
+                     "main (accelerate/test_utils/scripts/test_script.py:893)"}, true, 1020.3);
+  for (int k : {0, 1, 2}) f.exit(k, 1021.5, std::nullopt, 15, true, 60 + k);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.cause == "frozen");
+  CHECK(f.r.missing_ranks == std::vector<int>{1});
+  CHECK(f.r.phase == "training");
+  // A stopped culprit whose own frames name the loop: "Trainer._inner_training_loop".
+  Fixture g;
+  for (int k : {0, 1, 2}) g.in.ranks[k].progress.reset();
+  g.in.harness.teardown_t = 1021;
+  g.in.harness.detections.push_back({1020.1, 30, "harness_watchdog", -1, "no progress on any live rank for 8.1 s"});
+  g.stack(1, "T", {"Trainer._get_num_items_in_batch (transformers/trainer.py:2330)",
+                   "Trainer._inner_training_loop (transformers/trainer.py:1660)"}, true, 1020.3);
+  for (int k : {0, 2}) g.stack(k, "S", {"all_gather (torch/distributed/distributed_c10d.py:5315)"}, true, 1020.3);
+  for (int k : {0, 1, 2}) g.exit(k, 1021.5, std::nullopt, 15, true, 60 + k);
+  apply_run_evidence(g.in, g.r, false);
+  CHECK(g.r.phase == "training");
 }
 
 TEST_CASE("an exception exit reported a moment after a peer's echo exit still names the signal death") {
