@@ -26,6 +26,36 @@ using nlohmann::json;
 
 namespace {
 
+// Typed reads that take any JSON (a torn or older run.json): a missing key, a null or a value
+// of another type gives the default.
+const json& member(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+const json& arr(const json& j, const char* key) {
+  static const json kEmpty = json::array();
+  const json& m = member(j, key);
+  return m.is_array() ? m : kEmpty;
+}
+std::string str(const json& j, const char* key, const std::string& def = "") {
+  const json& m = member(j, key);
+  return m.is_string() ? m.get<std::string>() : def;
+}
+double num(const json& j, const char* key, double def) {
+  const json& m = member(j, key);
+  return m.is_number() ? m.get<double>() : def;
+}
+int integer(const json& j, const char* key, int def) {
+  const json& m = member(j, key);
+  return m.is_number_integer() ? m.get<int>() : def;
+}
+bool boolean(const json& j, const char* key, bool def) {
+  const json& m = member(j, key);
+  return m.is_boolean() ? m.get<bool>() : def;
+}
+
 // The line train.py prints where an injected fault acts names its variable: "(HANGLAB_PY_SKIP_STEP)".
 constexpr const char* kScriptFaultMarker = "(HANGLAB_PY_";
 constexpr const char* kHeartbeatMonitorLine = "Heartbeat monitor timed out";
@@ -180,20 +210,20 @@ ToolCell pg_cell(const ToolingRow& row, const json& run) {
   c.tool = tool;
   c.status = "silent";
   const json* first = nullptr;
-  for (const auto& d : run.value("detections", json::array())) {
-    const std::string det = d.value("detector", "");
+  for (const auto& d : arr(run, "detections")) {
+    const std::string det = str(d, "detector");
     if (det != "backend_timeout" && det != "backend_error") continue;
-    if (!first || d.value("t", 0.0) < first->value("t", 0.0)) first = &d;
+    if (!first || num(d, "t", 0.0) < num(*first, "t", 0.0)) first = &d;
   }
   if (!first) return c;
   c.status = "fired";
-  c.after_s = rel(row, first->value("t", 0.0));
-  if (first->value("rank", -1) >= 0) c.ranks = {first->value("rank", -1)};
-  const bool timeout = first->value("detector", "") == "backend_timeout";
+  c.after_s = rel(row, num(*first, "t", 0.0));
+  if (integer(*first, "rank", -1) >= 0) c.ranks = {integer(*first, "rank", -1)};
+  const bool timeout = str(*first, "detector") == "backend_timeout";
   // A timeout says where a rank waited, not why; a closed connection says a peer went away.
   c.category = timeout ? "" : "rank_exit";
   c.cause = timeout ? "timeout" : "peer_closed";
-  c.note = shorten(first->value("detail", ""), 70);
+  c.note = shorten(str(*first, "detail"), 70);
   finish(c, row, true);
   return c;
 }
@@ -223,15 +253,15 @@ ToolCell torchfrtrace_cell(const ToolingRow& row, const json& run) {
   ToolCell c;
   c.tool = tool;
   c.post_mortem = true;
-  const json fr = run.value("flight_recorder", json::object());
-  const json t = fr.value("torchfrtrace", json::object());
-  const std::string status = t.value("status", "");
-  const std::string detail = t.value("detail", "");
-  const double end = run.value("end_t", row.start_t);
-  c.after_s = rel(row, end + t.value("duration_s", 0.0));
+  const json fr = member(run, "flight_recorder");
+  const json t = member(fr, "torchfrtrace");
+  const std::string status = str(t, "status");
+  const std::string detail = str(t, "detail");
+  const double end = num(run, "end_t", row.start_t);
+  c.after_s = rel(row, end + num(t, "duration_s", 0.0));
   if (status == "named_ranks") {
     c.status = "fired";
-    c.ranks = int_array(t.value("named_ranks", json::array()));
+    c.ranks = int_array(arr(t, "named_ranks"));
     // torchfrtrace reports ranks missing from a collective: a mismatch, with no why.
     c.category = "collective_mismatch";
     c.note = fmt::format("missing ranks {{{}}}", fmt::join(c.ranks, ", "));
@@ -254,7 +284,7 @@ ToolCell fr_hanglab_cell(const ToolingRow& row, const fs::path& dir, const json&
   ToolCell c;
   c.tool = tool;
   c.post_mortem = true;
-  c.after_s = rel(row, run.value("end_t", row.start_t));
+  c.after_s = rel(row, num(run, "end_t", row.start_t));
   std::vector<fs::path> dumps;
   std::error_code ec;
   for (const auto& d : fs::directory_iterator(dir / "ranks", ec))
@@ -267,14 +297,15 @@ ToolCell fr_hanglab_cell(const ToolingRow& row, const fs::path& dir, const json&
     return c;
   }
   TriageOptions opts;
-  const int ws = run.value("settings", json::object()).value("world_size", 0);
+  const int ws = integer(member(run, "settings"), "world_size", 0);
   if (ws > 0) opts.world_size = ws;
   try {
     TriageResult r = triage_fr_dumps(dumps, opts);
     c.category = r.category;
     c.cause = r.cause;
     c.ranks = r.missing_ranks;
-    c.status = r.category.empty() || r.category == "none" || r.category == "unknown" ? "silent" : "fired";
+    // A rank named without a class (rank_absent: it left no dump) is still an answer.
+    c.status = (r.category.empty() || r.category == "none" || r.category == "unknown") && c.ranks.empty() ? "silent" : "fired";
     c.note = fmt::format("{}/{} ({} dump{})", r.category, r.cause, dumps.size(), dumps.size() == 1 ? "" : "s");
   } catch (const std::exception& e) {
     c.status = "no_verdict";
@@ -290,24 +321,25 @@ ToolCell torchrun_cell(const ToolingRow& row, const fs::path& dir, const json& r
   ToolCell c;
   c.tool = tool;
   c.status = "silent";
-  const json tr = run.value("torchrun", json::object());
-  const json rc = tr.is_object() ? tr.value("root_cause", json()) : json();
+  const json tr = member(run, "torchrun");
+  const json rc = tr.is_object() ? member(tr, "root_cause") : json();
   if (!rc.is_object()) {
-    c.note = tr.is_object() && tr.value("alive_at_harness_teardown", false)
+    c.note = tr.is_object() && boolean(tr, "alive_at_harness_teardown", false)
                  ? "no summary: still waiting when hanglab ended the run"
                  : "no failure summary";
     return c;
   }
   c.status = "fired";
   // When it printed the summary: it exits right after it.
-  double t = run.value("end_t", row.start_t);
+  double t = num(run, "end_t", row.start_t);
   for (const auto& e : read_jsonl(dir / "harness.jsonl"))
-    if (e.value("ev", "") == "launcher_exit") t = e.value("t", t);
+    if (str(e, "ev") == "launcher_exit") t = num(e, "t", t);
   c.after_s = rel(row, t);
-  c.ranks = {rc.value("rank", -1)};
-  const int code = rc.value("exitcode", 0);
-  std::string tb = rc.value("traceback", "");
-  if (tb == "<N/A>" || tb == "N/A") tb.clear();
+  c.ranks = {integer(rc, "rank", -1)};
+  const int code = integer(rc, "exitcode", 0);
+  std::string tb = str(rc, "traceback");
+  // No error file: torchrun prints a placeholder, not the rank's error.
+  if (tb == "<N/A>" || tb == "N/A" || tb.find("To enable traceback") != std::string::npos) tb.clear();
   // torchrun's claim is always "this rank failed first"; what it failed of is in its exit
   // code and traceback.
   if (code == -9) {
@@ -333,19 +365,19 @@ ToolCell hanglab_detectors_cell(const ToolingRow& row, const json& run) {
   c.tool = "hanglab";
   c.status = "silent";
   const json* first = nullptr;
-  for (const auto& d : run.value("detections", json::array())) {
-    const std::string det = d.value("detector", "");
+  for (const auto& d : arr(run, "detections")) {
+    const std::string det = str(d, "detector");
     if (det != "exit_monitor" && det != "heartbeat_loss" && det != "harness_watchdog") continue;
-    if (!first || d.value("t", 0.0) < first->value("t", 0.0)) first = &d;
+    if (!first || num(d, "t", 0.0) < num(*first, "t", 0.0)) first = &d;
   }
   if (!first) return c;
   c.status = "fired";
-  c.after_s = rel(row, first->value("t", 0.0));
-  const std::string det = first->value("detector", "");
-  if (first->value("rank", -1) >= 0) c.ranks = {first->value("rank", -1)};
+  c.after_s = rel(row, num(*first, "t", 0.0));
+  const std::string det = str(*first, "detector");
+  if (integer(*first, "rank", -1) >= 0) c.ranks = {integer(*first, "rank", -1)};
   if (det == "exit_monitor") c.category = "rank_exit";
   if (det == "heartbeat_loss") c.category = "straggler", c.cause = "frozen";
-  c.note = det + ": " + shorten(first->value("detail", ""), 60);
+  c.note = det + ": " + shorten(str(*first, "detail"), 60);
   finish(c, row, true);
   return c;
 }
@@ -354,7 +386,7 @@ ToolCell triage_cell(const ToolingRow& row, const fs::path& dir, const json& run
   ToolCell c;
   c.tool = "triage";
   c.post_mortem = true;
-  c.after_s = rel(row, run.value("end_t", row.start_t));
+  c.after_s = rel(row, num(run, "end_t", row.start_t));
   std::ifstream in(dir / "triage.json");
   json t = in ? json::parse(in, nullptr, false) : json();
   if (!t.is_object()) {
@@ -362,10 +394,10 @@ ToolCell triage_cell(const ToolingRow& row, const fs::path& dir, const json& run
     c.note = "no triage.json";
     return c;
   }
-  c.category = t.value("category", "");
-  c.cause = t.value("cause", "");
-  c.ranks = int_array(t.value("missing_ranks", json::array()));
-  c.status = c.category.empty() || c.category == "none" || c.category == "unknown" ? "silent" : "fired";
+  c.category = str(t, "category");
+  c.cause = str(t, "cause");
+  c.ranks = int_array(arr(t, "missing_ranks"));
+  c.status = (c.category.empty() || c.category == "none" || c.category == "unknown") && c.ranks.empty() ? "silent" : "fired";
   c.note = c.category + "/" + c.cause;
   finish(c, row);
   return c;
@@ -445,17 +477,17 @@ ToolingRow tooling_row(const fs::path& dir, const fs::path& page_dir) {
   const json run = read_run_json(dir);
   ToolingRow row;
   row.run_dir = dir.string();
-  row.scenario = run.value("scenario", dir.parent_path().filename().string());
-  row.description = run.value("description", "");
-  row.start_t = run.value("start_t", 0.0);
-  row.outcome = run.value("outcome", "");
-  row.verdict = run.value("verdict", json::object()).value("status", "unknown");
+  row.scenario = str(run, "scenario", dir.parent_path().filename().string());
+  row.description = str(run, "description");
+  row.start_t = num(run, "start_t", 0.0);
+  row.outcome = str(run, "outcome");
+  row.verdict = str(member(run, "verdict"), "status", "unknown");
   std::error_code ec;
   fs::path link = fs::relative(fs::absolute(dir) / "report.html", fs::absolute(page_dir), ec);
   row.link = ec ? (dir / "report.html").string() : link.string();
-  const json settings = run.value("settings", json::object());
-  row.backend = settings.value("backend", "");
-  row.launcher = settings.value("launcher", "local");
+  const json settings = member(run, "settings");
+  row.backend = str(settings, "backend");
+  row.launcher = str(settings, "launcher", "local");
 
   // The truth: the scenario's known fault.
   std::optional<Scenario> sc;
@@ -463,7 +495,7 @@ ToolingRow tooling_row(const fs::path& dir, const fs::path& page_dir) {
     sc = load_scenario(dir / "scenario.toml", make_load_options());
   } catch (const std::exception&) {
   }
-  const json wl = settings.value("workload", json());
+  const json wl = member(settings, "workload");
   if (wl.is_string()) {
     row.workload = "built-in " + wl.get<std::string>();
   } else if (wl.is_array()) {
@@ -514,9 +546,9 @@ ToolingRow tooling_row(const fs::path& dir, const fs::path& page_dir) {
   std::sort(row.culprits.begin(), row.culprits.end());
 
   // When the fault struck: its firing, else the culprit's own line.
-  for (const auto& f : run.value("faults", json::array()))
-    if (f.value("fired", false) && f.contains("t") && (!row.fault_t || f["t"].get<double>() < *row.fault_t)) {
-      row.fault_t = f["t"].get<double>();
+  for (const auto& f : arr(run, "faults"))
+    if (boolean(f, "fired", false) && member(f, "t").is_number() && (!row.fault_t || num(f, "t", 0) < *row.fault_t)) {
+      row.fault_t = num(f, "t", 0);
       row.fault_t_source = "the fault's firing (harness.jsonl)";
     }
   if (!row.fault_t && !row.culprits.empty())
@@ -552,11 +584,37 @@ std::string tooling_cell_text(const ToolCell& c) {
   return s;
 }
 
+std::string tooling_cell_short(const ToolCell& c) {
+  if (c.status == "na") return "n/a";
+  if (c.status == "silent") return "silent";
+  if (c.status == "no_verdict") return "no verdict";
+  std::string s = c.after_s ? fmt::format("{}{:+.1f} s", c.post_mortem ? "after run " : "", *c.after_s) : "fired";
+  s += c.ranks.empty() ? " · no rank" : " · rank " + mark(c.rank_judgment) + (c.victim ? " (victim)" : "");
+  s += " · cause " + mark(c.cause_judgment);
+  return s;
+}
+
 std::string render_tooling_md(const std::vector<ToolingRow>& rows, const std::string& origin) {
   std::string md = "# Detection-tooling matrix\n\n";
   if (!origin.empty()) md += origin + "\n\n";
-  md += std::string(kLegend) + "\n\n";
-  md += "| fault (scenario) | truth | backend, launcher, ranks |";
+  md += std::string(kLegend) + "\n\n## Summary\n\n| fault | truth |";
+  for (const auto& t : tooling_tools()) md += " " + tooling_tool_title(t) + " |";
+  md += "\n|---|---|";
+  for (size_t i = 0; i < tooling_tools().size(); ++i) md += "---|";
+  md += "\n";
+  for (const auto& r : rows) {
+    md += fmt::format("| {} | {} |", r.fault, truth_text(r));
+    for (const auto& c : r.cells) md += " " + tooling_cell_short(c) + " |";
+    md += "\n";
+  }
+  const auto t = tally(rows);
+  md += "\n| tool | applied | fired | named the culprit | right cause |\n|---|---|---|---|---|\n";
+  for (const auto& tool : tooling_tools()) {
+    const Tally& x = t.count(tool) ? t.at(tool) : Tally{};
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", tooling_tool_title(tool), x.applicable, x.fired, x.rank_right,
+                      x.cause_right);
+  }
+  md += "\n## Cells\n\n| fault (scenario) | truth | backend, launcher, ranks |";
   for (const auto& t : tooling_tools()) md += " " + tooling_tool_title(t) + " |";
   md += "\n|---|---|---|";
   for (size_t i = 0; i < tooling_tools().size(); ++i) md += "---|";
@@ -566,13 +624,6 @@ std::string render_tooling_md(const std::vector<ToolingRow>& rows, const std::st
                       r.backend, r.launcher, r.workload);
     for (const auto& c : r.cells) md += " " + tooling_cell_text(c) + " |";
     md += "\n";
-  }
-  const auto t = tally(rows);
-  md += "\n| tool | applied | fired | named the culprit | right cause |\n|---|---|---|---|---|\n";
-  for (const auto& tool : tooling_tools()) {
-    const Tally& x = t.count(tool) ? t.at(tool) : Tally{};
-    md += fmt::format("| {} | {} | {} | {} | {} |\n", tooling_tool_title(tool), x.applicable, x.fired, x.rank_right,
-                      x.cause_right);
   }
   md += "\nFault times:\n\n";
   for (const auto& r : rows) md += fmt::format("- `{}`: {} — {}\n", r.scenario, r.fault_t_source, r.run_dir);

@@ -82,6 +82,8 @@ ToolingRow tooling_row(const std::filesystem::path& run_dir, const std::filesyst
 
 // One cell as Markdown/plain text, e.g. "fired +5.2 s; rank 0 (victim) ✗; timeout: no cause".
 std::string tooling_cell_text(const ToolCell& c);
+// The same in a few characters, for the summary table: "+5.2 s · rank ✗ (victim) · cause ✗".
+std::string tooling_cell_short(const ToolCell& c);
 
 // The whole table. `origin` is printed under the title (date, commit, host).
 std::string render_tooling_md(const std::vector<ToolingRow>& rows, const std::string& origin);

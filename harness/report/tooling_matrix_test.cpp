@@ -3,11 +3,10 @@
 // scenarios/tooling/kill_rank.toml), real Flight Recorder dumps from harness/testdata/fr.
 #include "report/tooling_matrix.hpp"
 
-#include <catch2/catch_test_macros.hpp>
-#include <catch2/matchers/catch_matchers_floating_point.hpp>
-#include <catch2/matchers/catch_matchers_string.hpp>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -15,7 +14,7 @@
 
 using namespace hanglab;
 namespace fs = std::filesystem;
-using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::Contains;
 using Catch::Matchers::WithinAbs;
 using nlohmann::json;
 
@@ -79,23 +78,23 @@ missing_ranks = [1]
       {"end_t", kFault + 3.0},
       {"outcome", "crash"},
       {"faults",
-       {{{"kind", "kill_rank"}, {"ranks", {1}}, {"t", kFault}, {"fired", true}, {"detail", "sent SIGKILL to rank 1"}}}},
+       json::array({{{"kind", "kill_rank"}, {"ranks", json::array({1})}, {"t", kFault}, {"fired", true}, {"detail", "sent SIGKILL to rank 1"}}})},
       {"detections",
-       {detection("exit_monitor", 1, kFault + 0.02, "rank 1 killed by SIGKILL"),
-        detection("backend_error", 0, kFault + 0.5, "Connection closed by peer [127.0.0.1]:41234")}},
+       json::array({detection("exit_monitor", 1, kFault + 0.02, "rank 1 killed by SIGKILL"),
+        detection("backend_error", 0, kFault + 0.5, "Connection closed by peer [127.0.0.1]:41234")})},
       {"torchrun",
        {{"alive_at_harness_teardown", false},
         {"root_cause",
          {{"rank", 1}, {"exitcode", -9}, {"time", "2026-12-02_09:08:31"}, {"traceback", "Signal 9 (SIGKILL) received by PID 26030"}}}}},
       {"flight_recorder",
        {{"dumped_ranks", {0, 2}},
-        {"undumped_ranks", {1}},
+        {"undumped_ranks", json::array({1})},
         {"torchfrtrace",
          {{"status", "crashed"}, {"detail", "KeyError: ('0', 0)"}, {"named_ranks", json::array()}, {"duration_s", 2.8}}}}},
       {"verdict", {{"status", "pass"}}}};
   write_file(d / "run.json", run.dump(2));
   write_file(d / "harness.jsonl", json({{"ev", "launcher_exit"}, {"t", kFault + 1.0}, {"code", 1}}).dump() + "\n");
-  write_file(d / "triage.json", json({{"category", "rank_exit"}, {"cause", "killed"}, {"missing_ranks", {1}}}).dump());
+  write_file(d / "triage.json", json({{"category", "rank_exit"}, {"cause", "killed"}, {"missing_ranks", json::array({1})}}).dump());
   const fs::path fr = fs::path(HANGLAB_SOURCE_DIR) / "harness/testdata/fr/killed";
   fs::copy_file(fr / "rank_0", d / "ranks/0/flight_recorder.pkl");
   fs::copy_file(fr / "rank_2", d / "ranks/2/flight_recorder.pkl");
@@ -124,15 +123,15 @@ TEST_CASE("tooling matrix: a killed rank under torchrun with Flight Recorder dum
   CHECK(pg.rank_judgment == "wrong");
   CHECK(pg.victim);
   CHECK(pg.cause_judgment == "partly");
-  CHECK_THAT(tooling_cell_text(pg), ContainsSubstring("(victim)"));
+  CHECK_THAT(tooling_cell_text(pg), Contains("(victim)"));
 
   const ToolCell& hb = cell(row, "heartbeat");
   CHECK(hb.status == "na");
-  CHECK_THAT(hb.note, ContainsSubstring("ProcessGroupNCCL"));
+  CHECK_THAT(hb.note, Contains("ProcessGroupNCCL"));
 
   const ToolCell& tft = cell(row, "torchfrtrace");
   CHECK(tft.status == "no_verdict");
-  CHECK_THAT(tft.note, ContainsSubstring("KeyError"));
+  CHECK_THAT(tft.note, Contains("KeyError"));
 
   // hanglab reads the same dumps: rank 1 left none while 0 and 2 did.
   const ToolCell& fr = cell(row, "fr_hanglab");
@@ -186,11 +185,11 @@ HANGLAB_PY_UNRELATED = "x"
               {"start_t", kT0},
               {"end_t", marker + 20},
               {"faults", json::array()},
-              {"detections", {detection("backend_timeout", 2, marker + 10.5, "Timed out waiting 10000ms for recv operation")}},
+              {"detections", json::array({detection("backend_timeout", 2, marker + 10.5, "Timed out waiting 10000ms for recv operation")})},
               {"torchrun", nullptr},
               {"verdict", {{"status", "fail"}}}};
   write_file(d / "run.json", run.dump());
-  write_file(d / "triage.json", json({{"category", "collective_mismatch"}, {"cause", "uneven_batches"}, {"missing_ranks", {1}}}).dump());
+  write_file(d / "triage.json", json({{"category", "collective_mismatch"}, {"cause", "uneven_batches"}, {"missing_ranks", json::array({1})}}).dump());
 
   const ToolingRow row = tooling_row(d, d.parent_path());
   // Culprit and class from the variable (no [expect.triage] in this scenario).
@@ -200,7 +199,7 @@ HANGLAB_PY_UNRELATED = "x"
   CHECK(row.truth_cause == "skipped_collective");
   REQUIRE(row.fault_t);
   CHECK_THAT(*row.fault_t, WithinAbs(marker, 1e-3));
-  CHECK_THAT(row.fault_t_source, ContainsSubstring("rank 1"));
+  CHECK_THAT(row.fault_t_source, Contains("rank 1"));
 
   const ToolCell& pg = cell(row, "pg_error");
   CHECK_THAT(*pg.after_s, WithinAbs(10.5, 1e-3));
@@ -208,7 +207,7 @@ HANGLAB_PY_UNRELATED = "x"
   CHECK(pg.cause == "timeout");
   CHECK(pg.cause_judgment == "none");  // a timeout says where, not why
   CHECK(cell(row, "torchrun").status == "na");
-  CHECK_THAT(cell(row, "torchrun").note, ContainsSubstring("launcher local"));
+  CHECK_THAT(cell(row, "torchrun").note, Contains("launcher local"));
   CHECK(cell(row, "torchfrtrace").status == "na");
   CHECK(cell(row, "hanglab").status == "silent");
   // The right class, the wrong finer cause.
@@ -240,7 +239,7 @@ cause = "frozen"
               {"settings", {{"backend", "nccl"}, {"launcher", "local"}, {"world_size", 2}, {"workload", "torch_ddp"}}},
               {"start_t", kT0},
               {"end_t", kFault + 700},
-              {"faults", {{{"kind", "freeze_rank"}, {"ranks", {1}}, {"t", kFault}, {"fired", true}}}},
+              {"faults", json::array({{{"kind", "freeze_rank"}, {"ranks", json::array({1})}, {"t", kFault}, {"fired", true}}})},
               {"detections", json::array()},
               {"verdict", {{"status", "pass"}}}};
   write_file(d / "run.json", run.dump());
@@ -251,7 +250,7 @@ cause = "frozen"
   CHECK(hb.ranks == std::vector<int>{0});
   CHECK(hb.victim);
   CHECK(cell(row, "torchfrtrace").status == "na");
-  CHECK_THAT(cell(row, "fr_hanglab").note, ContainsSubstring("built-in"));
+  CHECK_THAT(cell(row, "fr_hanglab").note, Contains("built-in"));
   CHECK(cell(row, "triage").status == "no_verdict");  // no triage.json
 }
 
@@ -259,15 +258,19 @@ TEST_CASE("tooling matrix: Markdown and HTML over runs; a directory that is not 
   const fs::path d = killed_run();
   const std::vector<ToolingRow> rows = {tooling_row(d, d.parent_path())};
   const std::string md = render_tooling_md(rows, "Generated for a test.");
-  CHECK_THAT(md, ContainsSubstring("Generated for a test."));
-  CHECK_THAT(md, ContainsSubstring("| **kill_rank** (`kill_rank`, run pass) | rank 1: rank_exit/killed |"));
-  CHECK_THAT(md, ContainsSubstring("| torchrun summary (Root Cause) | 1 | 1 | 1 | 1 |"));
-  CHECK_THAT(md, ContainsSubstring("| NCCL heartbeat monitor | 0 | 0 | 0 | 0 |"));
+  CHECK_THAT(md, Contains("Generated for a test."));
+  CHECK_THAT(md, Contains("| **kill_rank** (`kill_rank`, run pass) | rank 1: rank_exit/killed |"));
+  CHECK_THAT(md, Contains("| torchrun summary (Root Cause) | 1 | 1 | 1 | 1 |"));
+  // The summary row: PG error (victim, partly), heartbeat n/a, torchfrtrace crashed, ...
+  CHECK_THAT(md, Contains("| kill_rank | rank 1: rank_exit/killed | +0.5 s · rank ✗ (victim) · cause ~ | n/a | no verdict | "
+                          "after run +3.0 s · rank ✓ · cause "));
+  CHECK_THAT(md, Contains("| +1.0 s · rank ✓ · cause ✓ | +0.0 s · rank ✓ · cause ~ | after run +3.0 s · rank ✓ · cause ✓ |"));
+  CHECK_THAT(md, Contains("| NCCL heartbeat monitor | 0 | 0 | 0 | 0 |"));
   const std::string html = render_tooling_html(rows, "Generated <for> a test.");
-  CHECK_THAT(html, ContainsSubstring("Generated &lt;for&gt; a test."));
-  CHECK_THAT(html, ContainsSubstring("<td class=\"good\""));
-  CHECK_THAT(html, ContainsSubstring("<td class=\"na\""));
-  CHECK_THROWS_WITH(tooling_row(d / "ranks", d), ContainsSubstring("not a hanglab run directory"));
+  CHECK_THAT(html, Contains("Generated &lt;for&gt; a test."));
+  CHECK_THAT(html, Contains("<td class=\"good\""));
+  CHECK_THAT(html, Contains("<td class=\"na\""));
+  CHECK_THROWS_WITH(tooling_row(d / "ranks", d), Contains("not a hanglab run directory"));
 }
 
 TEST_CASE("tooling matrix: without a known fault the scenario's [expect.triage] is the truth", "[tooling_matrix]") {
@@ -286,15 +289,15 @@ missing_ranks = [0]
               {"start_t", kT0},
               {"end_t", kT0 + 40},
               {"faults", json::array()},
-              {"detections", {detection("harness_watchdog", -1, kT0 + 30, "no progress on any live rank for 30.0 s")}}};
+              {"detections", json::array({detection("harness_watchdog", -1, kT0 + 30, "no progress on any live rank for 30.0 s")})}};
   write_file(d / "run.json", run.dump());
-  write_file(d / "triage.json", json({{"category", "data_loading"}, {"cause", "loader_stall"}, {"missing_ranks", {0}}}).dump());
+  write_file(d / "triage.json", json({{"category", "data_loading"}, {"cause", "loader_stall"}, {"missing_ranks", json::array({0})}}).dump());
   const ToolingRow row = tooling_row(d, d.parent_path());
   CHECK(row.fault == "none");
   CHECK(row.culprits == std::vector<int>{0});
   CHECK(row.truth_category == "data_loading");
   CHECK_FALSE(row.fault_t);
-  CHECK_THAT(row.fault_t_source, ContainsSubstring("after launch"));
+  CHECK_THAT(row.fault_t_source, Contains("after launch"));
   const ToolCell& hl = cell(row, "hanglab");
   CHECK(hl.status == "fired");
   CHECK_THAT(*hl.after_s, WithinAbs(30.0, 1e-6));  // after launch
