@@ -160,6 +160,18 @@ TEST_CASE("tooling matrix: a killed rank under torchrun with Flight Recorder dum
   CHECK(tg.rank_judgment == "right");
   CHECK(tg.cause_judgment == "right");
   CHECK_THAT(*tg.after_s, WithinAbs(3.0, 1e-6));
+
+  // A rank that wrote no error file: torchrun's placeholder line is no traceback, and the rank
+  // it names (0, which complained) is a victim.
+  json run = json::parse(read_file(d / "run.json"));
+  run["torchrun"]["root_cause"] = {
+      {"rank", 0}, {"exitcode", 10}, {"traceback", "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"}};
+  write_file(d / "run.json", run.dump());
+  const ToolingRow again = tooling_row(d, d.parent_path());
+  const ToolCell& tr2 = cell(again, "torchrun");
+  CHECK(tr2.cause == "exit 10");
+  CHECK(tr2.victim);
+  CHECK(tr2.cause_judgment == "partly");
 }
 
 TEST_CASE("tooling matrix: a fault the script injects is dated by its own log line", "[tooling_matrix]") {
@@ -215,7 +227,7 @@ HANGLAB_PY_UNRELATED = "x"
   CHECK(cell(row, "triage").rank_judgment == "right");
 }
 
-TEST_CASE("tooling matrix: NCCL heartbeat monitor from a rank's log; built-in workload has no FR", "[tooling_matrix]") {
+TEST_CASE("tooling matrix: NCCL heartbeat monitor from a rank's log, and a built-in workload has no FR", "[tooling_matrix]") {
   fs::path d = fresh_dir("nccl_freeze");
   write_file(d / "scenario.toml", R"([scenario]
 name = "nccl_freeze"
@@ -254,7 +266,7 @@ cause = "frozen"
   CHECK(cell(row, "triage").status == "no_verdict");  // no triage.json
 }
 
-TEST_CASE("tooling matrix: Markdown and HTML over runs; a directory that is not a run", "[tooling_matrix]") {
+TEST_CASE("tooling matrix: Markdown and HTML over runs, and a directory that is not a run", "[tooling_matrix]") {
   const fs::path d = killed_run();
   const std::vector<ToolingRow> rows = {tooling_row(d, d.parent_path())};
   const std::string md = render_tooling_md(rows, "Generated for a test.");
