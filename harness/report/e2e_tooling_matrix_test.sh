@@ -23,7 +23,7 @@ cat "$work/out.txt"
 [ $rc -eq 0 ] || fail "ci/tooling-matrix.sh exited $rc"
 md=$work/tooling-matrix.md html=$work/tooling-matrix.html
 [ -s "$md" ] && [ -s "$html" ] || fail "no $md / $html"
-grep -q '^Generated .* by ci/tooling-matrix.sh at commit ' "$md" || fail "no origin line"
+grep -q '^Runs made .* by ci/tooling-matrix.sh at commit ' "$md" || fail "no origin line"
 
 # cell ROW COLUMN: a table cell of the row whose first cell starts with **ROW**.
 # Columns: 2 fault, 3 truth, 4 setup, 5 PG/Gloo, 6 heartbeat, 7 torchfrtrace, 8 FR->hanglab,

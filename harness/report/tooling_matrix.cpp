@@ -603,7 +603,7 @@ std::string render_tooling_md(const std::vector<ToolingRow>& rows, const std::st
   for (size_t i = 0; i < tooling_tools().size(); ++i) md += "---|";
   md += "\n";
   for (const auto& r : rows) {
-    md += fmt::format("| {} | {} |", r.fault, truth_text(r));
+    md += fmt::format("| {} | {} |", r.fault == r.scenario ? r.fault : r.scenario + ": " + r.fault, truth_text(r));
     for (const auto& c : r.cells) md += " " + tooling_cell_short(c) + " |";
     md += "\n";
   }
