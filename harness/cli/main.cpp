@@ -90,23 +90,26 @@ int cmd_report(const std::vector<std::string>& dirs, const std::string& format, 
   std::vector<ToolingRow> tooling_rows;
   for (const auto& d : dirs) {
     try {
+      if (!fs::exists(fs::path(d) / "run.json") && !fs::exists(fs::path(d) / "harness.jsonl"))
+        throw std::runtime_error(d + ": not a hanglab run directory (no harness.jsonl, no run.json)");
       if (!tooling.empty()) tooling_rows.push_back(tooling_row(d, fs::absolute(tooling).parent_path()));
-      if (format == "none") continue;
-      LoadedRun run = load_run_dir(d);
-      std::vector<std::string> wrote;
-      if (format == "all" || format == "text") {
-        write_file(fs::path(d) / "report.txt", render_run_report(run.scenario, run.result));
-        wrote.push_back("report.txt");
+      if (format != "none") {  // none: only the pages over all runs (--matrix, --tooling-matrix)
+        LoadedRun run = load_run_dir(d);
+        std::vector<std::string> wrote;
+        if (format == "all" || format == "text") {
+          write_file(fs::path(d) / "report.txt", render_run_report(run.scenario, run.result));
+          wrote.push_back("report.txt");
+        }
+        if (format == "all" || format == "html") {
+          write_file(fs::path(d) / "report.html", render_run_html(d));
+          wrote.push_back("report.html");
+        }
+        if (format == "all" || format == "junit") {
+          write_file(fs::path(d) / "junit.xml", junit_xml({junit_suite(run.scenario, run.result)}));
+          wrote.push_back("junit.xml");
+        }
+        std::cout << verdict_line(run.result) << "\n  " << d << ": " << fmt::format("{}", fmt::join(wrote, ", ")) << "\n";
       }
-      if (format == "all" || format == "html") {
-        write_file(fs::path(d) / "report.html", render_run_html(d));
-        wrote.push_back("report.html");
-      }
-      if (format == "all" || format == "junit") {
-        write_file(fs::path(d) / "junit.xml", junit_xml({junit_suite(run.scenario, run.result)}));
-        wrote.push_back("junit.xml");
-      }
-      std::cout << verdict_line(run.result) << "\n  " << d << ": " << fmt::format("{}", fmt::join(wrote, ", ")) << "\n";
       if (!matrix.empty()) entries.push_back(matrix_entry(d, fs::absolute(matrix).parent_path()));
     } catch (const std::exception& e) {
       std::cerr << d << ":0:0: " << e.what() << "\n";
