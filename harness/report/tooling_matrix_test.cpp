@@ -23,8 +23,18 @@ namespace {
 constexpr double kT0 = 1796202498.5;  // launch
 constexpr double kFault = kT0 + 12.7;
 
+// This process's fixture folder, removed when the process ends.
+struct TempRoot {
+  fs::path path = fs::temp_directory_path() / ("hanglab_tooling_test_" + std::to_string(::getpid()));
+  ~TempRoot() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("hanglab_tooling_test_" + std::to_string(::getpid())) / name / "20261202T090818Z";
+  static TempRoot root;
+  fs::path d = root.path / name / "20261202T090818Z";
   fs::remove_all(d);
   fs::create_directories(d / "ranks");
   for (int r = 0; r < 3; ++r) fs::create_directories(d / "ranks" / std::to_string(r));
