@@ -128,3 +128,12 @@ out=$("$hanglab" run "$work/module_ok.toml" --results "$work/ok-results" --no-st
 [ $rc -eq 0 ] || fail "sh -c with no [expect]: exit $rc, want 0 (observed): $out"
 echo "$out" | grep -q "^OBSERVED" || fail "no [expect] is not reported as observed: $out"
 echo "ok: sh -c runs, verdict observed"
+
+# The tooling matrix over a directory that is not a run: one line, exit 2, the old table kept.
+echo "old table" > "$work/tooling-matrix.md"
+out=$("$hanglab" report --format none --tooling-matrix "$work/tooling-matrix.md" "$src/scenarios" 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "report --tooling-matrix on a non-run: exit $rc, want 2: $out"
+[ "$(echo "$out" | wc -l)" -eq 1 ] || fail "want exactly one line, got: $out"
+echo "$out" | grep -q "scenarios:0:0: .*not a hanglab run directory" || fail "line does not name the directory: $out"
+[ "$(cat "$work/tooling-matrix.md")" = "old table" ] && [ ! -e "$work/tooling-matrix.html" ] || fail "the matrix was (over)written"
+echo "ok: $out"

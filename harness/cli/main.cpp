@@ -22,6 +22,7 @@
 #include "run/run_record.hpp"
 #include "cli/run_cmd.hpp"
 #include "report/run_report.hpp"
+#include "report/tooling_matrix.hpp"
 #include "run/runner.hpp"
 #include "run/state.hpp"
 #include "triage/triage.hpp"
@@ -81,26 +82,34 @@ int cmd_validate(ValidateOptions o) {
 
 // Regenerates report.txt, report.html and junit.xml of finished run directories from
 // their files; a matrix page over them with --matrix.
-int cmd_report(const std::vector<std::string>& dirs, const std::string& format, const std::string& matrix) {
+// --tooling-matrix FILE.md: the detection-tooling matrix over them (FILE.md and FILE.html).
+int cmd_report(const std::vector<std::string>& dirs, const std::string& format, const std::string& matrix,
+               const std::string& tooling, const std::string& origin) {
   int rc = 0;
   std::vector<MatrixEntry> entries;
+  std::vector<ToolingRow> tooling_rows;
   for (const auto& d : dirs) {
     try {
-      LoadedRun run = load_run_dir(d);
-      std::vector<std::string> wrote;
-      if (format == "all" || format == "text") {
-        write_file(fs::path(d) / "report.txt", render_run_report(run.scenario, run.result));
-        wrote.push_back("report.txt");
+      if (!fs::exists(fs::path(d) / "run.json") && !fs::exists(fs::path(d) / "harness.jsonl"))
+        throw std::runtime_error(d + ": not a hanglab run directory (no harness.jsonl, no run.json)");
+      if (!tooling.empty()) tooling_rows.push_back(tooling_row(d, fs::absolute(tooling).parent_path()));
+      if (format != "none") {  // none: only the pages over all runs (--matrix, --tooling-matrix)
+        LoadedRun run = load_run_dir(d);
+        std::vector<std::string> wrote;
+        if (format == "all" || format == "text") {
+          write_file(fs::path(d) / "report.txt", render_run_report(run.scenario, run.result));
+          wrote.push_back("report.txt");
+        }
+        if (format == "all" || format == "html") {
+          write_file(fs::path(d) / "report.html", render_run_html(d));
+          wrote.push_back("report.html");
+        }
+        if (format == "all" || format == "junit") {
+          write_file(fs::path(d) / "junit.xml", junit_xml({junit_suite(run.scenario, run.result)}));
+          wrote.push_back("junit.xml");
+        }
+        std::cout << verdict_line(run.result) << "\n  " << d << ": " << fmt::format("{}", fmt::join(wrote, ", ")) << "\n";
       }
-      if (format == "all" || format == "html") {
-        write_file(fs::path(d) / "report.html", render_run_html(d));
-        wrote.push_back("report.html");
-      }
-      if (format == "all" || format == "junit") {
-        write_file(fs::path(d) / "junit.xml", junit_xml({junit_suite(run.scenario, run.result)}));
-        wrote.push_back("junit.xml");
-      }
-      std::cout << verdict_line(run.result) << "\n  " << d << ": " << fmt::format("{}", fmt::join(wrote, ", ")) << "\n";
       if (!matrix.empty()) entries.push_back(matrix_entry(d, fs::absolute(matrix).parent_path()));
     } catch (const std::exception& e) {
       std::cerr << d << ":0:0: " << e.what() << "\n";
@@ -110,6 +119,21 @@ int cmd_report(const std::vector<std::string>& dirs, const std::string& format, 
   if (!matrix.empty() && !entries.empty()) {
     write_file(matrix, render_matrix_html(entries, fmt::format("hanglab runs: {} scenarios", entries.size())));
     std::cout << "html: " << matrix << "\n";
+  }
+  // A directory that is not a run: nothing is (over)written.
+  if (!tooling.empty() && rc == 0 && !tooling_rows.empty()) {
+    fs::path md = tooling, html = fs::path(tooling).replace_extension(".html");
+    if (md.extension() != ".md") md += ".md";
+    std::string note = origin.empty() ? fmt::format("Generated {} from {} run directories.", iso_time(unix_now()).substr(0, 19) + "Z",
+                                                    tooling_rows.size())
+                                      : origin;
+    write_file(md, render_tooling_md(tooling_rows, note));
+    write_file(html, render_tooling_html(tooling_rows, note));
+    for (const auto& r : tooling_rows) {
+      std::cout << r.scenario << " (" << r.fault << "):\n";
+      for (const auto& c : r.cells) std::cout << "  " << tooling_tool_title(c.tool) << ": " << tooling_cell_text(c) << "\n";
+    }
+    std::cout << "tooling matrix: " << md.string() << ", " << html.string() << "\n";
   }
   return rc;
 }
@@ -246,13 +270,16 @@ int main(int argc, char** argv) {
   validate->add_flag("--no-recheck", no_recheck, "do not re-validate the recommended settings (one pass only)");
 
   std::vector<std::string> report_dirs;
-  std::string report_format = "all", report_matrix;
+  std::string report_format = "all", report_matrix, report_tooling, report_origin;
   auto* report = app.add_subcommand("report", "regenerate report.txt, report.html and junit.xml from run directories");
   report->add_option("run_dirs", report_dirs, "hanglab run directories")->required();
   report->add_option("--format", report_format, "which reports")
-      ->check(CLI::IsMember({"all", "text", "html", "junit"}))
+      ->check(CLI::IsMember({"all", "text", "html", "junit", "none"}))
       ->capture_default_str();
   report->add_option("--matrix", report_matrix, "also write one HTML page over all the given runs to this file");
+  report->add_option("--tooling-matrix", report_tooling,
+                     "also write the detection-tooling matrix over the given runs to this .md file (and .html beside it)");
+  report->add_option("--origin", report_origin, "a line under the tooling matrix's title (date, commit, host)");
 
   std::string hist_scenario;
   size_t hist_last = 20;
@@ -314,7 +341,7 @@ int main(int argc, char** argv) {
       vopts.recheck = !no_recheck;
       return cmd_validate(vopts);
     }
-    if (*report) return cmd_report(report_dirs, report_format, report_matrix);
+    if (*report) return cmd_report(report_dirs, report_format, report_matrix, report_tooling, report_origin);
     if (*history) return cmd_history(results, hist_scenario, hist_last, hist_strict);
     if (*bench) {
       install_interrupt_handlers();

@@ -33,6 +33,8 @@ rank): program-logic bugs a real script has, in the places a real script has the
                               backward: it never enters DDP's gradient allreduce for N
     HANGLAB_PY_RAISE_STEP=N   at step N that rank raises RuntimeError in its loop
     HANGLAB_PY_EXIT_STEP=N    at step N that rank leaves the loop and exits 0 (early exit)
+Each names its variable in the line the rank prints where the fault acts (the warning, the
+exception's message, the early-exit line): hanglab's tooling matrix dates the fault by that line.
 
 Flight Recorder (hanglab's [detect] flight_recorder = true sets TORCH_FR_BUFFER_SIZE, so torch
 records every collective, and HANGLAB_FR_DUMP, the path of this rank's dump): torch dumps

@@ -200,7 +200,9 @@ void classify_text(sv m, LogLine& o) {
         o.kind = LogKind::kCommException;
       }
     } else if (has(m, "No space left on device")) {
-      o.kind = LogKind::kDiskFull;
+      // ENOSPC on a shared-memory segment is a full /dev/shm, not a full disk: PyTorch's
+      // "unable to allocate shared memory(shm) for file </torch_...>: No space left on device".
+      o.kind = has(m, "shared memory") ? LogKind::kShmBusError : LogKind::kDiskFull;
     } else if (has(m, "DataLoader worker") && has(m, "killed by signal")) {
       o.kind = LogKind::kDataLoaderKilled;
       o.signal = signal_from_name(m.substr(m.find("killed by signal") + 16));
@@ -511,7 +513,7 @@ void classify_text(sv m, LogLine& o) {
     return;
   }
   if (has(m, "No space left on device")) {
-    o.kind = LogKind::kDiskFull;
+    o.kind = has(m, "shared memory") ? LogKind::kShmBusError : LogKind::kDiskFull;  // see above
     return;
   }
   if (has(m, "Stale file handle") || has(m, "not responding, still trying") || has(m, "Input/output error") ||

@@ -141,7 +141,7 @@ void LogTimeline::describe_kind(const LogEvent& e, Fail& f) const {
       f.category = "data_loading";
       f.cause = "shm_exhausted";
       f.strength = 2;
-      f.what = "DataLoader worker bus error (insufficient /dev/shm): " + txt;
+      f.what = "DataLoader shared memory exhausted (/dev/shm): " + txt;
       return;
     case LogKind::kResourceLimit:
       f.role = Role::kRoot;

@@ -85,7 +85,8 @@ enum class LogKind : uint8_t {
   kTerminate,         // "terminate called after throwing an instance of 'X'"
   kCrash,             // "Segmentation fault (core dumped)", "Bus error", "Aborted (core dumped)" (signal set)
   kDataLoaderKilled,  // "DataLoader worker (pid 123) is killed by signal: Bus error."
-  kShmBusError,       // "Unexpected bus error encountered in worker ... insufficient shared memory (shm)"
+  kShmBusError,       // "Unexpected bus error encountered in worker ... insufficient shared memory (shm)",
+                      // "unable to allocate shared memory(shm) ...: No space left on device": /dev/shm full
   kOomKill,           // kernel/cgroup/Kubernetes OOM kill ("Out of memory: Killed process 1234 (python)")
   kDiskFull,          // "No space left on device"
   kResourceLimit,     // another limit that ended the job (Slurm's time limit); cause from the pattern table

@@ -383,6 +383,12 @@ TEST_CASE("launchers, tracebacks, kernel and exit statuses", "[triage_logs]") {
     CHECK(parse("*** SIGSEGV (@0x0) received by PID 41211 (TID 0x7f) from PID 0; stack trace: ***").kind ==
           LogKind::kCrash);
     CHECK(parse("OSError: [Errno 28] No space left on device").kind == LogKind::kDiskFull);
+    // ENOSPC on a shared-memory segment is a full /dev/shm (a Python rank's DataLoader, scenarios/tooling/tiny_shm).
+    CHECK(parse("[rank1]: RuntimeError: unable to allocate shared memory(shm) for file </torch_29417_3077712898_0>: No "
+                "space left on device (28)")
+              .kind == LogKind::kShmBusError);
+    CHECK(parse("unable to allocate shared memory(shm) for file </torch_1_2_0>: No space left on device (28)").kind ==
+          LogKind::kShmBusError);
     CHECK(parse("nfs: server fs01 not responding, still trying").kind == LogKind::kStorageError);
   }
   SECTION("exit codes 137/139") {

@@ -203,7 +203,14 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
       culprits = {first->rank};
       category = "rank_exit";
       const bool kept = r.category == "rank_exit" && r.missing_ranks == culprits;
-      cause = kept ? r.cause
+      // The logs gave this rank's own failure a cause that ends a process by itself (its
+      // traceback says "Unable to find address for: eth9", a refused store): it exited of
+      // that cause, and the exit confirms the rank; "exception" would lose what it said.
+      const bool logged_cause = !first->exit->signal && r.first_failure &&
+                                r.first_failure->rank == first->rank &&
+                                (r.category == "network" || r.category == "rendezvous");
+      if (logged_cause) category = r.category;
+      cause = kept || logged_cause ? r.cause
               : first->exit->signal ? (reason::is_crash_signal(*first->exit->signal) ? "crashed" : "killed")
                                     : "exception";
       fail_t = first->exit->t;

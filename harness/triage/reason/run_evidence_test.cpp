@@ -170,6 +170,32 @@ TEST_CASE("exit codes alone do not overturn a culprit the logs named; a signal d
   CHECK(f.r.missing_ranks == std::vector<int>{2});
 }
 
+TEST_CASE("a rank that exited of a cause its own log named keeps the cause (wrong socket interface)") {
+  // A Python rank's init_process_group raised "Unable to find address for: hanglab_none0": the
+  // plain-log reading says network/wrong_ifname, rank 1 (no missing ranks: the logs cannot tell
+  // who was left), and rank 1 is the first to exit, code 1 (scenarios/tooling/wrong_socket_ifname).
+  Fixture f;
+  f.r.phase = "init";
+  f.r.category = "network";
+  f.r.cause = "wrong_ifname";
+  f.r.first_failure = Failure{1, 1005.2, "Unable to find address for: hanglab_none0", "ranks/1/stderr.log:30"};
+  f.exit(1, 1005.3, 1, std::nullopt, false, 40);
+  f.exit(0, 1006.0, std::nullopt, 15, true, 41);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.category == "network");
+  CHECK(f.r.cause == "wrong_ifname");
+  CHECK(f.r.missing_ranks == std::vector<int>{1});
+  // The same first exit after the logs named another rank's failure: the exit decides, as before.
+  f = Fixture();
+  f.r.category = "network";
+  f.r.cause = "wrong_ifname";
+  f.r.first_failure = Failure{2, 1005.2, "Unable to find address for: eth9", "ranks/2/stderr.log:30"};
+  f.exit(1, 1005.3, 1, std::nullopt, false, 40);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.category == "rank_exit");
+  CHECK(f.r.cause == "exception");
+}
+
 TEST_CASE("a stopped rank outranks its peers' timeout exits") {
   Fixture f;
   f.exit(0, 1019, 1, std::nullopt, false, 40);
