@@ -17,6 +17,7 @@
 #include "run/runner.hpp"
 #include "run/workloads.hpp"
 #include "util.hpp"
+#include "validate/torch_checks.hpp"
 #include "validate/validate.hpp"
 
 namespace hanglab {
@@ -53,8 +54,12 @@ class Validator {
 
   bool interrupted() const { return o_.interrupted && *o_.interrupted; }
   void plan();
-  // Runs `what` once with `t` substituted; returns false when interrupted.
-  bool run_one(const Planned& what, const Timeouts& t, const std::string& pass, PassRuns& into);
+  // Runs `what` once with `t` and `knobs` substituted (knobs only when it sets any); returns
+  // false when interrupted.
+  bool run_one(const Planned& what, const Timeouts& t, const TorchKnobs& knobs, const std::string& pass,
+               PassRuns& into);
+  // The knob probes (scenarios/validate/knobs/) under the proposal; false when interrupted.
+  bool run_knob_probes(KnobProbe& probe);
   bool run_pass(const std::string& pass, const Timeouts& t, bool with_faults, PassRuns& into);
 
   const ValidateOptions& o_;
@@ -98,7 +103,8 @@ void Validator::plan() {
     throw ConfigError(baseline.front(), 0, 0, "", "no healthy scenario (without [[fault]]) to measure the phases on");
 }
 
-bool Validator::run_one(const Planned& what, const Timeouts& t, const std::string& pass, PassRuns& into) {
+bool Validator::run_one(const Planned& what, const Timeouts& t, const TorchKnobs& knobs, const std::string& pass,
+                        PassRuns& into) {
   if (interrupted()) return false;
   PreparedScenario ps = prepare_scenario(what.file);
   ps.scenario.timeouts = t;
@@ -106,6 +112,10 @@ bool Validator::run_one(const Planned& what, const Timeouts& t, const std::strin
       scenario_with_timeouts(ps.scenario.source_text, t,
                              fmt::format("hanglab validate ({} pass): [timeouts] replaced by {}", pass,
                                          pass == "measure" ? "permissive values (the deadline)" : settings_.file));
+  if (knobs.any()) {
+    ps.scenario.torch = knobs;
+    ps.scenario.source_text = scenario_with_torch(ps.scenario.source_text, knobs);
+  }
   progress_.begin(fmt::format("{} {}", pass, what.name));
   RunOptions ro;
   ro.results_dir = o_.results / pass;
@@ -164,10 +174,39 @@ bool Validator::run_one(const Planned& what, const Timeouts& t, const std::strin
 bool Validator::run_pass(const std::string& pass, const Timeouts& t, bool with_faults, PassRuns& into) {
   for (int i = 0; i < o_.repeat; ++i)
     for (const auto& b : baseline_)
-      if (!run_one(b, t, pass, into)) return false;
+      if (!run_one(b, t, settings_.torch, pass, into)) return false;
   if (with_faults)
     for (const auto& f : faults_)
-      if (!run_one(f, t, pass, into)) return false;
+      if (!run_one(f, t, settings_.torch, pass, into)) return false;
+  return true;
+}
+
+std::vector<std::pair<std::string, std::string>> knob_probe_plan(const TorchKnobs& k) {
+  // kind -> scenario of scenarios/validate/knobs/; the control and the mismatch run only price
+  // or show a debug level.
+  std::vector<std::pair<std::string, std::string>> plan = {{"healthy", "python_healthy.toml"}};
+  const auto debug = k.string_value("distributed_debug");
+  if (debug && *debug != "OFF") plan.push_back({"control", "python_healthy.toml"});
+  plan.push_back({"timeout", "python_timeout.toml"});
+  if (debug && *debug == "DETAIL") plan.push_back({"mismatch", "python_mismatch.toml"});
+  return plan;
+}
+
+bool Validator::run_knob_probes(KnobProbe& probe) {
+  const fs::path dir = default_scenarios_dir() / "validate" / "knobs";
+  PassRuns runs;
+  for (const auto& [kind, file] : knob_probe_plan(settings_.torch)) {
+    PreparedScenario ps = prepare_scenario(dir / file);
+    Planned p{dir / file, ps.scenario.name + (kind == "control" ? " (no knobs)" : ""), ps.scenario.faults.empty(),
+              ps.scenario.deadline_s};
+    // The proposal's timeouts, except where a Python rank needs more than a C++ one: `import
+    // torch` takes seconds before the first output line (init_s, progress_s).
+    Timeouts t = settings_.timeouts;
+    t.init_s = std::max(t.init_s, ps.scenario.timeouts.init_s);
+    t.progress_s = std::max(t.progress_s, ps.scenario.timeouts.progress_s);
+    if (!run_one(p, t, kind == "control" ? TorchKnobs{} : settings_.torch, "knobs", runs)) return false;
+    if (!runs.runs.back().skipped) read_knob_probe(runs.runs.back().run_dir, kind, probe);
+  }
   return true;
 }
 
@@ -188,7 +227,8 @@ int Validator::run() {
   const fs::path out_file = o_.out.empty() ? o_.results / "recommended.toml" : o_.out;
 
   const size_t per_pass = baseline_.size() * static_cast<size_t>(o_.repeat) + faults_.size();
-  progress_.set_total(per_pass * (o_.recheck ? 2 : 1));
+  const size_t probes = settings_.torch.any() ? knob_probe_plan(settings_.torch).size() : 0;
+  progress_.set_total(per_pass * (o_.recheck ? 2 : 1) + probes);
   std::vector<std::string> names;
   for (const auto& f : faults_) names.push_back(f.name);
   std::vector<std::string> bnames;
@@ -206,6 +246,12 @@ int Validator::run() {
 
   PassRuns proposed;
   if (!run_pass("proposed", settings_.timeouts, true, proposed)) return interrupted_exit();
+  KnobProbe probe;
+  if (settings_.torch.any() && !run_knob_probes(probe)) return interrupted_exit();
+  const std::vector<KnobInteraction> knob_rows =
+      settings_.torch.any() ? torch_interactions(settings_.torch, settings_.timeouts, probe) : std::vector<KnobInteraction>{};
+  const int knob_harmful =
+      static_cast<int>(std::count_if(knob_rows.begin(), knob_rows.end(), [](const KnobInteraction& r) { return r.finding(); }));
 
   // Phase durations come from healthy runs that no alarm cut short; a baseline that had
   // an alarm under the proposal is measured again with permissive timeouts.
@@ -224,9 +270,9 @@ int Validator::run() {
     permissive.init_s = permissive.collective_s = permissive.progress_s = b.deadline_s;
     permissive.checkpoint_s = permissive.eval_s = b.deadline_s;
     measure_runs += o_.repeat;
-    progress_.set_total(per_pass * (o_.recheck ? 2 : 1) + static_cast<size_t>(measure_runs));
+    progress_.set_total(per_pass * (o_.recheck ? 2 : 1) + probes + static_cast<size_t>(measure_runs));
     for (int i = 0; i < o_.repeat; ++i)
-      if (!run_one(b, permissive, "measure", measure)) return interrupted_exit();
+      if (!run_one(b, permissive, settings_.torch, "measure", measure)) return interrupted_exit();
     if (measure.clean_by_scenario.count(b.name)) {
       measured.merge(measure.clean_by_scenario[b.name]);
       measured_from.push_back(b.name + " (measure pass: permissive timeouts)");
@@ -253,19 +299,31 @@ int Validator::run() {
                                               : fmt::format("{}", fmt::join(measured_from, "; ")));
   report += render_phase_table(stats);
   report += "\n" + render_pass(first, &rec, settings_.cost_ranks);
+  if (settings_.torch.any()) report += "\n" + render_torch_section(settings_.torch, knob_rows, probe);
   std::vector<std::string> header = {
       "hanglab validate: recommended timeouts and watchdog settings",
       fmt::format("proposed: {} ({})", settings_.file, timeouts_line(settings_.timeouts)),
       fmt::format("measured on: {}, {} UTC", measured_from.empty() ? "nothing" : fmt::format("{}", fmt::join(bnames, ", ")),
                   iso_time(unix_now()).substr(0, 19)),
-      fmt::format("proposed settings: {}", first.pass() ? "PASS" : "FAIL"),
+      fmt::format("proposed settings: {}", first.pass() && knob_harmful == 0 ? "PASS" : "FAIL"),
   };
   if (second) header.push_back(fmt::format("re-validated in the same command: {} ({} false positives, {} misses, {} late)",
                                            second->pass() ? "PASS" : "FAIL", second->count("false_positive"),
                                            second->count("miss"), second->count("late")));
   header.push_back("collective_s clears the longest healthy wait in a collective (checkpoint barrier, slow first collective);");
   header.push_back("checkpoint_s / eval_s are the harness watchdog's limit while a rank is in that phase.");
-  const std::string toml_text = recommendation_toml(rec, settings_, header);
+  std::string toml_text = recommendation_toml(rec, settings_, header);
+  if (settings_.torch.any()) {
+    // The knobs are carried over as proposed; a harmful interaction is named above each key it
+    // involves, for the user to decide (hanglab does not guess a fix for a NCCL-only knob).
+    toml_text += "\n# [torch] as proposed";
+    toml_text += knob_harmful ? fmt::format(" ({} harmful interaction{}: see validate.txt, \"torch knobs\")\n",
+                                            knob_harmful, knob_harmful == 1 ? "" : "s")
+                              : " (no harmful interaction found)\n";
+    for (const auto& r : knob_rows)
+      if (r.finding()) toml_text += fmt::format("# HARMFUL {}: {}: {}\n", r.id, r.knobs, r.measured);
+    toml_text += torch_knobs_toml(settings_.torch);
+  }
   if (out_file.has_parent_path()) fs::create_directories(out_file.parent_path());
   write_file(out_file, toml_text);
 
@@ -276,11 +334,15 @@ int Validator::run() {
     report += fmt::format("  {:<13} {:>6g}   (proposed {}) {}\n", a.key, a.recommended,
                           a.proposed ? fmt::format("{:g}", *a.proposed) : "-", a.basis);
   if (second) report += "\n" + render_pass(*second, &rec, settings_.cost_ranks);
-  report += fmt::format("\nverdict: the proposed settings {}", first.pass() ? "PASS" : "FAIL");
-  if (!first.pass())
-    report += fmt::format(" ({} false positive{}, {} miss{}, {} late)", first.count("false_positive"),
+  const bool proposal_ok = first.pass() && knob_harmful == 0;
+  report += fmt::format("\nverdict: the proposed settings {}", proposal_ok ? "PASS" : "FAIL");
+  if (!proposal_ok)
+    report += fmt::format(" ({} false positive{}, {} miss{}, {} late{})", first.count("false_positive"),
                           first.count("false_positive") == 1 ? "" : "s", first.count("miss"),
-                          first.count("miss") == 1 ? "" : "es", first.count("late"));
+                          first.count("miss") == 1 ? "" : "es", first.count("late"),
+                          settings_.torch.any() ? fmt::format(", {} harmful torch-knob interaction{}", knob_harmful,
+                                                              knob_harmful == 1 ? "" : "s")
+                                                : "");
   if (second)
     report += fmt::format("; the recommended settings {}{}", second->pass() ? "PASS" : "FAIL",
                           second->pass() ? " -> adopt " + out_file.string() : "");
@@ -297,9 +359,14 @@ int Validator::run() {
   for (const auto& [k, d] : stats) phases[k] = {{"n", d.n}, {"p50", d.p50}, {"p99", d.p99}, {"max", d.max}};
   j["phases"] = phases;
   if (second) j["recommended"] = to_json(*second);
+  if (settings_.torch.any()) {
+    j["torch_knobs"] = to_json(knob_rows, probe);
+    j["torch_knobs"]["harmful"] = knob_harmful;
+  }
+  j["pass"] = proposal_ok;
   write_file(o_.results / "validate.json", j.dump(2) + "\n");
   write_file(o_.results / "validate.txt", report);
-  return first.pass() ? 0 : 1;
+  return proposal_ok ? 0 : 1;
 }
 
 }  // namespace

@@ -1,0 +1,359 @@
+// The torch-knob interaction rules and the probe readers; see torch_checks.hpp.
+#include "validate/torch_checks.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "run/supervisor.hpp"
+#include "triage/fr/dump.hpp"
+#include "util.hpp"
+#include "validate/validate.hpp"
+
+namespace hanglab {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+double hanglab_term_grace_s() { return SupervisorOptions{}.term_grace_s; }
+
+namespace {
+
+long long int_or(const TorchKnobs& k, const std::string& key) {
+  if (auto v = k.int_value(key)) return *v;
+  return std::stoll(find_torch_knob(key)->torch_default);
+}
+
+bool bool_or(const TorchKnobs& k, const std::string& key) {
+  if (auto v = k.bool_value(key)) return *v;
+  return std::string(find_torch_knob(key)->torch_default) == "true";
+}
+
+// "key = value" for the report; torch's default marked as such.
+std::string shown(const TorchKnobs& k, const std::string& key) {
+  const TorchKnobSpec* s = find_torch_knob(key);
+  if (!k.has(key)) return fmt::format("{} = {} (default)", key, s->torch_default);
+  const std::string type(s->type);
+  const std::string v = *k.string_value(key);
+  return fmt::format("{} = {}", key, type == "bool" ? (v == "1" ? "true" : "false") : v);
+}
+
+double max_of(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+
+}  // namespace
+
+std::vector<KnobInteraction> torch_interactions(const TorchKnobs& k, const Timeouts& to, const KnobProbe& probe) {
+  std::vector<KnobInteraction> out;
+  const double grace = hanglab_term_grace_s();
+  const double wait_s = static_cast<double>(int_or(k, "nccl_wait_timeout_dump_ms")) / 1000.0;
+
+  // The heartbeat monitor aborts the process when the watchdog is stuck for the heartbeat
+  // timeout; a hang's dump is due collective_s after the hang plus up to the dump wait.
+  if (k.has("nccl_heartbeat_timeout_s") || k.has("nccl_wait_timeout_dump_ms") || k.has("nccl_enable_monitoring")) {
+    KnobInteraction r{"heartbeat_before_dump",
+                      fmt::format("{}, {}, {}, collective_s = {:g}", shown(k, "nccl_enable_monitoring"),
+                                  shown(k, "nccl_heartbeat_timeout_s"), shown(k, "nccl_wait_timeout_dump_ms"),
+                                  to.collective_s),
+                      "the heartbeat monitor aborts the process before the watchdog's Flight Recorder dump is written",
+                      "", "needs_nccl"};
+    const long long hb = int_or(k, "nccl_heartbeat_timeout_s");
+    const double due = to.collective_s + wait_s;
+    if (!bool_or(k, "nccl_enable_monitoring")) {
+      r.measured = "static: monitoring off, nothing aborts a stuck watchdog (the heartbeat timeout is unused; a rank "
+                   "stuck in a CUDA/NCCL call stays until the launcher's watchdog)";
+    } else if (static_cast<double>(hb) < due) {
+      r.measured = fmt::format("static: heartbeat timeout {} s < collective_s + dump wait = {:g} + {:g} = {:g} s: the "
+                               "abort comes first, the dump is lost",
+                               hb, to.collective_s, wait_s, due);
+      r.verdict = "harmful";
+    } else {
+      r.measured = fmt::format("static: heartbeat timeout {} s >= collective_s + dump wait = {:g} s", hb, due);
+    }
+    out.push_back(r);
+  }
+
+  // A rank waits up to the dump wait for its dump; a launcher that stops it kills it after its grace.
+  if (k.has("nccl_wait_timeout_dump_ms")) {
+    KnobInteraction r{"dump_wait_vs_grace",
+                      fmt::format("{}; torchrun --shutdown-timeout {:g} s, hanglab teardown grace {:g} s",
+                                  shown(k, "nccl_wait_timeout_dump_ms"), kTorchrunShutdownTimeoutS, grace),
+                      "a launcher SIGKILLs a rank still waiting for its dump: the dump is lost", "", "needs_nccl"};
+    std::vector<std::string> over;
+    if (wait_s > kTorchrunShutdownTimeoutS) over.push_back(fmt::format("torchrun's {:g} s", kTorchrunShutdownTimeoutS));
+    if (wait_s > grace) over.push_back(fmt::format("hanglab's {:g} s", grace));
+    if (over.empty()) {
+      r.measured = fmt::format("static: dump wait {:g} s fits every grace period", wait_s);
+    } else {
+      r.measured = fmt::format("static: dump wait {:g} s > {}", wait_s, fmt::join(over, " and "));
+      r.verdict = "harmful";
+    }
+    out.push_back(r);
+  }
+
+  // Measured: how long a real dump takes here, against the grace periods.
+  if (probe.ran && !probe.dump_ms.empty()) {
+    const double worst = max_of(probe.dump_ms) / 1000.0;
+    KnobInteraction r{"dump_time_vs_grace",
+                      fmt::format("{}; torchrun --shutdown-timeout {:g} s, hanglab teardown grace {:g} s",
+                                  shown(k, "fr_buffer_size"), kTorchrunShutdownTimeoutS, grace),
+                      "a rank asked to stop (SIGTERM) dumps its Flight Recorder on the way out; a dump slower than the "
+                      "launcher's grace is cut by SIGKILL",
+                      fmt::format("{} dumps, longest {:.2f} s (entries up to {})", probe.dump_ms.size(), worst,
+                                  probe.dump_entries.empty()
+                                      ? 0
+                                      : *std::max_element(probe.dump_entries.begin(), probe.dump_entries.end())),
+                      "benign", true};
+    if (probe.sigterm_ranks > 0)
+      r.measured += fmt::format("; {} of {} ranks stopped by SIGTERM completed their dump", probe.sigterm_dumps,
+                                probe.sigterm_ranks);
+    if (worst > grace || probe.sigterm_dumps < probe.sigterm_ranks) {
+      r.verdict = "harmful";
+      r.measured += fmt::format(": longer than hanglab's {:g} s grace, a dump at teardown is lost", grace);
+    } else if (worst > kTorchrunShutdownTimeoutS) {
+      r.verdict = "harmful";
+    }
+    out.push_back(r);
+  }
+
+  // TORCH_FR_DUMP_ON_TIMEOUT is ProcessGroupNCCL's watchdog's: on Gloo a timeout dumps nothing.
+  if (k.has("fr_dump_on_timeout")) {
+    KnobInteraction r{"dump_on_timeout_gloo", shown(k, "fr_dump_on_timeout") + ", backend gloo",
+                      "relying on torch to dump on a collective timeout: Gloo has no watchdog that does", "",
+                      "benign", probe.ran};
+    if (!bool_or(k, "fr_dump_on_timeout")) {
+      r.measured = "off: nothing relies on it";
+    } else if (!probe.ran || probe.timeout_ranks == 0) {
+      r.measured = "no Gloo timeout was observed in the probe (nothing to judge)";
+      r.verdict = "needs_nccl";
+    } else {
+      r.measured = fmt::format("{} rank{} timed out; torch wrote {} dump{} at TORCH_FR_DUMP_TEMP_FILE",
+                               probe.timeout_ranks, probe.timeout_ranks == 1 ? "" : "s", probe.torch_dumps,
+                               probe.torch_dumps == 1 ? "" : "s");
+      if (probe.torch_dumps < probe.timeout_ranks) {
+        r.verdict = "harmful";
+        r.measured += ": the dump the setting promises never comes (on NCCL the watchdog writes it; not measurable here)";
+      }
+    }
+    out.push_back(r);
+  }
+
+  // A zero buffer records nothing, so every dump asked for is empty.
+  if (k.has("fr_buffer_size")) {
+    const long long size = int_or(k, "fr_buffer_size");
+    const bool dumps_wanted = bool_or(k, "fr_dump_on_timeout") || k.has("nccl_wait_timeout_dump_ms");
+    KnobInteraction r{"buffer_vs_dump", fmt::format("{}, {}", shown(k, "fr_buffer_size"), shown(k, "fr_dump_on_timeout")),
+                      "the Flight Recorder is asked to dump but its buffer records nothing (or too little)", "", "benign",
+                      probe.ran && !probe.dump_entries.empty()};
+    const long most = probe.dump_entries.empty() ? -1 : *std::max_element(probe.dump_entries.begin(), probe.dump_entries.end());
+    if (r.measured_here)
+      r.measured = fmt::format("{} dump{} read, at most {} entr{}", probe.dump_entries.size(),
+                               probe.dump_entries.size() == 1 ? "" : "s", most, most == 1 ? "y" : "ies");
+    else
+      r.measured = "no dump read";
+    if (size == 0 && dumps_wanted && (!r.measured_here || most == 0)) {
+      r.verdict = "harmful";
+      r.measured += ": every dump is empty, a hang leaves no record of the collectives";
+    } else if (size > 0 && r.measured_here && most >= size) {
+      r.measured += fmt::format(": the ring is full, a dump holds only the last {} collectives", size);
+    }
+    out.push_back(r);
+  }
+
+  // DETAIL checks every collective against the peers: a mismatch fails at once, at a price.
+  if (k.has("distributed_debug") && *k.string_value("distributed_debug") != "OFF") {
+    KnobInteraction r{"debug_cost", fmt::format("{}, progress_s = {:g}, collective_s = {:g}", shown(k, "distributed_debug"),
+                                                to.progress_s, to.collective_s),
+                      "the per-collective check slows every step and can push a healthy-but-slow phase over a bound",
+                      "", "benign", probe.ran && probe.control_ran};
+    if (r.measured_here && !probe.step_ms_on.empty() && !probe.step_ms_off.empty()) {
+      const double on = percentile(probe.step_ms_on, 50), off = percentile(probe.step_ms_off, 50);
+      const double worst_on = max_of(probe.step_ms_on);
+      r.measured = fmt::format("step p50 {:.0f} ms vs {:.0f} ms without ({:+.0f}%), slowest step {:.0f} ms; alarms on "
+                               "the healthy run: {} with, {} without",
+                               on, off, off > 0 ? (on - off) / off * 100 : 0, worst_on, probe.alarms_on,
+                               probe.alarms_off);
+      if (probe.alarms_on > probe.alarms_off || worst_on / 1000.0 > to.progress_s) {
+        r.verdict = "harmful";
+        r.measured += ": the knob turns a healthy run into an alarm";
+      }
+    } else {
+      r.measured = "not measured (no healthy probe run with and without the knobs)";
+      r.verdict = "needs_nccl";
+    }
+    out.push_back(r);
+    if (*k.string_value("distributed_debug") == "DETAIL" && probe.mismatch_ran) {
+      KnobInteraction m{"debug_mismatch", shown(k, "distributed_debug") + ", one rank skips a gradient allreduce",
+                        "(the good side) a skipped collective fails at once with the mismatch named, instead of a "
+                        "timeout or a closed connection at the end",
+                        "", "benign", true};
+      m.measured = probe.mismatch_named
+                       ? fmt::format("a rank raised \"Detected mismatch between collectives\"; first detection {} "
+                                     "{:.1f} s after launch",
+                                     probe.mismatch_detector, probe.mismatch_detect_s.value_or(0))
+                       : fmt::format("no mismatch error; first detection {} {:.1f} s after launch",
+                                     probe.mismatch_detector.empty() ? "none" : probe.mismatch_detector,
+                                     probe.mismatch_detect_s.value_or(0));
+      out.push_back(m);
+    }
+  }
+
+  // Error handling off: a timed-out NCCL collective leaves the process running.
+  if (k.has("nccl_async_error_handling")) {
+    const long long mode = int_or(k, "nccl_async_error_handling");
+    KnobInteraction r{"async_error_handling", shown(k, "nccl_async_error_handling"),
+                      "after a NCCL timeout the process is not torn down, so the job hangs past collective_s", "",
+                      "needs_nccl"};
+    if (mode == 0 || mode == 2) {
+      r.verdict = "harmful";
+      r.measured = fmt::format("static: mode {} does not end the process after a failed collective: the hang outlasts "
+                               "collective_s = {:g} s until a launcher or harness watchdog acts (torchrun's own default "
+                               "for its workers is 1)",
+                               mode, to.collective_s);
+    } else {
+      r.measured = fmt::format("static: mode {} tears the process down after a failed collective", mode);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+// ---- probe runs --------------------------------------------------------------------------
+
+void read_knob_probe(const fs::path& run_dir, const std::string& kind, KnobProbe& probe) {
+  probe.ran = true;
+  probe.runs.push_back(run_dir.string());
+  json rj;
+  try {
+    std::ifstream in(run_dir / "run.json");
+    rj = json::parse(in);
+  } catch (const std::exception&) {
+    return;
+  }
+  const json empty = json::array();
+  const json& detections = rj.contains("detections") ? rj["detections"] : empty;
+  std::set<int> fault_ranks;
+  if (rj.contains("faults"))
+    for (const auto& f : rj["faults"])
+      if (f.contains("ranks"))
+        for (const auto& r : f["ranks"]) fault_ranks.insert(r.get<int>());
+  const int ws = rj.contains("settings") ? rj["settings"].value("world_size", 0) : 0;
+  const double start = rj.value("start_t", 0.0);
+
+  static const std::regex kStep(R"(step \d+/\d+ loss \S+ dur_ms (\d+))");
+  static const std::regex kDump(R"(flight recorder: \d+ bytes written to \S+ in (\d+) ms \(([^)]*)\))");
+  std::set<int> sigterm_dumped;
+  bool mismatch = false;
+  for (int r = 0; r < ws; ++r) {
+    const fs::path rdir = run_dir / "ranks" / std::to_string(r);
+    for (const char* log : {"stdout.log", "stderr.log"}) {
+      std::ifstream in(rdir / log);
+      for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (std::regex_search(line, m, kStep)) {
+          (kind == "control" ? probe.step_ms_off : probe.step_ms_on).push_back(std::stod(m[1].str()));
+        } else if (std::regex_search(line, m, kDump)) {
+          probe.dump_ms.push_back(std::stod(m[1].str()));
+          if (m[2].str() == "teardown request") sigterm_dumped.insert(r);
+        }
+        if (line.find("Detected mismatch between collectives") != std::string::npos) mismatch = true;
+      }
+    }
+    if (kind != "control" && fs::exists(rdir / "flight_recorder.pkl")) {
+      try {
+        probe.dump_entries.push_back(
+            static_cast<long>(fr::read_fr_dump(rdir / "flight_recorder.pkl", "flight_recorder.pkl", r).entries.size()));
+      } catch (const std::exception&) {
+      }
+    }
+    if (kind == "timeout" && fs::exists(rdir / ("torch_fr_" + std::to_string(r)))) ++probe.torch_dumps;
+  }
+  if (kind == "healthy") probe.alarms_on += static_cast<int>(detections.size());
+  if (kind == "control") {
+    probe.control_ran = true;
+    probe.alarms_off += static_cast<int>(detections.size());
+  }
+  if (kind == "timeout") {
+    std::set<int> timed_out;
+    for (const auto& d : detections)
+      if (d.value("detector", "") == "backend_timeout" && d.value("rank", -1) >= 0) timed_out.insert(d.value("rank", -1));
+    probe.timeout_ranks += static_cast<int>(timed_out.size());
+  }
+  // Ranks hanglab stopped at teardown (not the fault's own: a frozen rank cannot dump).
+  if (rj.contains("exits"))
+    for (const auto& e : rj["exits"]) {
+      const int r = e.value("rank", -1);
+      if (fault_ranks.count(r) || !e.contains("signal") || !e["signal"].is_string()) continue;
+      const std::string sig = e["signal"].get<std::string>();
+      if (sig.find("SIGTERM") == std::string::npos && sig.find("SIGKILL") == std::string::npos) continue;
+      ++probe.sigterm_ranks;
+      if (sigterm_dumped.count(r)) ++probe.sigterm_dumps;
+    }
+  if (kind == "mismatch") {
+    probe.mismatch_ran = true;
+    probe.mismatch_named = mismatch;
+    if (!detections.empty()) {
+      probe.mismatch_detector = detections[0].value("detector", "");
+      probe.mismatch_detect_s = detections[0].value("t", start) - start;
+    }
+  }
+}
+
+std::string scenario_with_torch(const std::string& text, const TorchKnobs& knobs) {
+  std::istringstream in(text);
+  std::string out;
+  bool skipping = false;
+  for (std::string l; std::getline(in, l);) {
+    std::string t = l.substr(std::min(l.size(), l.find_first_not_of(" \t")));
+    if (!t.empty() && t[0] == '[') skipping = t.rfind("[torch]", 0) == 0;
+    if (!skipping) out += l + "\n";
+  }
+  if (knobs.any()) out += "\n# hanglab validate: [torch] from the settings file\n" + torch_knobs_toml(knobs);
+  return out;
+}
+
+// ---- rendering ---------------------------------------------------------------------------
+
+std::string render_torch_section(const TorchKnobs& knobs, const std::vector<KnobInteraction>& rows,
+                                 const KnobProbe& probe) {
+  std::string s = "torch knobs ([torch], set in every rank of every pass):\n";
+  for (const auto& [key, v] : knobs.set) s += fmt::format("  {:<26} {}={}\n", key, v.env, v.value);
+  if (probe.ran)
+    s += fmt::format("  probes (a PyTorch DDP script on Gloo under these knobs): {}\n", fmt::join(probe.runs, ", "));
+  int harmful = 0;
+  for (const auto& r : rows) {
+    const std::string basis = r.measured_here ? "measured" : "static check";
+    const std::string verdict = r.verdict == "needs_nccl" ? "not measurable here: needs NCCL"
+                                : r.verdict == "harmful"  ? "HARMFUL (" + basis + ")"
+                                                          : "benign (" + basis + ")";
+    harmful += r.finding() ? 1 : 0;
+    s += fmt::format("  {:<22} {}\n      knobs:    {}\n      risk:     {}\n      measured: {}\n", r.id, verdict, r.knobs,
+                     r.risk, r.measured);
+  }
+  s += fmt::format("  {} interaction{} checked, {} harmful\n", rows.size(), rows.size() == 1 ? "" : "s", harmful);
+  return s;
+}
+
+json to_json(const std::vector<KnobInteraction>& rows, const KnobProbe& probe) {
+  json a = json::array();
+  for (const auto& r : rows)
+    a.push_back({{"id", r.id},
+                 {"knobs", r.knobs},
+                 {"risk", r.risk},
+                 {"measured", r.measured},
+                 {"verdict", r.verdict},
+                 {"measured_here", r.measured_here}});
+  return {{"interactions", a},
+          {"probe_runs", probe.runs},
+          {"dump_ms", probe.dump_ms},
+          {"dump_entries", probe.dump_entries},
+          {"step_ms_with_knobs", probe.step_ms_on},
+          {"step_ms_without_knobs", probe.step_ms_off},
+          {"timeout_ranks", probe.timeout_ranks},
+          {"torch_dumps", probe.torch_dumps}};
+}
+
+}  // namespace hanglab

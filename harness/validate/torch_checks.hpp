@@ -1,0 +1,79 @@
+// The "torch knobs" section of `hanglab validate`: how the [torch] knobs of a settings file
+// (scenario/torch_knobs.hpp) interact with each other, with the proposed timeouts and with the
+// launchers' SIGTERM -> SIGKILL grace periods, judged on what real ranks did under them.
+//
+// validate_run.cpp runs the knob probes (scenarios/validate/knobs/: a real PyTorch DDP script on
+// Gloo, with the proposal's timeouts and knobs) and fills KnobProbe from their run directories
+// (read_knob_probe); torch_interactions() is a pure function of the knobs, the timeouts and
+// those measurements, unit-tested in torch_checks_test.cpp. Knobs only ProcessGroupNCCL reads
+// cannot be exercised on a CPU host: their rules are static checks, marked so.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "scenario/scenario.hpp"
+
+namespace hanglab {
+
+// torchrun's --shutdown-timeout default (torch/distributed/run.py, 2.15): SIGTERM, then SIGKILL
+// this much later, for every worker it stops.
+constexpr double kTorchrunShutdownTimeoutS = 30;
+
+// What the knob probes measured.
+struct KnobProbe {
+  bool ran = false;
+  // Healthy run with the knobs, and the control without them (run only to price a debug level).
+  std::vector<double> step_ms_on, step_ms_off;
+  int alarms_on = 0, alarms_off = 0;  // detections on the healthy runs (any is a false alarm)
+  bool control_ran = false;
+  // Flight Recorder dumps the ranks wrote (train.py: at the end, on an exception, on SIGTERM).
+  std::vector<double> dump_ms;  // "flight recorder: ... in N ms" lines
+  std::vector<long> dump_entries;  // entries in each ranks/<r>/flight_recorder.pkl read
+  // Timeout run: a rank frozen, its peers' Gloo collectives time out.
+  int timeout_ranks = 0;  // ranks whose collective timed out (backend_timeout)
+  int torch_dumps = 0;    // files torch wrote itself at TORCH_FR_DUMP_TEMP_FILE (ranks/<r>/torch_fr_<r>)
+  int sigterm_ranks = 0;  // ranks hanglab ended with SIGTERM at teardown (each should dump)
+  int sigterm_dumps = 0;  // ...and the dumps that such a rank completed
+  std::vector<std::string> runs;  // run directories, for the report
+  // Mismatch run (distributed_debug set): one rank skips a gradient allreduce.
+  bool mismatch_ran = false;
+  bool mismatch_named = false;         // a rank raised ProcessGroupWrapper's "Detected mismatch"
+  std::optional<double> mismatch_detect_s;  // first detection, seconds after launch
+  std::string mismatch_detector;
+};
+
+// One interaction, as the report prints it.
+struct KnobInteraction {
+  std::string id;        // heartbeat_before_dump, dump_wait_vs_grace, ...
+  std::string knobs;     // the combination, with values ("(default)" where torch's default applies)
+  std::string risk;      // what could go wrong
+  std::string measured;  // what the runs showed, or the static check's arithmetic
+  std::string verdict;   // harmful | benign | needs_nccl (not measurable here)
+  bool measured_here = false;  // from the probes' runs (false: static check)
+  bool finding() const { return verdict == "harmful"; }
+};
+
+// hanglab's own SIGTERM -> SIGKILL grace at teardown (SupervisorOptions::term_grace_s).
+double hanglab_term_grace_s();
+
+std::vector<KnobInteraction> torch_interactions(const TorchKnobs& knobs, const Timeouts& timeouts,
+                                                const KnobProbe& probe);
+
+// Adds one probe run's facts to `probe`: kind is healthy | control | timeout | mismatch.
+// Reads run.json, ranks/<r>/stderr.log and ranks/<r>/{flight_recorder.pkl,torch_fr_<r>}.
+void read_knob_probe(const std::filesystem::path& run_dir, const std::string& kind, KnobProbe& probe);
+
+// The scenario file's text with its [torch] table replaced by `knobs` (removed when empty), so
+// a run directory's scenario.toml says what ran.
+std::string scenario_with_torch(const std::string& text, const TorchKnobs& knobs);
+
+std::string render_torch_section(const TorchKnobs& knobs, const std::vector<KnobInteraction>& rows,
+                                 const KnobProbe& probe);
+nlohmann::json to_json(const std::vector<KnobInteraction>& rows, const KnobProbe& probe);
+
+}  // namespace hanglab

@@ -1,0 +1,158 @@
+// Tests for the torch-knob interaction rules of `hanglab validate`: the static rules for the
+// NCCL-only knobs (heartbeat vs the dump, dump wait vs the launchers' grace, error handling off),
+// the measured ones judged on canned probe facts, and the settings file's [torch] table.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "validate/torch_checks.hpp"
+#include "validate/validate.hpp"
+
+using namespace hanglab;
+
+namespace {
+
+TorchKnobs knobs(const std::string& body) {
+  std::vector<ConfigError> errors;
+  toml::table root = toml::parse("[torch]\n" + body, std::string_view("k.toml"));
+  TorchKnobs k = parse_torch_table(*root["torch"].as_table(), "k.toml", "torch", errors);
+  REQUIRE(errors.empty());
+  return k;
+}
+
+const KnobInteraction* row(const std::vector<KnobInteraction>& rows, const std::string& id) {
+  for (const auto& r : rows)
+    if (r.id == id) return &r;
+  return nullptr;
+}
+
+Timeouts timeouts(double collective_s) {
+  Timeouts t;
+  t.collective_s = collective_s;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("heartbeat timeout shorter than collective_s + dump wait: harmful, static (NCCL)", "[torch_checks]") {
+  const KnobProbe none;
+  auto rows = torch_interactions(knobs("nccl_heartbeat_timeout_s = 20\n"), timeouts(10), none);
+  const KnobInteraction* r = row(rows, "heartbeat_before_dump");
+  REQUIRE(r);
+  // torch's default dump wait is 15 s: 10 + 15 = 25 > 20.
+  CHECK(r->verdict == "harmful");
+  CHECK_FALSE(r->measured_here);
+  CHECK(r->measured.find("10 + 15 = 25 s") != std::string::npos);
+
+  rows = torch_interactions(knobs("nccl_heartbeat_timeout_s = 30\n"), timeouts(10), none);
+  CHECK(row(rows, "heartbeat_before_dump")->verdict == "needs_nccl");
+  // Monitoring off: the heartbeat timeout is unused, nothing to be harmful about.
+  rows = torch_interactions(knobs("nccl_heartbeat_timeout_s = 5\nnccl_enable_monitoring = false\n"), timeouts(10), none);
+  CHECK(row(rows, "heartbeat_before_dump")->verdict == "needs_nccl");
+}
+
+TEST_CASE("dump wait longer than a launcher's grace period loses the dump", "[torch_checks]") {
+  const KnobProbe none;
+  auto rows = torch_interactions(knobs("nccl_wait_timeout_dump_ms = 60000\n"), timeouts(5), none);
+  const KnobInteraction* r = row(rows, "dump_wait_vs_grace");
+  REQUIRE(r);
+  CHECK(r->verdict == "harmful");
+  CHECK(r->measured.find("torchrun's 30 s") != std::string::npos);
+  CHECK(r->measured.find(fmt::format("hanglab's {:g} s", hanglab_term_grace_s())) != std::string::npos);
+  rows = torch_interactions(knobs("nccl_wait_timeout_dump_ms = 1000\n"), timeouts(5), none);
+  CHECK(row(rows, "dump_wait_vs_grace")->verdict == "needs_nccl");
+}
+
+TEST_CASE("measured: no torch dump on a Gloo timeout with fr_dump_on_timeout", "[torch_checks]") {
+  KnobProbe p;
+  p.ran = true;
+  p.timeout_ranks = 2;
+  p.torch_dumps = 0;
+  auto rows = torch_interactions(knobs("fr_dump_on_timeout = true\n"), timeouts(5), p);
+  const KnobInteraction* r = row(rows, "dump_on_timeout_gloo");
+  REQUIRE(r);
+  CHECK(r->verdict == "harmful");
+  CHECK(r->measured_here);
+  CHECK(r->measured.rfind("2 ranks timed out; torch wrote 0 dumps", 0) == 0);
+  p.torch_dumps = 2;  // where torch does dump (what a NCCL watchdog would do), nothing to report
+  CHECK(row(torch_interactions(knobs("fr_dump_on_timeout = true\n"), timeouts(5), p), "dump_on_timeout_gloo")->verdict ==
+        "benign");
+  // No timeout seen: no verdict from a run that did not exercise it.
+  p.timeout_ranks = 0;
+  CHECK(row(torch_interactions(knobs("fr_dump_on_timeout = true\n"), timeouts(5), p), "dump_on_timeout_gloo")->verdict ==
+        "needs_nccl");
+}
+
+TEST_CASE("measured: a zero buffer asked to dump gives empty dumps; a slow dump outlasts the grace", "[torch_checks]") {
+  KnobProbe p;
+  p.ran = true;
+  p.dump_entries = {0, 0};
+  p.dump_ms = {150, 180};
+  auto rows = torch_interactions(knobs("fr_buffer_size = 0\nfr_dump_on_timeout = true\n"), timeouts(5), p);
+  REQUIRE(row(rows, "buffer_vs_dump"));
+  CHECK(row(rows, "buffer_vs_dump")->verdict == "harmful");
+  CHECK(row(rows, "dump_time_vs_grace")->verdict == "benign");
+  // A buffer that records: benign; full ring noted.
+  p.dump_entries = {40, 40};
+  rows = torch_interactions(knobs("fr_buffer_size = 40\n"), timeouts(5), p);
+  CHECK(row(rows, "buffer_vs_dump")->verdict == "benign");
+  CHECK(row(rows, "buffer_vs_dump")->measured.find("the ring is full") != std::string::npos);
+  // A dump longer than hanglab's grace, or a SIGTERMed rank that did not finish its dump.
+  p.dump_ms = {150, hanglab_term_grace_s() * 1000 + 500};
+  CHECK(row(torch_interactions(knobs("fr_buffer_size = 40\n"), timeouts(5), p), "dump_time_vs_grace")->verdict ==
+        "harmful");
+  p.dump_ms = {150};
+  p.sigterm_ranks = 2;
+  p.sigterm_dumps = 1;
+  CHECK(row(torch_interactions(knobs("fr_buffer_size = 40\n"), timeouts(5), p), "dump_time_vs_grace")->verdict ==
+        "harmful");
+}
+
+TEST_CASE("distributed_debug: cost measured against the control; alarms only with the knob are harmful", "[torch_checks]") {
+  KnobProbe p;
+  p.ran = p.control_ran = true;
+  p.step_ms_on = {130, 131, 135};
+  p.step_ms_off = {100, 101, 102};
+  auto rows = torch_interactions(knobs("distributed_debug = \"DETAIL\"\n"), timeouts(5), p);
+  const KnobInteraction* r = row(rows, "debug_cost");
+  REQUIRE(r);
+  CHECK(r->verdict == "benign");
+  CHECK(r->measured.find("+30%") != std::string::npos);
+  p.alarms_on = 1;
+  CHECK(row(torch_interactions(knobs("distributed_debug = \"DETAIL\"\n"), timeouts(5), p), "debug_cost")->verdict ==
+        "harmful");
+  // OFF: nothing to check.
+  CHECK(row(torch_interactions(knobs("distributed_debug = \"OFF\"\n"), timeouts(5), p), "debug_cost") == nullptr);
+}
+
+TEST_CASE("async error handling 0 or 2 leaves a timed-out NCCL rank running", "[torch_checks]") {
+  const KnobProbe none;
+  for (int mode : {0, 2})
+    CHECK(row(torch_interactions(knobs(fmt::format("nccl_async_error_handling = {}\n", mode)), timeouts(5), none),
+              "async_error_handling")
+              ->verdict == "harmful");
+  for (int mode : {1, 3})
+    CHECK(row(torch_interactions(knobs(fmt::format("nccl_async_error_handling = {}\n", mode)), timeouts(5), none),
+              "async_error_handling")
+              ->verdict == "needs_nccl");
+}
+
+TEST_CASE("settings files take [torch]; a bad knob is one error naming file:line:col and key", "[torch_checks]") {
+  const std::string base = "[timeouts]\ninit_s = 30\ncollective_s = 5\nprogress_s = 10\nheartbeat_s = 1\n";
+  const ValidateSettings s = parse_validate_settings(base + "[torch]\nnccl_heartbeat_timeout_s = 10\n", "p.toml");
+  CHECK(s.torch.env().at("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC") == "10");
+  try {
+    parse_validate_settings(base + "[torch]\nfr_buffer_size = 1.5\n", "p.toml");
+    FAIL("accepted a float buffer size");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) == "p.toml:7:18: torch.fr_buffer_size: expected an integer");
+  }
+}
+
+TEST_CASE("scenario_with_torch replaces the [torch] table and keeps the rest", "[torch_checks]") {
+  const std::string text = "[workload]\nname = \"x\"\n[torch]\nfr_buffer_size = 5\n[expect]\noutcome = \"completed\"\n";
+  const std::string out = scenario_with_torch(text, knobs("distributed_debug = \"INFO\"\n"));
+  CHECK(out.find("fr_buffer_size = 5") == std::string::npos);
+  CHECK(out.find("[expect]\noutcome = \"completed\"") != std::string::npos);
+  toml::table root = toml::parse(out);
+  CHECK(root["torch"]["distributed_debug"].value<std::string>() == "INFO");
+}
