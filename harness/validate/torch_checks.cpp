@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -165,18 +166,25 @@ std::vector<KnobInteraction> torch_interactions(const TorchKnobs& k, const Timeo
 
   // DETAIL checks every collective against the peers: a mismatch fails at once, at a price.
   if (k.has("distributed_debug") && *k.string_value("distributed_debug") != "OFF") {
-    KnobInteraction r{"debug_cost", fmt::format("{}, progress_s = {:g}, collective_s = {:g}", shown(k, "distributed_debug"),
-                                                to.progress_s, to.collective_s),
+    KnobInteraction r{"debug_cost",
+                      fmt::format("{} with every other knob as proposed, progress_s = {:g}, collective_s = {:g}",
+                                  shown(k, "distributed_debug"), to.progress_s, to.collective_s),
                       "the per-collective check slows every step and can push a healthy-but-slow phase over a bound",
-                      "", "benign", probe.ran && probe.control_ran};
-    if (r.measured_here && !probe.step_ms_on.empty() && !probe.step_ms_off.empty()) {
+                      "", "benign", probe.debug_ran && probe.control_ran};
+    if (r.measured_here) {
       const double on = percentile(probe.step_ms_on, 50), off = percentile(probe.step_ms_off, 50);
-      const double worst_on = max_of(probe.step_ms_on);
-      r.measured = fmt::format("step p50 {:.0f} ms vs {:.0f} ms without ({:+.0f}%), slowest step {:.0f} ms; alarms on "
-                               "the healthy run: {} with, {} without",
-                               on, off, off > 0 ? (on - off) / off * 100 : 0, worst_on, probe.alarms_on,
-                               probe.alarms_off);
-      if (probe.alarms_on > probe.alarms_off || worst_on / 1000.0 > to.progress_s) {
+      r.measured = fmt::format("healthy DDP script: {} with the knobs ({} step{}{}), {} without ({} steps{})",
+                               probe.debug_outcome, probe.step_ms_on.size(), probe.step_ms_on.size() == 1 ? "" : "s",
+                               probe.step_ms_on.empty() ? "" : fmt::format(", p50 {:.0f} ms", on), probe.control_outcome,
+                               probe.step_ms_off.size(),
+                               probe.step_ms_off.empty() ? "" : fmt::format(", p50 {:.0f} ms", off));
+      if (!probe.step_ms_on.empty() && !probe.step_ms_off.empty() && off > 0)
+        r.measured += fmt::format("; {:+.0f}% per step, slowest {:.0f} ms", (on - off) / off * 100,
+                                  max_of(probe.step_ms_on));
+      if (!probe.debug_deaths.empty()) r.measured += "; " + probe.debug_deaths;
+      const bool worse = probe.alarms_on > probe.alarms_off ||
+                         (probe.debug_outcome != "completed" && probe.control_outcome == "completed");
+      if (worse || max_of(probe.step_ms_on) / 1000.0 > to.progress_s) {
         r.verdict = "harmful";
         r.measured += ": the knob turns a healthy run into an alarm";
       }
@@ -185,18 +193,19 @@ std::vector<KnobInteraction> torch_interactions(const TorchKnobs& k, const Timeo
       r.verdict = "needs_nccl";
     }
     out.push_back(r);
-    if (*k.string_value("distributed_debug") == "DETAIL" && probe.mismatch_ran) {
-      KnobInteraction m{"debug_mismatch", shown(k, "distributed_debug") + ", one rank skips a gradient allreduce",
+    if (*k.string_value("distributed_debug") == "DETAIL" && probe.mismatch.ran) {
+      KnobInteraction m{"debug_mismatch", shown(k, "distributed_debug") + ", one rank skips a step's allreduces",
                         "(the good side) a skipped collective fails at once with the mismatch named, instead of a "
                         "timeout or a closed connection at the end",
                         "", "benign", true};
-      m.measured = probe.mismatch_named
-                       ? fmt::format("a rank raised \"Detected mismatch between collectives\"; first detection {} "
-                                     "{:.1f} s after launch",
-                                     probe.mismatch_detector, probe.mismatch_detect_s.value_or(0))
-                       : fmt::format("no mismatch error; first detection {} {:.1f} s after launch",
-                                     probe.mismatch_detector.empty() ? "none" : probe.mismatch_detector,
-                                     probe.mismatch_detect_s.value_or(0));
+      auto told = [](const KnobProbe::Mismatch& mm) {
+        return fmt::format("{}, first detection {} {}{}", mm.outcome,
+                           mm.detector.empty() ? "none" : mm.detector,
+                           mm.detect_s ? fmt::format("{:+.2f} s after the fault", *mm.detect_s) : std::string(),
+                           mm.named ? " (\"Detected mismatch between collectives\")" : "");
+      };
+      m.measured = "with the knobs: " + told(probe.mismatch);
+      if (probe.mismatch_control.ran) m.measured += "; without: " + told(probe.mismatch_control);
       out.push_back(m);
     }
   }
@@ -247,6 +256,9 @@ void read_knob_probe(const fs::path& run_dir, const std::string& kind, KnobProbe
   static const std::regex kDump(R"(flight recorder: \d+ bytes written to \S+ in (\d+) ms \(([^)]*)\))");
   std::set<int> sigterm_dumped;
   bool mismatch = false;
+  std::string fatal;  // the first "Fatal Python error" and the frame it happened in
+  std::map<std::string, int> deaths;  // signal -> ranks
+  bool in_current = false;            // inside faulthandler's "Current thread" stack
   for (int r = 0; r < ws; ++r) {
     const fs::path rdir = run_dir / "ranks" / std::to_string(r);
     for (const char* log : {"stdout.log", "stderr.log"}) {
@@ -254,15 +266,26 @@ void read_knob_probe(const fs::path& run_dir, const std::string& kind, KnobProbe
       for (std::string line; std::getline(in, line);) {
         std::smatch m;
         if (std::regex_search(line, m, kStep)) {
-          (kind == "control" ? probe.step_ms_off : probe.step_ms_on).push_back(std::stod(m[1].str()));
-        } else if (std::regex_search(line, m, kDump)) {
+          if (kind == "control") probe.step_ms_off.push_back(std::stod(m[1].str()));
+          if (kind == "debug") probe.step_ms_on.push_back(std::stod(m[1].str()));
+        } else if ((kind == "healthy" || kind == "timeout") && std::regex_search(line, m, kDump)) {
           probe.dump_ms.push_back(std::stod(m[1].str()));
           if (m[2].str() == "teardown request") sigterm_dumped.insert(r);
         }
         if (line.find("Detected mismatch between collectives") != std::string::npos) mismatch = true;
+        if (const auto at = line.find("Fatal Python error: "); at != std::string::npos && fatal.empty())
+          fatal = line.substr(at);
+        // faulthandler's stack, most recent call first: the first frame of the current thread.
+        static const std::regex kFrame(R"re(File "([^"]+)", line (\d+) in (\S+))re");
+        if (line.find("Current thread") != std::string::npos) in_current = true;
+        if (in_current && !fatal.empty() && fatal.find(" in ") == std::string::npos && std::regex_search(line, m, kFrame)) {
+          std::string file = m[1].str();
+          if (auto sp = file.find("site-packages/"); sp != std::string::npos) file = file.substr(sp + 14);
+          fatal += fmt::format(" in {} ({}:{})", m[3].str(), file, m[2].str());
+        }
       }
     }
-    if (kind != "control" && fs::exists(rdir / "flight_recorder.pkl")) {
+    if ((kind == "healthy" || kind == "timeout") && fs::exists(rdir / "flight_recorder.pkl")) {
       try {
         probe.dump_entries.push_back(
             static_cast<long>(fr::read_fr_dump(rdir / "flight_recorder.pkl", "flight_recorder.pkl", r).entries.size()));
@@ -271,10 +294,17 @@ void read_knob_probe(const fs::path& run_dir, const std::string& kind, KnobProbe
     }
     if (kind == "timeout" && fs::exists(rdir / ("torch_fr_" + std::to_string(r)))) ++probe.torch_dumps;
   }
-  if (kind == "healthy") probe.alarms_on += static_cast<int>(detections.size());
-  if (kind == "control") {
-    probe.control_ran = true;
-    probe.alarms_off += static_cast<int>(detections.size());
+  if (kind == "debug" || kind == "control") {
+    if (rj.contains("exits"))
+      for (const auto& e : rj["exits"])
+        if (e.contains("signal") && e["signal"].is_string()) ++deaths[e["signal"].get<std::string>()];
+    std::string how;
+    for (const auto& [sig, n] : deaths) how += fmt::format("{}{} rank{} {}", how.empty() ? "" : ", ", n, n == 1 ? "" : "s", sig);
+    if (!fatal.empty()) how += (how.empty() ? "" : ": ") + fatal;
+    (kind == "debug" ? probe.alarms_on : probe.alarms_off) += static_cast<int>(detections.size());
+    (kind == "debug" ? probe.debug_outcome : probe.control_outcome) = rj.value("outcome", "");
+    (kind == "debug" ? probe.debug_ran : probe.control_ran) = true;
+    if (kind == "debug") probe.debug_deaths = how;
   }
   if (kind == "timeout") {
     std::set<int> timed_out;
@@ -292,12 +322,20 @@ void read_knob_probe(const fs::path& run_dir, const std::string& kind, KnobProbe
       ++probe.sigterm_ranks;
       if (sigterm_dumped.count(r)) ++probe.sigterm_dumps;
     }
-  if (kind == "mismatch") {
-    probe.mismatch_ran = true;
-    probe.mismatch_named = mismatch;
+  if (kind == "mismatch" || kind == "mismatch_control") {
+    KnobProbe::Mismatch& mm = kind == "mismatch" ? probe.mismatch : probe.mismatch_control;
+    mm.ran = true;
+    mm.outcome = rj.value("outcome", "");
+    // The C++ workload puts the collective's error in its trace; a Python rank on stderr.
+    for (int r = 0; r < ws && !mismatch; ++r) {
+      std::ifstream in(run_dir / "ranks" / std::to_string(r) / "events.jsonl");
+      for (std::string line; std::getline(in, line);)
+        if (line.find("Detected mismatch between collectives") != std::string::npos) mismatch = true;
+    }
+    mm.named = mismatch;
     if (!detections.empty()) {
-      probe.mismatch_detector = detections[0].value("detector", "");
-      probe.mismatch_detect_s = detections[0].value("t", start) - start;
+      mm.detector = detections[0].value("detector", "");
+      mm.detect_s = detections[0].value("after_fault_s", 0.0);
     }
   }
 }

@@ -27,10 +27,13 @@ constexpr double kTorchrunShutdownTimeoutS = 30;
 // What the knob probes measured.
 struct KnobProbe {
   bool ran = false;
-  // Healthy run with the knobs, and the control without them (run only to price a debug level).
+  // A debug level: the healthy script with every knob, and the control without any.
   std::vector<double> step_ms_on, step_ms_off;
   int alarms_on = 0, alarms_off = 0;  // detections on the healthy runs (any is a false alarm)
-  bool control_ran = false;
+  bool debug_ran = false, control_ran = false;
+  std::string debug_outcome, control_outcome;  // completed | crash | hang ...
+  std::string debug_deaths;  // how ranks died with the knobs, e.g. "2 ranks SIGSEGV: Fatal Python
+                             // error: Segmentation fault in _ddp_init_helper (torch/nn/parallel/distributed.py:1487)"
   // Flight Recorder dumps the ranks wrote (train.py: at the end, on an exception, on SIGTERM).
   std::vector<double> dump_ms;  // "flight recorder: ... in N ms" lines
   std::vector<long> dump_entries;  // entries in each ranks/<r>/flight_recorder.pkl read
@@ -40,11 +43,14 @@ struct KnobProbe {
   int sigterm_ranks = 0;  // ranks hanglab ended with SIGTERM at teardown (each should dump)
   int sigterm_dumps = 0;  // ...and the dumps that such a rank completed
   std::vector<std::string> runs;  // run directories, for the report
-  // Mismatch run (distributed_debug set): one rank skips a gradient allreduce.
-  bool mismatch_ran = false;
-  bool mismatch_named = false;         // a rank raised ProcessGroupWrapper's "Detected mismatch"
-  std::optional<double> mismatch_detect_s;  // first detection, seconds after launch
-  std::string mismatch_detector;
+  // Mismatch runs (distributed_debug = DETAIL): one rank skips a step's allreduces, with the
+  // knobs and without (the control).
+  struct Mismatch {
+    bool ran = false;
+    bool named = false;             // a rank reported ProcessGroupWrapper's "Detected mismatch"
+    std::optional<double> detect_s;  // first detection after the fault fired
+    std::string detector, outcome;
+  } mismatch, mismatch_control;
 };
 
 // One interaction, as the report prints it.
@@ -64,7 +70,8 @@ double hanglab_term_grace_s();
 std::vector<KnobInteraction> torch_interactions(const TorchKnobs& knobs, const Timeouts& timeouts,
                                                 const KnobProbe& probe);
 
-// Adds one probe run's facts to `probe`: kind is healthy | control | timeout | mismatch.
+// Adds one probe run's facts to `probe`: kind is healthy | timeout (the Flight Recorder probes),
+// debug | control (a debug level's price) or mismatch | mismatch_control.
 // Reads run.json, ranks/<r>/stderr.log and ranks/<r>/{flight_recorder.pkl,torch_fr_<r>}.
 void read_knob_probe(const std::filesystem::path& run_dir, const std::string& kind, KnobProbe& probe);
 

@@ -109,7 +109,8 @@ TEST_CASE("measured: a zero buffer asked to dump gives empty dumps; a slow dump 
 
 TEST_CASE("distributed_debug: cost measured against the control; alarms only with the knob are harmful", "[torch_checks]") {
   KnobProbe p;
-  p.ran = p.control_ran = true;
+  p.ran = p.debug_ran = p.control_ran = true;
+  p.debug_outcome = p.control_outcome = "completed";
   p.step_ms_on = {130, 131, 135};
   p.step_ms_off = {100, 101, 102};
   auto rows = torch_interactions(knobs("distributed_debug = \"DETAIL\"\n"), timeouts(5), p);
@@ -120,6 +121,16 @@ TEST_CASE("distributed_debug: cost measured against the control; alarms only wit
   p.alarms_on = 1;
   CHECK(row(torch_interactions(knobs("distributed_debug = \"DETAIL\"\n"), timeouts(5), p), "debug_cost")->verdict ==
         "harmful");
+  // What torch 2.15 does on Gloo: DETAIL crashes DDP's constructor, the control completes.
+  p.alarms_on = 2;
+  p.debug_outcome = "crash";
+  p.step_ms_on.clear();
+  p.debug_deaths = "2 ranks SIGSEGV: Fatal Python error: Segmentation fault in _ddp_init_helper";
+  rows = torch_interactions(knobs("distributed_debug = \"DETAIL\"\n"), timeouts(5), p);
+  CHECK(row(rows, "debug_cost")->verdict == "harmful");
+  CHECK(row(rows, "debug_cost")->measured.find("crash with the knobs (0 steps), completed without (3 steps, p50 101 ms)") !=
+        std::string::npos);
+  CHECK(row(rows, "debug_cost")->measured.find("SIGSEGV") != std::string::npos);
   // OFF: nothing to check.
   CHECK(row(torch_interactions(knobs("distributed_debug = \"OFF\"\n"), timeouts(5), p), "debug_cost") == nullptr);
 }

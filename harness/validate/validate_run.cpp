@@ -181,31 +181,49 @@ bool Validator::run_pass(const std::string& pass, const Timeouts& t, bool with_f
   return true;
 }
 
-std::vector<std::pair<std::string, std::string>> knob_probe_plan(const TorchKnobs& k) {
-  // kind -> scenario of scenarios/validate/knobs/; the control and the mismatch run only price
-  // or show a debug level.
-  std::vector<std::pair<std::string, std::string>> plan = {{"healthy", "python_healthy.toml"}};
+struct KnobProbeRun {
+  std::string kind;  // healthy | timeout | debug | control | mismatch (read_knob_probe)
+  std::string file;  // in scenarios/validate/knobs/
+  TorchKnobs knobs;
+};
+
+// The knob probes. A debug level is measured on runs of its own (with every knob, as proposed,
+// against a control without any) and left out of the Flight Recorder probes: on torch 2.15,
+// DETAIL crashes DDP's constructor, which would hide every other knob's effect.
+std::vector<KnobProbeRun> knob_probe_plan(const TorchKnobs& k) {
+  TorchKnobs without_debug = k;
+  without_debug.set.erase("distributed_debug");
+  std::vector<KnobProbeRun> plan = {{"healthy", "python_healthy.toml", without_debug},
+                                    {"timeout", "python_timeout.toml", without_debug}};
   const auto debug = k.string_value("distributed_debug");
-  if (debug && *debug != "OFF") plan.push_back({"control", "python_healthy.toml"});
-  plan.push_back({"timeout", "python_timeout.toml"});
-  if (debug && *debug == "DETAIL") plan.push_back({"mismatch", "python_mismatch.toml"});
+  if (debug && *debug != "OFF") {
+    plan.push_back({"debug", "python_healthy.toml", k});
+    plan.push_back({"control", "python_healthy.toml", TorchKnobs{}});
+  }
+  if (debug && *debug == "DETAIL") {
+    plan.push_back({"mismatch", "cpp_mismatch.toml", k});
+    plan.push_back({"mismatch_control", "cpp_mismatch.toml", TorchKnobs{}});
+  }
   return plan;
 }
 
 bool Validator::run_knob_probes(KnobProbe& probe) {
   const fs::path dir = default_scenarios_dir() / "validate" / "knobs";
   PassRuns runs;
-  for (const auto& [kind, file] : knob_probe_plan(settings_.torch)) {
-    PreparedScenario ps = prepare_scenario(dir / file);
-    Planned p{dir / file, ps.scenario.name + (kind == "control" ? " (no knobs)" : ""), ps.scenario.faults.empty(),
-              ps.scenario.deadline_s};
+  for (const auto& run : knob_probe_plan(settings_.torch)) {
+    PreparedScenario ps = prepare_scenario(dir / run.file);
+    const std::string label = run.kind == "control" || run.kind == "mismatch_control" ? " (no knobs)"
+                              : run.kind == "debug" ? " (all knobs)"
+                              : run.knobs.set.size() < settings_.torch.set.size() ? " (no debug level)"
+                                                                                   : "";
+    Planned p{dir / run.file, ps.scenario.name + label, ps.scenario.faults.empty(), ps.scenario.deadline_s};
     // The proposal's timeouts, except where a Python rank needs more than a C++ one: `import
     // torch` takes seconds before the first output line (init_s, progress_s).
     Timeouts t = settings_.timeouts;
     t.init_s = std::max(t.init_s, ps.scenario.timeouts.init_s);
     t.progress_s = std::max(t.progress_s, ps.scenario.timeouts.progress_s);
-    if (!run_one(p, t, kind == "control" ? TorchKnobs{} : settings_.torch, "knobs", runs)) return false;
-    if (!runs.runs.back().skipped) read_knob_probe(runs.runs.back().run_dir, kind, probe);
+    if (!run_one(p, t, run.knobs, "knobs", runs)) return false;
+    if (!runs.runs.back().skipped) read_knob_probe(runs.runs.back().run_dir, run.kind, probe);
   }
   return true;
 }
