@@ -193,19 +193,23 @@ std::vector<KnobInteraction> torch_interactions(const TorchKnobs& k, const Timeo
       r.verdict = "needs_nccl";
     }
     out.push_back(r);
-    if (*k.string_value("distributed_debug") == "DETAIL" && probe.mismatch.ran) {
-      KnobInteraction m{"debug_mismatch", shown(k, "distributed_debug") + ", one rank skips a step's allreduces",
-                        "(the good side) a skipped collective fails at once with the mismatch named, instead of a "
+    auto told = [](const KnobProbe::Mismatch& mm) {
+      return fmt::format("{}, first detection {}{}{}", mm.outcome, mm.detector.empty() ? "none" : mm.detector,
+                         mm.detect_s ? fmt::format(" {:+.2f} s after the fault", *mm.detect_s) : std::string(),
+                         mm.named ? " (\"Detected mismatch between collectives\")" : "");
+    };
+    for (const auto& [what, desc] : {std::pair<std::string, std::string>{"op", "one rank broadcasts where its peer allreduces"},
+                                     {"skip", "one rank skips a step's allreduces"}}) {
+      auto with = probe.mismatch.find(what), without = probe.mismatch.find(what + "_control");
+      if (with == probe.mismatch.end()) continue;
+      KnobInteraction m{"debug_mismatch_" + what, shown(k, "distributed_debug") + ", " + desc,
+                        "(the good side) a mismatched collective fails at once with the mismatch named, instead of a "
                         "timeout or a closed connection at the end",
-                        "", "benign", true};
-      auto told = [](const KnobProbe::Mismatch& mm) {
-        return fmt::format("{}, first detection {} {}{}", mm.outcome,
-                           mm.detector.empty() ? "none" : mm.detector,
-                           mm.detect_s ? fmt::format("{:+.2f} s after the fault", *mm.detect_s) : std::string(),
-                           mm.named ? " (\"Detected mismatch between collectives\")" : "");
-      };
-      m.measured = "with the knobs: " + told(probe.mismatch);
-      if (probe.mismatch_control.ran) m.measured += "; without: " + told(probe.mismatch_control);
+                        "with the knobs: " + told(with->second), "benign", true};
+      if (without != probe.mismatch.end()) m.measured += "; without: " + told(without->second);
+      if (!with->second.named)
+        m.measured += what == "skip" ? ": DETAIL did not catch it (the next allreduce has the same op and shapes)"
+                                     : ": DETAIL did not catch it";
       out.push_back(m);
     }
   }
@@ -322,8 +326,8 @@ void read_knob_probe(const fs::path& run_dir, const std::string& kind, KnobProbe
       ++probe.sigterm_ranks;
       if (sigterm_dumped.count(r)) ++probe.sigterm_dumps;
     }
-  if (kind == "mismatch" || kind == "mismatch_control") {
-    KnobProbe::Mismatch& mm = kind == "mismatch" ? probe.mismatch : probe.mismatch_control;
+  if (kind == "skip" || kind == "skip_control" || kind == "op" || kind == "op_control") {
+    KnobProbe::Mismatch& mm = probe.mismatch[kind];
     mm.ran = true;
     mm.outcome = rj.value("outcome", "");
     // The C++ workload puts the collective's error in its trace; a Python rank on stderr.

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,14 +44,15 @@ struct KnobProbe {
   int sigterm_ranks = 0;  // ranks hanglab ended with SIGTERM at teardown (each should dump)
   int sigterm_dumps = 0;  // ...and the dumps that such a rank completed
   std::vector<std::string> runs;  // run directories, for the report
-  // Mismatch runs (distributed_debug = DETAIL): one rank skips a step's allreduces, with the
-  // knobs and without (the control).
+  // Mismatch runs (distributed_debug = DETAIL), with the knobs and without (the control): "skip"
+  // (one rank skips a step's allreduces) and "op" (one rank broadcasts where its peer allreduces).
   struct Mismatch {
     bool ran = false;
     bool named = false;             // a rank reported ProcessGroupWrapper's "Detected mismatch"
     std::optional<double> detect_s;  // first detection after the fault fired
     std::string detector, outcome;
-  } mismatch, mismatch_control;
+  };
+  std::map<std::string, Mismatch> mismatch;  // "skip", "skip_control", "op", "op_control"
 };
 
 // One interaction, as the report prints it.
@@ -71,7 +73,7 @@ std::vector<KnobInteraction> torch_interactions(const TorchKnobs& knobs, const T
                                                 const KnobProbe& probe);
 
 // Adds one probe run's facts to `probe`: kind is healthy | timeout (the Flight Recorder probes),
-// debug | control (a debug level's price) or mismatch | mismatch_control.
+// debug | control (a debug level's price), skip | skip_control | op | op_control (DETAIL's checks).
 // Reads run.json, ranks/<r>/stderr.log and ranks/<r>/{flight_recorder.pkl,torch_fr_<r>}.
 void read_knob_probe(const std::filesystem::path& run_dir, const std::string& kind, KnobProbe& probe);
 

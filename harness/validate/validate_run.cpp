@@ -200,10 +200,12 @@ std::vector<KnobProbeRun> knob_probe_plan(const TorchKnobs& k) {
     plan.push_back({"debug", "python_healthy.toml", k});
     plan.push_back({"control", "python_healthy.toml", TorchKnobs{}});
   }
-  if (debug && *debug == "DETAIL") {
-    plan.push_back({"mismatch", "cpp_mismatch.toml", k});
-    plan.push_back({"mismatch_control", "cpp_mismatch.toml", TorchKnobs{}});
-  }
+  if (debug && *debug == "DETAIL")
+    for (const auto& [kind, file] : {std::pair<std::string, std::string>{"op", "cpp_op_mismatch.toml"},
+                                     {"skip", "cpp_skip_allreduce.toml"}}) {
+      plan.push_back({kind, file, k});
+      plan.push_back({kind + "_control", file, TorchKnobs{}});
+    }
   return plan;
 }
 
@@ -212,7 +214,7 @@ bool Validator::run_knob_probes(KnobProbe& probe) {
   PassRuns runs;
   for (const auto& run : knob_probe_plan(settings_.torch)) {
     PreparedScenario ps = prepare_scenario(dir / run.file);
-    const std::string label = run.kind == "control" || run.kind == "mismatch_control" ? " (no knobs)"
+    const std::string label = run.kind.find("control") != std::string::npos ? " (no knobs)"
                               : run.kind == "debug" ? " (all knobs)"
                               : run.knobs.set.size() < settings_.torch.set.size() ? " (no debug level)"
                                                                                    : "";
