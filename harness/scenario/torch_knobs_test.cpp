@@ -97,7 +97,7 @@ TEST_CASE("bad [torch] values: one error at the value, naming the key", "[torch_
                       0) == 0);
 }
 
-TEST_CASE("a scenario's [torch] is loaded; a knob set twice or contradicting [detect] is an error", "[torch_knobs]") {
+TEST_CASE("a scenario's [torch] is loaded, and a knob set twice or contradicting [detect] is an error", "[torch_knobs]") {
   const Scenario sc = load(kWorkload + "[torch]\ndistributed_debug = \"INFO\"\nfr_buffer_size = 100\n");
   CHECK(sc.torch.env().at("TORCH_DISTRIBUTED_DEBUG") == "INFO");
   CHECK(sc.torch.env().at("TORCH_FR_BUFFER_SIZE") == "100");

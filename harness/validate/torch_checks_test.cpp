@@ -82,7 +82,7 @@ TEST_CASE("measured: no torch dump on a Gloo timeout with fr_dump_on_timeout", "
         "needs_nccl");
 }
 
-TEST_CASE("measured: a zero buffer asked to dump gives empty dumps; a slow dump outlasts the grace", "[torch_checks]") {
+TEST_CASE("measured: a zero buffer asked to dump gives empty dumps, a slow dump outlasts the grace", "[torch_checks]") {
   KnobProbe p;
   p.ran = true;
   p.dump_entries = {0, 0};
@@ -107,7 +107,7 @@ TEST_CASE("measured: a zero buffer asked to dump gives empty dumps; a slow dump 
         "harmful");
 }
 
-TEST_CASE("distributed_debug: cost measured against the control; alarms only with the knob are harmful", "[torch_checks]") {
+TEST_CASE("distributed_debug: cost measured against the control, alarms only with the knob are harmful", "[torch_checks]") {
   KnobProbe p;
   p.ran = p.debug_ran = p.control_ran = true;
   p.debug_outcome = p.control_outcome = "completed";
@@ -147,7 +147,7 @@ TEST_CASE("async error handling 0 or 2 leaves a timed-out NCCL rank running", "[
               ->verdict == "needs_nccl");
 }
 
-TEST_CASE("settings files take [torch]; a bad knob is one error naming file:line:col and key", "[torch_checks]") {
+TEST_CASE("settings files take [torch], and a bad knob is one error naming file:line:col and key", "[torch_checks]") {
   const std::string base = "[timeouts]\ninit_s = 30\ncollective_s = 5\nprogress_s = 10\nheartbeat_s = 1\n";
   const ValidateSettings s = parse_validate_settings(base + "[torch]\nnccl_heartbeat_timeout_s = 10\n", "p.toml");
   CHECK(s.torch.env().at("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC") == "10");
