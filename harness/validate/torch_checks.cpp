@@ -182,7 +182,15 @@ std::vector<KnobInteraction> torch_interactions(const TorchKnobs& k, const Timeo
         r.measured += fmt::format("; {:+.0f}% per step, slowest {:.0f} ms", (on - off) / off * 100,
                                   max_of(probe.step_ms_on));
       if (!probe.debug_deaths.empty()) r.measured += "; " + probe.debug_deaths;
-      const bool worse = probe.alarms_on > probe.alarms_off ||
+      if (!probe.cpp_step_ms_on.empty() && !probe.cpp_step_ms_off.empty()) {
+        const double con = percentile(probe.cpp_step_ms_on, 50), coff = percentile(probe.cpp_step_ms_off, 50);
+        r.measured += fmt::format(". LibTorch workload, steps that are only collectives: p50 {:.2f} ms vs {:.2f} ms "
+                                  "without ({:.1f}x), slowest {:.0f} ms; alarms {} with, {} without",
+                                  con, coff, coff > 0 ? con / coff : 0.0, max_of(probe.cpp_step_ms_on),
+                                  probe.cpp_alarms_on, probe.cpp_alarms_off);
+      }
+      const bool worse = probe.alarms_on > probe.alarms_off || probe.cpp_alarms_on > probe.cpp_alarms_off ||
+                         max_of(probe.cpp_step_ms_on) / 1000.0 > to.progress_s ||
                          (probe.debug_outcome != "completed" && probe.control_outcome == "completed");
       if (worse || max_of(probe.step_ms_on) / 1000.0 > to.progress_s) {
         r.verdict = "harmful";
@@ -326,6 +334,20 @@ void read_knob_probe(const fs::path& run_dir, const std::string& kind, KnobProbe
       ++probe.sigterm_ranks;
       if (sigterm_dumped.count(r)) ++probe.sigterm_dumps;
     }
+  if (kind == "cost" || kind == "cost_control") {
+    auto& steps = kind == "cost" ? probe.cpp_step_ms_on : probe.cpp_step_ms_off;
+    for (int r = 0; r < ws; ++r) {
+      std::ifstream in(run_dir / "ranks" / std::to_string(r) / "events.jsonl");
+      for (std::string line; std::getline(in, line);) {
+        if (line.find("\"ev\":\"step\"") == std::string::npos) continue;
+        try {
+          steps.push_back(json::parse(line).value("dur_ms", 0.0));
+        } catch (const std::exception&) {  // a torn last line
+        }
+      }
+    }
+    (kind == "cost" ? probe.cpp_alarms_on : probe.cpp_alarms_off) += static_cast<int>(detections.size());
+  }
   if (kind == "skip" || kind == "skip_control" || kind == "op" || kind == "op_control") {
     KnobProbe::Mismatch& mm = probe.mismatch[kind];
     mm.ran = true;

@@ -33,6 +33,9 @@ struct KnobProbe {
   int alarms_on = 0, alarms_off = 0;  // detections on the healthy runs (any is a false alarm)
   bool debug_ran = false, control_ran = false;
   std::string debug_outcome, control_outcome;  // completed | crash | hang ...
+  // The same on the LibTorch workload (steps that are only collectives: the check's price).
+  std::vector<double> cpp_step_ms_on, cpp_step_ms_off;
+  int cpp_alarms_on = 0, cpp_alarms_off = 0;
   std::string debug_deaths;  // how ranks died with the knobs, e.g. "2 ranks SIGSEGV: Fatal Python
                              // error: Segmentation fault in _ddp_init_helper (torch/nn/parallel/distributed.py:1487)"
   // Flight Recorder dumps the ranks wrote (train.py: at the end, on an exception, on SIGTERM).
@@ -73,7 +76,7 @@ std::vector<KnobInteraction> torch_interactions(const TorchKnobs& knobs, const T
                                                 const KnobProbe& probe);
 
 // Adds one probe run's facts to `probe`: kind is healthy | timeout (the Flight Recorder probes),
-// debug | control (a debug level's price), skip | skip_control | op | op_control (DETAIL's checks).
+// debug | control | cost | cost_control (a debug level's price), skip | skip_control | op | op_control (DETAIL's checks).
 // Reads run.json, ranks/<r>/stderr.log and ranks/<r>/{flight_recorder.pkl,torch_fr_<r>}.
 void read_knob_probe(const std::filesystem::path& run_dir, const std::string& kind, KnobProbe& probe);
 

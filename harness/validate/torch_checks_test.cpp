@@ -118,6 +118,16 @@ TEST_CASE("distributed_debug: cost measured against the control, alarms only wit
   REQUIRE(r);
   CHECK(r->verdict == "benign");
   CHECK(r->measured.find("+30%") != std::string::npos);
+  // The LibTorch pair prices the check itself (steps that are only collectives).
+  p.cpp_step_ms_on = {8.0, 9.0, 10.0};
+  p.cpp_step_ms_off = {0.5, 0.5, 0.6};
+  rows = torch_interactions(knobs("distributed_debug = \"DETAIL\"\n"), timeouts(5), p);
+  CHECK(row(rows, "debug_cost")->verdict == "benign");
+  CHECK(row(rows, "debug_cost")->measured.find("p50 9.00 ms vs 0.50 ms without (18.0x), slowest 10 ms") != std::string::npos);
+  p.cpp_alarms_on = 1;  // an alarm with the knob only
+  CHECK(row(torch_interactions(knobs("distributed_debug = \"DETAIL\"\n"), timeouts(5), p), "debug_cost")->verdict ==
+        "harmful");
+  p.cpp_alarms_on = 0;
   p.alarms_on = 1;
   CHECK(row(torch_interactions(knobs("distributed_debug = \"DETAIL\"\n"), timeouts(5), p), "debug_cost")->verdict ==
         "harmful");

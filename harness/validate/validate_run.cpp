@@ -199,6 +199,8 @@ std::vector<KnobProbeRun> knob_probe_plan(const TorchKnobs& k) {
   if (debug && *debug != "OFF") {
     plan.push_back({"debug", "python_healthy.toml", k});
     plan.push_back({"control", "python_healthy.toml", TorchKnobs{}});
+    plan.push_back({"cost", "cpp_healthy.toml", k});
+    plan.push_back({"cost_control", "cpp_healthy.toml", TorchKnobs{}});
   }
   if (debug && *debug == "DETAIL")
     for (const auto& [kind, file] : {std::pair<std::string, std::string>{"op", "cpp_op_mismatch.toml"},
