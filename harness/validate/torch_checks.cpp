@@ -127,6 +127,7 @@ std::vector<KnobInteraction> torch_interactions(const TorchKnobs& k, const Timeo
                       "benign", probe.ran};
     if (!bool_or(k, "fr_dump_on_timeout")) {
       r.measured = "off: nothing relies on it";
+      r.measured_here = false;
     } else if (!probe.ran || probe.timeout_ranks == 0) {
       r.measured = "no Gloo timeout was observed in the probe (nothing to judge)";
       r.verdict = "needs_nccl";
