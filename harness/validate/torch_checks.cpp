@@ -305,7 +305,14 @@ void read_knob_probe(const fs::path& run_dir, const std::string& kind, KnobProbe
       } catch (const std::exception&) {
       }
     }
-    if (kind == "timeout" && fs::exists(rdir / ("torch_fr_" + std::to_string(r)))) ++probe.torch_dumps;
+    // torch names it <prefix><rank>; any file under the prefix counts (a suffix torch might add).
+    std::error_code ec;
+    if (kind == "timeout")
+      for (const auto& e : fs::directory_iterator(rdir, ec))
+        if (e.path().filename().string().rfind("torch_fr_", 0) == 0) {
+          ++probe.torch_dumps;
+          break;
+        }
   }
   if (kind == "debug" || kind == "control") {
     if (rj.contains("exits"))

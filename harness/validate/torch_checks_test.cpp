@@ -1,6 +1,10 @@
 // Tests for the torch-knob interaction rules of `hanglab validate`: the static rules for the
 // NCCL-only knobs (heartbeat vs the dump, dump wait vs the launchers' grace, error handling off),
 // the measured ones judged on canned probe facts, and the settings file's [torch] table.
+#include <unistd.h>
+
+#include <fstream>
+
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -176,4 +180,49 @@ TEST_CASE("scenario_with_torch replaces the [torch] table and keeps the rest", "
   CHECK(out.find("[expect]\noutcome = \"completed\"") != std::string::npos);
   toml::table root = toml::parse(out);
   CHECK(root["torch"]["distributed_debug"].value<std::string>() == "INFO");
+}
+
+TEST_CASE("read_knob_probe: crash frames, step times, timeouts and torch's own dumps from a run directory",
+          "[torch_checks]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("hanglab_knob_probe_test." + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  for (int r = 0; r < 2; ++r) fs::create_directories(dir / "ranks" / std::to_string(r));
+  auto put = [&](const fs::path& p, const std::string& text) { std::ofstream(dir / p) << text; };
+  // A debug run: both ranks died of SIGSEGV in DDP's constructor (faulthandler lists the other
+  // threads first; the frame that counts is the current thread's).
+  put("run.json", R"({"outcome": "crash", "start_t": 100.0, "settings": {"world_size": 2}, "faults": [],
+      "exits": [{"rank": 0, "signal": "SIGSEGV"}, {"rank": 1, "signal": "SIGSEGV"}],
+      "detections": [{"detector": "exit_monitor", "rank": 0, "t": 104.0, "after_fault_s": 4.0}]})");
+  put("ranks/0/stderr.log",
+      "2026-12-02T09:25:17.702417Z Fatal Python error: Segmentation fault\n"
+      "2026-12-02T09:25:17.702417Z Thread 0x00007f3c848196c0 (most recent call first):\n"
+      "2026-12-02T09:25:17.702417Z   File \"/usr/lib/python3.11/signal.py\", line 82 in sigwait\n"
+      "2026-12-02T09:25:17.702587Z Current thread 0x00007f3c84bd42c0 (most recent call first):\n"
+      "2026-12-02T09:25:17.702587Z   File \"/x/site-packages/torch/nn/parallel/distributed.py\", line 1487 in "
+      "_ddp_init_helper\n");
+  KnobProbe p;
+  read_knob_probe(dir, "debug", p);
+  CHECK(p.debug_ran);
+  CHECK(p.debug_outcome == "crash");
+  CHECK(p.alarms_on == 1);
+  CHECK(p.debug_deaths ==
+        "2 ranks SIGSEGV: Fatal Python error: Segmentation fault in _ddp_init_helper "
+        "(torch/nn/parallel/distributed.py:1487)");
+  // A timeout run: rank 1 frozen, rank 0 timed out and dumped through the script; torch wrote
+  // nothing of its own for rank 0, and rank 1's file is there.
+  put("run.json", R"({"outcome": "hang", "start_t": 100.0, "settings": {"world_size": 2},
+      "faults": [{"kind": "freeze_rank", "ranks": [1]}], "exits": [{"rank": 0, "code": 1, "signal": null}],
+      "detections": [{"detector": "backend_timeout", "rank": 0, "t": 110.0}]})");
+  put("ranks/0/stdout.log", "[rank 0] step 3/200 loss 0.5 dur_ms 101\n");
+  put("ranks/0/stderr.log",
+      "[rank 0] flight recorder: 1234 bytes written to /r/ranks/0/flight_recorder.pkl in 35 ms (the loop ended early)\n");
+  put("ranks/1/torch_fr_1", "x");
+  KnobProbe t;
+  read_knob_probe(dir, "timeout", t);
+  CHECK(t.timeout_ranks == 1);
+  CHECK(t.torch_dumps == 1);
+  CHECK(t.dump_ms == std::vector<double>{35});
+  CHECK(t.step_ms_on.empty());  // a Flight Recorder probe prices nothing
+  fs::remove_all(dir);
 }
