@@ -75,5 +75,11 @@ grep -q "verdict: the proposed settings FAIL (0 false positives, 0 misses, 0 lat
   fail "the verdict does not count the harmful knobs"
 grep -q '"fr_dump_on_timeout"' "$(ls -d "$work"/knobs/knobs/python_timeout/2*/ | head -1)run.json" ||
   fail "run.json does not record the knobs"
-grep -q '^\[torch\]' "$work/knobs/recommended.toml" || fail "recommended.toml lost the [torch] table"
+# The fixed heartbeat clears the recommended collective_s + torch's 15 s dump wait by margin_factor 3.
+krec="$work/knobs/recommended.toml"
+kcoll=$(sed -n 's/^collective_s *= *\([0-9.]*\).*/\1/p' "$krec")
+khb=$(sed -n 's/^nccl_heartbeat_timeout_s *= *\([0-9]*\).*/\1/p' "$krec")
+awk -v c="$kcoll" -v h="$khb" 'BEGIN { w = 3 * (c + 15); e = (w == int(w)) ? w : int(w) + 1; exit !(h == e) }' ||
+  fail "recommended.toml: heartbeat $khb s is not 3 x (collective_s $kcoll + 15 s dump wait), rounded up"
+grep -q "^fr_buffer_size = 2000$" "$krec" || fail "recommended.toml: the zero buffer was not fixed"
 echo "ok: harmful torch-knob interactions measured and reported"

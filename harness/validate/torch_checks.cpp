@@ -2,6 +2,7 @@
 #include "validate/torch_checks.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -240,6 +241,47 @@ std::vector<KnobInteraction> torch_interactions(const TorchKnobs& k, const Timeo
     }
     out.push_back(r);
   }
+  return out;
+}
+
+TorchKnobs recommend_torch_knobs(const TorchKnobs& proposed, const std::vector<KnobInteraction>& rows,
+                                 const Timeouts& rec, double factor, std::vector<std::string>& notes) {
+  TorchKnobs out = proposed;
+  auto harmful = [&](const std::string& id) {
+    return std::any_of(rows.begin(), rows.end(), [&](const KnobInteraction& r) { return r.id == id && r.finding(); });
+  };
+  auto set = [&](const std::string& key, const std::string& value) {
+    const TorchKnobSpec* s = find_torch_knob(key);
+    out.set[key] = TorchKnobValue{s->env, value};
+  };
+  if (harmful("heartbeat_before_dump")) {
+    const double wait_s = static_cast<double>(int_or(proposed, "nccl_wait_timeout_dump_ms")) / 1000.0;
+    const long long hb = static_cast<long long>(std::ceil((rec.collective_s + wait_s) * factor));
+    set("nccl_heartbeat_timeout_s", std::to_string(hb));
+    notes.push_back(fmt::format("nccl_heartbeat_timeout_s {} -> {}: {:g} x (collective_s {:g} + dump wait {:g} s)",
+                                int_or(proposed, "nccl_heartbeat_timeout_s"), hb, factor, rec.collective_s, wait_s));
+  }
+  if (harmful("buffer_vs_dump")) {
+    set("fr_buffer_size", find_torch_knob("fr_buffer_size")->torch_default);
+    notes.push_back("fr_buffer_size 0 -> 2000 (torch's default): a dump of an empty buffer says nothing");
+  }
+  if (harmful("dump_on_timeout_gloo")) {
+    out.set.erase("fr_dump_on_timeout");
+    notes.push_back("fr_dump_on_timeout dropped: Gloo never dumps on a timeout; dump from the rank (hanglab's [detect] "
+                    "flight_recorder, torch._C._distributed_c10d._dump_fr_trace)");
+  }
+  if (harmful("debug_cost")) {
+    out.set.erase("distributed_debug");
+    notes.push_back("distributed_debug dropped: it broke or slowed the healthy probe past a bound (see debug_cost)");
+  }
+  if (harmful("async_error_handling")) {
+    set("nccl_async_error_handling", "3");
+    notes.push_back(fmt::format("nccl_async_error_handling {} -> 3 (torch's default): tear a failed rank down",
+                                int_or(proposed, "nccl_async_error_handling")));
+  }
+  if (harmful("dump_wait_vs_grace"))
+    notes.push_back("nccl_wait_timeout_dump_ms kept: shorten it below the launcher's grace, or lengthen the grace "
+                    "(torchrun --shutdown-timeout)");
   return out;
 }
 

@@ -69,6 +69,13 @@ struct KnobInteraction {
   bool finding() const { return verdict == "harmful"; }
 };
 
+// The knobs to adopt: the proposal with each harmful interaction that has a clear fix fixed
+// (a heartbeat timeout that clears collective_s + the dump wait by `factor`, torch's default
+// buffer and error handling, no dump-on-timeout a Gloo job never honours, no debug level that
+// breaks the job); `notes` says what changed and why, one line per change.
+TorchKnobs recommend_torch_knobs(const TorchKnobs& proposed, const std::vector<KnobInteraction>& rows,
+                                 const Timeouts& recommended, double factor, std::vector<std::string>& notes);
+
 // hanglab's own SIGTERM -> SIGKILL grace at teardown (SupervisorOptions::term_grace_s).
 double hanglab_term_grace_s();
 

@@ -226,3 +226,24 @@ TEST_CASE("read_knob_probe: crash frames, step times, timeouts and torch's own d
   CHECK(t.step_ms_on.empty());  // a Flight Recorder probe prices nothing
   fs::remove_all(dir);
 }
+
+TEST_CASE("recommended knobs: each harmful interaction with a clear fix is fixed, the rest kept", "[torch_checks]") {
+  KnobProbe p;
+  p.ran = true;
+  p.timeout_ranks = 2;
+  p.dump_entries = {0};
+  const TorchKnobs k = knobs(
+      "nccl_heartbeat_timeout_s = 10\nfr_dump_on_timeout = true\nfr_buffer_size = 0\nnccl_async_error_handling = 0\n"
+      "nccl_enable_monitoring = true\n");
+  const auto rows = torch_interactions(k, timeouts(5), p);
+  std::vector<std::string> notes;
+  const TorchKnobs fixed = recommend_torch_knobs(k, rows, timeouts(9.5), 3, notes);
+  CHECK(notes.size() == 4);
+  CHECK(fixed.int_value("nccl_heartbeat_timeout_s") == 74);  // ceil(3 x (9.5 + 15))
+  CHECK(fixed.int_value("fr_buffer_size") == 2000);
+  CHECK_FALSE(fixed.has("fr_dump_on_timeout"));
+  CHECK(fixed.int_value("nccl_async_error_handling") == 3);
+  CHECK(fixed.bool_value("nccl_enable_monitoring") == true);  // nothing wrong with it: kept
+  // The fix passes the same static checks (the measured ones need new runs).
+  for (const auto& r : torch_interactions(fixed, timeouts(9.5), KnobProbe{})) CHECK_FALSE(r.finding());
+}

@@ -60,7 +60,7 @@ class Validator {
                PassRuns& into);
   // The knob probes (scenarios/validate/knobs/) under the proposal; false when interrupted.
   bool run_knob_probes(KnobProbe& probe);
-  bool run_pass(const std::string& pass, const Timeouts& t, bool with_faults, PassRuns& into);
+  bool run_pass(const std::string& pass, const Timeouts& t, const TorchKnobs& knobs, bool with_faults, PassRuns& into);
 
   const ValidateOptions& o_;
   ValidateSettings settings_;
@@ -171,13 +171,14 @@ bool Validator::run_one(const Planned& what, const Timeouts& t, const TorchKnobs
   return true;
 }
 
-bool Validator::run_pass(const std::string& pass, const Timeouts& t, bool with_faults, PassRuns& into) {
+bool Validator::run_pass(const std::string& pass, const Timeouts& t, const TorchKnobs& knobs, bool with_faults,
+                         PassRuns& into) {
   for (int i = 0; i < o_.repeat; ++i)
     for (const auto& b : baseline_)
-      if (!run_one(b, t, settings_.torch, pass, into)) return false;
+      if (!run_one(b, t, knobs, pass, into)) return false;
   if (with_faults)
     for (const auto& f : faults_)
-      if (!run_one(f, t, settings_.torch, pass, into)) return false;
+      if (!run_one(f, t, knobs, pass, into)) return false;
   return true;
 }
 
@@ -267,7 +268,7 @@ int Validator::run() {
   };
 
   PassRuns proposed;
-  if (!run_pass("proposed", settings_.timeouts, true, proposed)) return interrupted_exit();
+  if (!run_pass("proposed", settings_.timeouts, settings_.torch, true, proposed)) return interrupted_exit();
   KnobProbe probe;
   if (settings_.torch.any() && !run_knob_probes(probe)) return interrupted_exit();
   const std::vector<KnobInteraction> knob_rows =
@@ -306,10 +307,14 @@ int Validator::run() {
 
   const PassResult first = classify_pass("proposed", proposed.runs, settings_.timeouts, settings_.slack_s);
 
+  std::vector<std::string> knob_notes;
+  const TorchKnobs rec_knobs = settings_.torch.any() ? recommend_torch_knobs(settings_.torch, knob_rows, rec.timeouts,
+                                                                              settings_.margin.factor, knob_notes)
+                                                     : TorchKnobs{};
   std::optional<PassResult> second;
   if (o_.recheck) {
     PassRuns recommended;
-    if (!run_pass("recommended", rec.timeouts, true, recommended)) return interrupted_exit();
+    if (!run_pass("recommended", rec.timeouts, rec_knobs, true, recommended)) return interrupted_exit();
     second = classify_pass("recommended", recommended.runs, rec.timeouts, settings_.slack_s);
   }
   progress_.done();
@@ -336,15 +341,12 @@ int Validator::run() {
   header.push_back("checkpoint_s / eval_s are the harness watchdog's limit while a rank is in that phase.");
   std::string toml_text = recommendation_toml(rec, settings_, header);
   if (settings_.torch.any()) {
-    // The knobs are carried over as proposed; a harmful interaction is named above each key it
-    // involves, for the user to decide (hanglab does not guess a fix for a NCCL-only knob).
-    toml_text += "\n# [torch] as proposed";
-    toml_text += knob_harmful ? fmt::format(" ({} harmful interaction{}: see validate.txt, \"torch knobs\")\n",
-                                            knob_harmful, knob_harmful == 1 ? "" : "s")
-                              : " (no harmful interaction found)\n";
-    for (const auto& r : knob_rows)
-      if (r.finding()) toml_text += fmt::format("# HARMFUL {}: {}: {}\n", r.id, r.knobs, r.measured);
-    toml_text += torch_knobs_toml(settings_.torch);
+    // The knobs: the proposal with each harmful interaction that has a clear fix fixed.
+    toml_text += fmt::format("\n# [torch]: the proposal{}\n", knob_notes.empty() ? " (no harmful interaction found)"
+                                                                                 : ", changed where it was harmful "
+                                                                                   "(validate.txt, \"torch knobs\"):");
+    for (const auto& n : knob_notes) toml_text += "#   " + n + "\n";
+    if (rec_knobs.any()) toml_text += torch_knobs_toml(rec_knobs);
   }
   if (out_file.has_parent_path()) fs::create_directories(out_file.parent_path());
   write_file(out_file, toml_text);
@@ -355,6 +357,10 @@ int Validator::run() {
   for (const auto& a : rec.advice)
     report += fmt::format("  {:<13} {:>6g}   (proposed {}) {}\n", a.key, a.recommended,
                           a.proposed ? fmt::format("{:g}", *a.proposed) : "-", a.basis);
+  if (settings_.torch.any()) {
+    report += fmt::format("  [torch]{}\n", knob_notes.empty() ? " as proposed" : ":");
+    for (const auto& n : knob_notes) report += "    " + n + "\n";
+  }
   if (second) report += "\n" + render_pass(*second, &rec, settings_.cost_ranks);
   const bool proposal_ok = first.pass() && knob_harmful == 0;
   report += fmt::format("\nverdict: the proposed settings {}", proposal_ok ? "PASS" : "FAIL");
