@@ -112,11 +112,14 @@ std::vector<KnobInteraction> torch_interactions(const TorchKnobs& k, const Timeo
     if (probe.sigterm_ranks > 0)
       r.measured += fmt::format("; {} of {} ranks stopped by SIGTERM completed their dump", probe.sigterm_dumps,
                                 probe.sigterm_ranks);
+    // hanglab's grace is the shorter of the two: a dump that outlasts it is cut under hanglab,
+    // and under torchrun too once it outlasts 30 s.
     if (worst > grace || probe.sigterm_dumps < probe.sigterm_ranks) {
       r.verdict = "harmful";
-      r.measured += fmt::format(": longer than hanglab's {:g} s grace, a dump at teardown is lost", grace);
-    } else if (worst > kTorchrunShutdownTimeoutS) {
-      r.verdict = "harmful";
+      r.measured += worst > kTorchrunShutdownTimeoutS
+                        ? fmt::format(": longer than torchrun's {:g} s and hanglab's {:g} s grace, a dump at teardown is lost",
+                                      kTorchrunShutdownTimeoutS, grace)
+                        : fmt::format(": a dump at teardown is lost under hanglab's {:g} s grace", grace);
     }
     out.push_back(r);
   }
