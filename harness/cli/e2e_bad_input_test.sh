@@ -136,4 +136,17 @@ out=$("$hanglab" report --format none --tooling-matrix "$work/tooling-matrix.md"
 [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "want exactly one line, got: $out"
 echo "$out" | grep -q "scenarios:0:0: .*not a hanglab run directory" || fail "line does not name the directory: $out"
 [ "$(cat "$work/tooling-matrix.md")" = "old table" ] && [ ! -e "$work/tooling-matrix.html" ] || fail "the matrix was (over)written"
+# A torch knob of the wrong type in [torch]: the same one line, exit 2, nothing run.
+cat > "$work/badknob.toml" <<'TOML'
+[workload]
+name = "torch_ddp"
+world_size = 2
+[torch]
+nccl_heartbeat_timeout_s = "10m"
+TOML
+out=$("$hanglab" run "$work/badknob.toml" --results "$work/results-knob" 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "bad knob: exit $rc, want 2: $out"
+[ "$(echo "$out" | wc -l)" -eq 1 ] || fail "bad knob: want exactly one line, got: $out"
+echo "$out" | grep -q "badknob.toml:5:28: torch.nccl_heartbeat_timeout_s: expected an integer" || fail "bad knob not named: $out"
+[ ! -e "$work/results-knob" ] || fail "results were written for a bad knob"
 echo "ok: $out"

@@ -216,6 +216,26 @@ int cmd_describe(const std::string& kind) {
       std::cout << fmt::format("  {:<26} {:<7} {:<7} {}\n", a.name, a.type, a.default_value, a.doc);
     return 0;
   }
+  if (kind == "torch") {
+    std::cout << "[torch]: torch's own knobs, in scenario and `hanglab validate` settings files; each sets one "
+                 "environment\nvariable in every rank (local, mpirun and torchrun launchers; Python and LibTorch "
+                 "ranks). The\nprocess-group timeout is [timeouts] collective_s. Defaults are torch 2.15's when the "
+                 "key is absent.\n\n";
+    std::cout << fmt::format("  {:<26} {:<5} {:<16} {:<8} {:<36} {}\n", "key", "type", "values", "default",
+                             "variable", "read by");
+    for (const auto& k : kTorchKnobs) {
+      const std::string type(k.type);
+      const std::string values = type == "enum" ? std::string(k.values)
+                                 : type == "bool" ? "true|false"
+                                                  : fmt::format("{}..{}", k.lo, k.hi);
+      std::cout << fmt::format("  {:<26} {:<5} {:<16} {:<8} {:<36} {}\n      {}\n", k.key, type == "enum" ? "str" : type,
+                               values, k.torch_default, k.env,
+                               std::string(k.backends) == "nccl" ? "ProcessGroupNCCL only" : "every backend", k.doc);
+    }
+    std::cout << "\nA variable of this list in [workload.env] is an error: set it here (typed, recorded in run.json "
+                 "settings.torch,\nand checked by `hanglab validate`, whose report has a \"torch knobs\" section).\n";
+    return 0;
+  }
   std::cerr << "hanglab: unknown fault kind or workload '" << kind << "' (see `hanglab list`)\n";
   return 2;
 }
@@ -302,7 +322,7 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "list workloads, faults and detectors");
   std::string kind;
   auto* describe = app.add_subcommand("describe", "print a fault's or workload's keys, defaults and units");
-  describe->add_option("kind", kind, "fault kind or workload name")->required();
+  describe->add_option("kind", kind, "fault kind, workload name, or torch (the [torch] knobs)")->required();
 
   auto* clean = app.add_subcommand(
       "clean", "revert what killed hanglab runs left (processes, mounts, cgroups); exit 1 if something could not be");

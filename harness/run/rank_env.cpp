@@ -14,6 +14,10 @@ fs::path rank_error_file(const fs::path& run_dir, int rank) {
   return run_dir / "ranks" / std::to_string(rank) / "error.json";
 }
 
+fs::path rank_torch_fr_prefix(const fs::path& run_dir, int rank) {
+  return run_dir / "ranks" / std::to_string(rank) / "torch_fr_";
+}
+
 fs::path rank_fr_dump(const fs::path& run_dir, int rank) {
   return run_dir / "ranks" / std::to_string(rank) / "flight_recorder.pkl";
 }
@@ -53,6 +57,13 @@ std::map<std::string, std::string> rank_env(const RankEnvInput& in, const Scenar
     // when a collective raises, on SIGTERM/SIGUSR1, at exit), written atomically.
     env["TORCH_FR_BUFFER_SIZE"] = std::to_string(sc.detect.fr_buffer_size);
     env["HANGLAB_FR_DUMP"] = rank_fr_dump(in.run_dir, in.rank).string();
+  }
+  if (sc.torch.any()) {
+    // [torch]: the knobs as torch reads them (over [detect]'s buffer size: a validate pass sets
+    // both on purpose). Where torch dumps by itself (TORCH_FR_DUMP_ON_TIMEOUT: NCCL's watchdog),
+    // it writes <prefix><rank>: keep that in the run directory, not /tmp.
+    for (const auto& [k, v] : sc.torch.env()) env[k] = v;
+    env["TORCH_FR_DUMP_TEMP_FILE"] = rank_torch_fr_prefix(in.run_dir, in.rank).string();
   }
   for (const auto& [k, v] : sc.workload.env) env[k] = v;
   return env;

@@ -34,7 +34,8 @@ std::map<std::string, std::string> torchrun_contract_env(const RankEnvInput& in)
 // The whole environment hanglab adds for one rank: the contract, HANGLAB_RUN_DIR,
 // HANGLAB_DATA_DIR, HANGLAB_CKPT_DIR, the timeouts, PYTHONUNBUFFERED, OMP_NUM_THREADS=1
 // (as torchrun sets it); with [detect] flight_recorder, TORCH_FR_BUFFER_SIZE and
-// HANGLAB_FR_DUMP; then the scenario's [workload.env] over it.
+// HANGLAB_FR_DUMP; with [torch], each knob's variable and TORCH_FR_DUMP_TEMP_FILE (torch's own
+// dumps land in the run directory); then the scenario's [workload.env] over it.
 std::map<std::string, std::string> rank_env(const RankEnvInput& in, const Scenario& sc);
 
 // A variable torchrun sets for each worker itself: under launcher torchrun its value wins
@@ -44,6 +45,9 @@ bool is_torchrun_contract_key(const std::string& name);
 
 // Where a rank dumps torch's Flight Recorder ([detect] flight_recorder = true): HANGLAB_FR_DUMP.
 std::filesystem::path rank_fr_dump(const std::filesystem::path& run_dir, int rank);
+
+// TORCH_FR_DUMP_TEMP_FILE of a rank when [torch] is set: torch writes <prefix><rank> there.
+std::filesystem::path rank_torch_fr_prefix(const std::filesystem::path& run_dir, int rank);
 
 // Where a rank's TORCHELASTIC_ERROR_FILE goes under the local and mpirun launchers.
 std::filesystem::path rank_error_file(const std::filesystem::path& run_dir, int rank);

@@ -85,3 +85,21 @@ TEST_CASE("[detect] flight_recorder: each rank records (buffer size) and dumps i
   sc.workload.env = {{"TORCH_FR_BUFFER_SIZE", "20"}};  // the user's own setting wins
   CHECK(rank_env(input(0, 2), sc)["TORCH_FR_BUFFER_SIZE"] == "20");
 }
+
+TEST_CASE("[torch]: every rank gets each knob's variable, over [detect], and torch's own dumps in its folder",
+          "[rank_env]") {
+  Scenario sc;
+  CHECK(rank_env(input(0, 2), sc).count("TORCH_FR_DUMP_TEMP_FILE") == 0);  // no [torch]: nothing of torch's
+  sc.detect.flight_recorder = true;
+  sc.detect.fr_buffer_size = 500;
+  sc.torch.set["fr_buffer_size"] = {"TORCH_FR_BUFFER_SIZE", "0"};
+  sc.torch.set["distributed_debug"] = {"TORCH_DISTRIBUTED_DEBUG", "DETAIL"};
+  sc.torch.set["nccl_heartbeat_timeout_s"] = {"TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "10"};
+  for (int r = 0; r < 2; ++r) {
+    auto env = rank_env(input(r, 2), sc);
+    CHECK(env["TORCH_FR_BUFFER_SIZE"] == "0");  // a validate pass sets both on purpose: the knob wins
+    CHECK(env["TORCH_DISTRIBUTED_DEBUG"] == "DETAIL");
+    CHECK(env["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"] == "10");
+    CHECK(env["TORCH_FR_DUMP_TEMP_FILE"] == "/results/kill_rank/20261202T000000Z/ranks/" + std::to_string(r) + "/torch_fr_");
+  }
+}

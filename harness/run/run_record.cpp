@@ -168,6 +168,9 @@ nlohmann::json run_json(const Scenario& sc, const RunResult& res, const HostInfo
   const RunFacts& f = res.facts;
   using nlohmann::json;
   json faults = json::array(), detections = json::array(), exits = json::array();
+  // [torch]: each knob written, with the variable the ranks got (nothing written: {}).
+  json torch = json::object();
+  for (const auto& [key, v] : sc.torch.set) torch[key] = {{"env", v.env}, {"value", v.value}};
   double ft = f.faults.empty() ? f.start_t : f.faults.front().t;
   // One entry per firing (in firing order), then the faults that never fired; each with
   // its manifestation judgment (exercised, evidence) and what adapt() arranged for it.
@@ -238,7 +241,8 @@ nlohmann::json run_json(const Scenario& sc, const RunResult& res, const HostInfo
               {"progress_s", sc.timeouts.progress_s},
               {"heartbeat_s", sc.timeouts.heartbeat_s},
               {"checkpoint_s", sc.timeouts.checkpoint_s ? json(*sc.timeouts.checkpoint_s) : json(nullptr)},
-              {"eval_s", sc.timeouts.eval_s ? json(*sc.timeouts.eval_s) : json(nullptr)}}}}},
+              {"eval_s", sc.timeouts.eval_s ? json(*sc.timeouts.eval_s) : json(nullptr)}}},
+            {"torch", torch}}},
           {"start_t", f.start_t},
           {"end_t", f.end_t},
           {"duration_s", res.duration_s},

@@ -4,6 +4,8 @@
 // not by position).
 #include "scenario/scenario.hpp"
 
+#include "scenario/header_comments.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -24,7 +26,7 @@ namespace {
 
 using Allowed = std::initializer_list<std::string_view>;
 
-const Allowed kTopLevelKeys = {"scenario", "workload", "timeouts", "detect", "fault", "expect"};
+const Allowed kTopLevelKeys = {"scenario", "workload", "timeouts", "detect", "torch", "fault", "expect"};
 const Allowed kDetectKeys = {"flight_recorder", "fr_buffer_size"};
 const Allowed kScenarioKeys = {"name", "description", "tags", "deadline_s"};
 const Allowed kWorkloadKeys = {"name",     "command",      "backend", "world_size", "steps",
@@ -112,58 +114,6 @@ std::string read_file_or_throw(const std::filesystem::path& file) {
   }
   ::close(fd);
   return text;
-}
-
-// `# Reproduces: ...` / `# Expected: ...` in the file's opening comment block. A label is
-// one word followed by a colon; a label's text continues on the following comment
-// lines until an empty comment line, another label, or the end of the block.
-void parse_header_comments(std::string_view text, std::string& reproduces, std::string& expected) {
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
-  std::string* current = nullptr;
-  while (!text.empty()) {
-    size_t eol = text.find('\n');
-    std::string_view line = text.substr(0, eol);
-    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
-    size_t first = line.find_first_not_of(" \t");
-    if (first == std::string_view::npos) {  // blank line: ends a paragraph, not the block
-      current = nullptr;
-      continue;
-    }
-    if (line[first] != '#') break;
-    std::string_view body = line.substr(first + 1);
-    body.remove_prefix(std::min(body.size(), body.find_first_not_of(" \t#")));
-    if (body.empty()) {
-      current = nullptr;
-      continue;
-    }
-    // A label may carry a parenthesised note: `# Expected (found by running it): ...`.
-    size_t colon = body.find(':');
-    size_t word_end = colon == std::string_view::npos ? 0 : body.find_first_of(" (", 0);
-    if (word_end == std::string_view::npos || word_end > colon) word_end = colon;
-    bool note_ok = word_end == colon ||
-                   (body.substr(word_end, colon - word_end).find_first_not_of(" ") != std::string_view::npos &&
-                    body[body.find_first_not_of(' ', word_end)] == '(' && body[colon - 1] == ')');
-    bool is_label = colon != std::string_view::npos && word_end > 0 && note_ok &&
-                    std::all_of(body.begin(), body.begin() + word_end,
-                                [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
-    if (is_label) {
-      std::string label(body.substr(0, word_end));
-      std::transform(label.begin(), label.end(), label.begin(), [](unsigned char c) { return std::tolower(c); });
-      std::string_view rest = body.substr(colon + 1);
-      rest.remove_prefix(std::min(rest.size(), rest.find_first_not_of(" \t")));
-      current = label == "reproduces" ? &reproduces : label == "expected" ? &expected : nullptr;
-      if (current) {
-        if (!current->empty()) *current += ' ';
-        *current += rest;
-      }
-      continue;
-    }
-    if (current) {
-      if (!current->empty()) *current += ' ';
-      *current += body;
-    }
-  }
 }
 
 class Loader {
@@ -361,6 +311,7 @@ class Loader {
   void load_workload_args(const toml::table& args, const std::string& workload, WorkloadSpec& w);
   void load_timeouts(const toml::table& root, Timeouts& to);
   void load_detect(const toml::table& root, DetectSpec& d);
+  void load_torch(const toml::table& root, Scenario& sc);
   void load_faults(toml::table& root, std::vector<FaultSpec>& faults);
   void load_expect(const toml::table& root, ExpectSpec& ex);
   void load_triage_expect(const toml::table& t, TriageExpect& tr);
@@ -381,12 +332,13 @@ void Loader::load(toml::table& root, Scenario& sc) {
   for (const auto& [k, node] : root) {
     if (!contains(kTopLevelKeys, k.str()))
       error(k.source(), key_path("", k.str()),
-            "unknown table (expected one of: [scenario], [workload], [timeouts], [detect], [[fault]], [expect])");
+            "unknown table (expected one of: [scenario], [workload], [timeouts], [detect], [torch], [[fault]], [expect])");
   }
   load_scenario_table(root, sc);
   load_workload(root, sc.workload);
   load_timeouts(root, sc.timeouts);
   load_detect(root, sc.detect);
+  load_torch(root, sc);
   load_faults(root, sc.faults);
   load_expect(root, sc.expect);
 }
@@ -507,6 +459,9 @@ void Loader::load_workload(const toml::table& root, WorkloadSpec& w) {
       const std::string key = key_path("workload.env", k.str());
       if (k.str().empty() || k.str().find('=') != std::string_view::npos) {
         error(k.source(), key, "not a valid environment variable name");
+      } else if (const std::string knob = torch_knob_for_env(std::string(k.str())); !knob.empty()) {
+        // One place per knob: typed, recorded in run.json, and what `hanglab validate` checks.
+        error(k.source(), key, fmt::format("set it as [torch] {} (a typed torch knob)", knob));
       } else if (!v.is_string()) {
         type_error(v, key, "a string");
       } else {
@@ -598,6 +553,20 @@ void Loader::load_detect(const toml::table& root, DetectSpec& d) {
     else if (auto v = int_at(*t, "fr_buffer_size", "detect", 1, 1000000))
       d.fr_buffer_size = *v;
   }
+}
+
+void Loader::load_torch(const toml::table& root, Scenario& sc) {
+  const toml::table* t = table_at(root, "torch", "");
+  if (!t) return;
+  sc.torch = parse_torch_table(*t, file_, "torch", errors_);
+  const toml::node* fb = t->get("fr_buffer_size");
+  if (!fb || !sc.torch.has("fr_buffer_size")) return;
+  const toml::table* detect = root.get("detect") ? root.get("detect")->as_table() : nullptr;
+  if (detect && detect->get("fr_buffer_size"))
+    error(*fb, "torch.fr_buffer_size", "set twice: [detect] fr_buffer_size also sets TORCH_FR_BUFFER_SIZE; keep one");
+  else if (sc.detect.flight_recorder && *sc.torch.int_value("fr_buffer_size") == 0)
+    error(*fb, "torch.fr_buffer_size",
+          "0 records nothing, but [detect] flight_recorder = true collects the dumps: use a buffer > 0");
 }
 
 void Loader::load_faults(toml::table& root, std::vector<FaultSpec>& faults) {

@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "scenario/config_error.hpp"
+#include "scenario/torch_knobs.hpp"
 
 namespace hanglab {
 
@@ -129,6 +130,7 @@ struct Scenario {
   WorkloadSpec workload;
   Timeouts timeouts;
   DetectSpec detect;
+  TorchKnobs torch;  // [torch]: torch's environment knobs, set in every rank
   std::vector<FaultSpec> faults;
   ExpectSpec expect;
 };

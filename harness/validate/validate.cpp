@@ -52,8 +52,8 @@ class SettingsParser {
       throw config_error_at(file_, e.source(), "", std::string(e.description()));
     }
     for (const auto& [k, node] : root) {
-      if (k.str() != "timeouts" && k.str() != "validate")
-        error(k.source(), std::string(k.str()), "unknown table (expected one of: [timeouts], [validate])");
+      if (k.str() != "timeouts" && k.str() != "validate" && k.str() != "torch")
+        error(k.source(), std::string(k.str()), "unknown table (expected one of: [timeouts], [torch], [validate])");
     }
     const toml::table* t = table(root, "timeouts");
     if (!t && !root.get("timeouts")) {
@@ -70,6 +70,7 @@ class SettingsParser {
       if (auto v = number(*t, "timeouts", "checkpoint_s", true)) s.timeouts.checkpoint_s = *v;
       if (auto v = number(*t, "timeouts", "eval_s", true)) s.timeouts.eval_s = *v;
     }
+    if (const toml::table* k = table(root, "torch")) s.torch = parse_torch_table(*k, file_, "torch", errors_);
     if (const toml::table* v = table(root, "validate")) {
       reject_unknown(*v, "validate", kValidateKeys);
       if (auto x = number(*v, "validate", "slack_s", false)) s.slack_s = *x;

@@ -9,6 +9,8 @@
 // file:line:col and the key):
 //   [timeouts]  init_s, collective_s, progress_s, heartbeat_s (required),
 //               checkpoint_s, eval_s (optional per-phase limits of the harness watchdog)
+//   [torch]     the torch knobs (scenario/torch_knobs.hpp), set in every rank of every pass;
+//               `hanglab validate` checks their interactions (validate/torch_checks.hpp)
 //   [validate]  slack_s (late-detection slack, default 2), margin_factor (3),
 //               margin_add_s (2), cost_ranks ([8, 1024, 16384])
 #pragma once
@@ -38,6 +40,7 @@ struct MarginRule {
 struct ValidateSettings {
   std::string file;
   Timeouts timeouts;  // the proposal
+  TorchKnobs torch;   // [torch] of the proposal (empty: torch's defaults)
   double slack_s = 2;
   MarginRule margin;
   std::vector<int> cost_ranks{8, 1024, 16384};

@@ -17,6 +17,7 @@
 #include "run/runner.hpp"
 #include "run/workloads.hpp"
 #include "util.hpp"
+#include "validate/torch_checks.hpp"
 #include "validate/validate.hpp"
 
 namespace hanglab {
@@ -53,9 +54,13 @@ class Validator {
 
   bool interrupted() const { return o_.interrupted && *o_.interrupted; }
   void plan();
-  // Runs `what` once with `t` substituted; returns false when interrupted.
-  bool run_one(const Planned& what, const Timeouts& t, const std::string& pass, PassRuns& into);
-  bool run_pass(const std::string& pass, const Timeouts& t, bool with_faults, PassRuns& into);
+  // Runs `what` once with `t` and `knobs` substituted (knobs only when it sets any); returns
+  // false when interrupted.
+  bool run_one(const Planned& what, const Timeouts& t, const TorchKnobs& knobs, const std::string& pass,
+               PassRuns& into);
+  // The knob probes (scenarios/validate/knobs/) under the proposal; false when interrupted.
+  bool run_knob_probes(KnobProbe& probe);
+  bool run_pass(const std::string& pass, const Timeouts& t, const TorchKnobs& knobs, bool with_faults, PassRuns& into);
 
   const ValidateOptions& o_;
   ValidateSettings settings_;
@@ -98,7 +103,8 @@ void Validator::plan() {
     throw ConfigError(baseline.front(), 0, 0, "", "no healthy scenario (without [[fault]]) to measure the phases on");
 }
 
-bool Validator::run_one(const Planned& what, const Timeouts& t, const std::string& pass, PassRuns& into) {
+bool Validator::run_one(const Planned& what, const Timeouts& t, const TorchKnobs& knobs, const std::string& pass,
+                        PassRuns& into) {
   if (interrupted()) return false;
   PreparedScenario ps = prepare_scenario(what.file);
   ps.scenario.timeouts = t;
@@ -106,6 +112,10 @@ bool Validator::run_one(const Planned& what, const Timeouts& t, const std::strin
       scenario_with_timeouts(ps.scenario.source_text, t,
                              fmt::format("hanglab validate ({} pass): [timeouts] replaced by {}", pass,
                                          pass == "measure" ? "permissive values (the deadline)" : settings_.file));
+  if (knobs.any()) {
+    ps.scenario.torch = knobs;
+    ps.scenario.source_text = scenario_with_torch(ps.scenario.source_text, knobs);
+  }
   progress_.begin(fmt::format("{} {}", pass, what.name));
   RunOptions ro;
   ro.results_dir = o_.results / pass;
@@ -161,13 +171,65 @@ bool Validator::run_one(const Planned& what, const Timeouts& t, const std::strin
   return true;
 }
 
-bool Validator::run_pass(const std::string& pass, const Timeouts& t, bool with_faults, PassRuns& into) {
+bool Validator::run_pass(const std::string& pass, const Timeouts& t, const TorchKnobs& knobs, bool with_faults,
+                         PassRuns& into) {
   for (int i = 0; i < o_.repeat; ++i)
     for (const auto& b : baseline_)
-      if (!run_one(b, t, pass, into)) return false;
+      if (!run_one(b, t, knobs, pass, into)) return false;
   if (with_faults)
     for (const auto& f : faults_)
-      if (!run_one(f, t, pass, into)) return false;
+      if (!run_one(f, t, knobs, pass, into)) return false;
+  return true;
+}
+
+struct KnobProbeRun {
+  std::string kind;  // healthy | timeout | debug | control | mismatch (read_knob_probe)
+  std::string file;  // in scenarios/validate/knobs/
+  TorchKnobs knobs;
+};
+
+// The knob probes. A debug level is measured on runs of its own (with every knob, as proposed,
+// against a control without any) and left out of the Flight Recorder probes: on torch 2.15,
+// DETAIL crashes DDP's constructor, which would hide every other knob's effect.
+std::vector<KnobProbeRun> knob_probe_plan(const TorchKnobs& k) {
+  TorchKnobs without_debug = k;
+  without_debug.set.erase("distributed_debug");
+  std::vector<KnobProbeRun> plan = {{"healthy", "python_healthy.toml", without_debug},
+                                    {"timeout", "python_timeout.toml", without_debug}};
+  const auto debug = k.string_value("distributed_debug");
+  if (debug && *debug != "OFF") {
+    plan.push_back({"debug", "python_healthy.toml", k});
+    plan.push_back({"control", "python_healthy.toml", TorchKnobs{}});
+    plan.push_back({"cost", "cpp_healthy.toml", k});
+    plan.push_back({"cost_control", "cpp_healthy.toml", TorchKnobs{}});
+  }
+  if (debug && *debug == "DETAIL")
+    for (const auto& [kind, file] : {std::pair<std::string, std::string>{"op", "cpp_op_mismatch.toml"},
+                                     {"skip", "cpp_skip_allreduce.toml"}}) {
+      plan.push_back({kind, file, k});
+      plan.push_back({kind + "_control", file, TorchKnobs{}});
+    }
+  return plan;
+}
+
+bool Validator::run_knob_probes(KnobProbe& probe) {
+  const fs::path dir = default_scenarios_dir() / "validate" / "knobs";
+  PassRuns runs;
+  for (const auto& run : knob_probe_plan(settings_.torch)) {
+    PreparedScenario ps = prepare_scenario(dir / run.file);
+    const std::string label = run.kind.find("control") != std::string::npos ? " (no knobs)"
+                              : run.kind == "debug" ? " (all knobs)"
+                              : run.knobs.set.size() < settings_.torch.set.size() ? " (no debug level)"
+                                                                                   : "";
+    Planned p{dir / run.file, ps.scenario.name + label, ps.scenario.faults.empty(), ps.scenario.deadline_s};
+    // The proposal's timeouts, except where a Python rank needs more than a C++ one: `import
+    // torch` takes seconds before the first output line (init_s, progress_s).
+    Timeouts t = settings_.timeouts;
+    t.init_s = std::max(t.init_s, ps.scenario.timeouts.init_s);
+    t.progress_s = std::max(t.progress_s, ps.scenario.timeouts.progress_s);
+    if (!run_one(p, t, run.knobs, "knobs", runs)) return false;
+    if (!runs.runs.back().skipped) read_knob_probe(runs.runs.back().run_dir, run.kind, probe);
+  }
   return true;
 }
 
@@ -188,7 +250,8 @@ int Validator::run() {
   const fs::path out_file = o_.out.empty() ? o_.results / "recommended.toml" : o_.out;
 
   const size_t per_pass = baseline_.size() * static_cast<size_t>(o_.repeat) + faults_.size();
-  progress_.set_total(per_pass * (o_.recheck ? 2 : 1));
+  const size_t probes = settings_.torch.any() ? knob_probe_plan(settings_.torch).size() : 0;
+  progress_.set_total(per_pass * (o_.recheck ? 2 : 1) + probes);
   std::vector<std::string> names;
   for (const auto& f : faults_) names.push_back(f.name);
   std::vector<std::string> bnames;
@@ -205,7 +268,13 @@ int Validator::run() {
   };
 
   PassRuns proposed;
-  if (!run_pass("proposed", settings_.timeouts, true, proposed)) return interrupted_exit();
+  if (!run_pass("proposed", settings_.timeouts, settings_.torch, true, proposed)) return interrupted_exit();
+  KnobProbe probe;
+  if (settings_.torch.any() && !run_knob_probes(probe)) return interrupted_exit();
+  const std::vector<KnobInteraction> knob_rows =
+      settings_.torch.any() ? torch_interactions(settings_.torch, settings_.timeouts, probe) : std::vector<KnobInteraction>{};
+  const int knob_harmful =
+      static_cast<int>(std::count_if(knob_rows.begin(), knob_rows.end(), [](const KnobInteraction& r) { return r.finding(); }));
 
   // Phase durations come from healthy runs that no alarm cut short; a baseline that had
   // an alarm under the proposal is measured again with permissive timeouts.
@@ -224,9 +293,9 @@ int Validator::run() {
     permissive.init_s = permissive.collective_s = permissive.progress_s = b.deadline_s;
     permissive.checkpoint_s = permissive.eval_s = b.deadline_s;
     measure_runs += o_.repeat;
-    progress_.set_total(per_pass * (o_.recheck ? 2 : 1) + static_cast<size_t>(measure_runs));
+    progress_.set_total(per_pass * (o_.recheck ? 2 : 1) + probes + static_cast<size_t>(measure_runs));
     for (int i = 0; i < o_.repeat; ++i)
-      if (!run_one(b, permissive, "measure", measure)) return interrupted_exit();
+      if (!run_one(b, permissive, settings_.torch, "measure", measure)) return interrupted_exit();
     if (measure.clean_by_scenario.count(b.name)) {
       measured.merge(measure.clean_by_scenario[b.name]);
       measured_from.push_back(b.name + " (measure pass: permissive timeouts)");
@@ -238,10 +307,14 @@ int Validator::run() {
 
   const PassResult first = classify_pass("proposed", proposed.runs, settings_.timeouts, settings_.slack_s);
 
+  std::vector<std::string> knob_notes;
+  const TorchKnobs rec_knobs = settings_.torch.any() ? recommend_torch_knobs(settings_.torch, knob_rows, rec.timeouts,
+                                                                              settings_.margin.factor, knob_notes)
+                                                     : TorchKnobs{};
   std::optional<PassResult> second;
   if (o_.recheck) {
     PassRuns recommended;
-    if (!run_pass("recommended", rec.timeouts, true, recommended)) return interrupted_exit();
+    if (!run_pass("recommended", rec.timeouts, rec_knobs, true, recommended)) return interrupted_exit();
     second = classify_pass("recommended", recommended.runs, rec.timeouts, settings_.slack_s);
   }
   progress_.done();
@@ -253,19 +326,28 @@ int Validator::run() {
                                               : fmt::format("{}", fmt::join(measured_from, "; ")));
   report += render_phase_table(stats);
   report += "\n" + render_pass(first, &rec, settings_.cost_ranks);
+  if (settings_.torch.any()) report += "\n" + render_torch_section(settings_.torch, knob_rows, probe);
   std::vector<std::string> header = {
       "hanglab validate: recommended timeouts and watchdog settings",
       fmt::format("proposed: {} ({})", settings_.file, timeouts_line(settings_.timeouts)),
       fmt::format("measured on: {}, {} UTC", measured_from.empty() ? "nothing" : fmt::format("{}", fmt::join(bnames, ", ")),
                   iso_time(unix_now()).substr(0, 19)),
-      fmt::format("proposed settings: {}", first.pass() ? "PASS" : "FAIL"),
+      fmt::format("proposed settings: {}", first.pass() && knob_harmful == 0 ? "PASS" : "FAIL"),
   };
   if (second) header.push_back(fmt::format("re-validated in the same command: {} ({} false positives, {} misses, {} late)",
                                            second->pass() ? "PASS" : "FAIL", second->count("false_positive"),
                                            second->count("miss"), second->count("late")));
   header.push_back("collective_s clears the longest healthy wait in a collective (checkpoint barrier, slow first collective);");
   header.push_back("checkpoint_s / eval_s are the harness watchdog's limit while a rank is in that phase.");
-  const std::string toml_text = recommendation_toml(rec, settings_, header);
+  std::string toml_text = recommendation_toml(rec, settings_, header);
+  if (settings_.torch.any()) {
+    // The knobs: the proposal with each harmful interaction that has a clear fix fixed.
+    toml_text += fmt::format("\n# [torch]: the proposal{}\n", knob_notes.empty() ? " (no harmful interaction found)"
+                                                                                 : ", changed where it was harmful "
+                                                                                   "(validate.txt, \"torch knobs\"):");
+    for (const auto& n : knob_notes) toml_text += "#   " + n + "\n";
+    if (rec_knobs.any()) toml_text += torch_knobs_toml(rec_knobs);
+  }
   if (out_file.has_parent_path()) fs::create_directories(out_file.parent_path());
   write_file(out_file, toml_text);
 
@@ -275,12 +357,20 @@ int Validator::run() {
   for (const auto& a : rec.advice)
     report += fmt::format("  {:<13} {:>6g}   (proposed {}) {}\n", a.key, a.recommended,
                           a.proposed ? fmt::format("{:g}", *a.proposed) : "-", a.basis);
+  if (settings_.torch.any()) {
+    report += fmt::format("  [torch]{}\n", knob_notes.empty() ? " as proposed" : ":");
+    for (const auto& n : knob_notes) report += "    " + n + "\n";
+  }
   if (second) report += "\n" + render_pass(*second, &rec, settings_.cost_ranks);
-  report += fmt::format("\nverdict: the proposed settings {}", first.pass() ? "PASS" : "FAIL");
-  if (!first.pass())
-    report += fmt::format(" ({} false positive{}, {} miss{}, {} late)", first.count("false_positive"),
+  const bool proposal_ok = first.pass() && knob_harmful == 0;
+  report += fmt::format("\nverdict: the proposed settings {}", proposal_ok ? "PASS" : "FAIL");
+  if (!proposal_ok)
+    report += fmt::format(" ({} false positive{}, {} miss{}, {} late{})", first.count("false_positive"),
                           first.count("false_positive") == 1 ? "" : "s", first.count("miss"),
-                          first.count("miss") == 1 ? "" : "es", first.count("late"));
+                          first.count("miss") == 1 ? "" : "es", first.count("late"),
+                          settings_.torch.any() ? fmt::format(", {} harmful torch-knob interaction{}", knob_harmful,
+                                                              knob_harmful == 1 ? "" : "s")
+                                                : "");
   if (second)
     report += fmt::format("; the recommended settings {}{}", second->pass() ? "PASS" : "FAIL",
                           second->pass() ? " -> adopt " + out_file.string() : "");
@@ -297,9 +387,14 @@ int Validator::run() {
   for (const auto& [k, d] : stats) phases[k] = {{"n", d.n}, {"p50", d.p50}, {"p99", d.p99}, {"max", d.max}};
   j["phases"] = phases;
   if (second) j["recommended"] = to_json(*second);
+  if (settings_.torch.any()) {
+    j["torch_knobs"] = to_json(knob_rows, probe);
+    j["torch_knobs"]["harmful"] = knob_harmful;
+  }
+  j["pass"] = proposal_ok;
   write_file(o_.results / "validate.json", j.dump(2) + "\n");
   write_file(o_.results / "validate.txt", report);
-  return first.pass() ? 0 : 1;
+  return proposal_ok ? 0 : 1;
 }
 
 }  // namespace

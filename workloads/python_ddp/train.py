@@ -81,6 +81,7 @@ def fr_dump(why):
         return
     try:
         try:
+            t0 = time.monotonic()
             data = torch_mod._C._distributed_c10d._dump_fr_trace(True, True)
             os.makedirs(os.path.dirname(FR_DUMP) or ".", exist_ok=True)
             tmp = f"{FR_DUMP}.tmp.{os.getpid()}"
@@ -89,8 +90,10 @@ def fr_dump(why):
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, FR_DUMP)
+            # The duration (torch's dump plus the write) is what `hanglab validate` compares with
+            # the launchers' SIGTERM -> SIGKILL grace periods.
             print(f"[rank {os.environ.get('RANK', '?')}] flight recorder: {len(data)} bytes written to "
-                  f"{FR_DUMP} ({why})", file=sys.stderr, flush=True)
+                  f"{FR_DUMP} in {(time.monotonic() - t0) * 1000:.0f} ms ({why})", file=sys.stderr, flush=True)
         except Exception as e:  # a dump that cannot be written must not change how the rank ends
             print(f"[rank {os.environ.get('RANK', '?')}] flight recorder: no dump ({why}): {e!r}",
                   file=sys.stderr, flush=True)

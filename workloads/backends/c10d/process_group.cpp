@@ -2,7 +2,11 @@
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupWrapper.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/debug.h>
 #include <torch/headeronly/version.h>
 #include <ATen/ATen.h>
 
@@ -93,6 +97,23 @@ c10::intrusive_ptr<c10d::Store> c10d_rendezvous(const RankEnv& env) {
   auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_opts);
   wait_for_all_ranks(*store, env);
   return store;
+}
+
+c10::intrusive_ptr<c10d::Backend> c10d_apply_debug_level(c10::intrusive_ptr<c10d::Backend> pg,
+                                                         const c10::intrusive_ptr<c10d::Store>& store,
+                                                         const RankEnv& env, std::string& description) {
+  // Python's _c10d_init reads the variable at import; a C++ program has to ask.
+  c10d::setDebugLevelFromEnvironment();
+  if (c10d::debug_level() != c10d::DebugLevel::Detail) return pg;
+  // _create_process_group_wrapper(): a helper Gloo group on its own store prefix, same timeout.
+  auto prefix_store = c10::make_intrusive<c10d::PrefixStore>("pg_wrapper:0", store);
+  auto opts = c10d::ProcessGroupGloo::Options::create(env.collective_timeout);
+  const bool loopback = env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0 || env.master_addr == "::1";
+  opts->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname(env.master_addr)
+                                   : c10d::ProcessGroupGloo::createDefaultDevice());
+  auto helper = c10::make_intrusive<c10d::ProcessGroupGloo>(prefix_store, env.rank, env.world_size, opts);
+  description += " (TORCH_DISTRIBUTED_DEBUG=DETAIL: ProcessGroupWrapper)";
+  return c10::make_intrusive<c10d::ProcessGroupWrapper>(pg, helper);
 }
 
 void c10d_limit_threads() {

@@ -26,6 +26,16 @@ std::string c10d_exception_text(const std::exception& e);
 // std::runtime_error with the ranks that are missing after HANGLAB_INIT_TIMEOUT_MS.
 c10::intrusive_ptr<c10d::Store> c10d_rendezvous(const RankEnv& env);
 
+// As init_process_group does with TORCH_DISTRIBUTED_DEBUG (hanglab's [torch] distributed_debug):
+// sets c10d's debug level from the environment and, at DETAIL, wraps `pg` in ProcessGroupWrapper,
+// which checks every collective's op, sequence number and shapes against the other ranks' on a
+// helper Gloo group (store prefix "pg_wrapper:0", the collective timeout) before running it, so
+// a mismatch fails at once. Otherwise returns `pg` unchanged. Appends " (TORCH_DISTRIBUTED_DEBUG=
+// DETAIL: ProcessGroupWrapper)" to `description` when it wraps.
+c10::intrusive_ptr<c10d::Backend> c10d_apply_debug_level(c10::intrusive_ptr<c10d::Backend> pg,
+                                                         const c10::intrusive_ptr<c10d::Store>& store,
+                                                         const RankEnv& env, std::string& description);
+
 // at::set_num_threads(1) unless OMP_NUM_THREADS is set (torchrun's default: N ranks per
 // host must not oversubscribe the cores).
 void c10d_limit_threads();

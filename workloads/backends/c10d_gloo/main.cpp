@@ -44,11 +44,12 @@ std::unique_ptr<Collectives> connect(const RankEnv& env) {
       // default resolves this host's own name (falling back to loopback).
       opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     }
-    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts);
-    return std::make_unique<C10dCollectives>(pg, c10::Device(c10::kCPU),
-                                             "gloo, world_size " + std::to_string(env.world_size) +
-                                                 ", collective timeout " +
-                                                 std::to_string(env.collective_timeout.count()) + " ms");
+    c10::intrusive_ptr<c10d::Backend> pg =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts);
+    std::string description = "gloo, world_size " + std::to_string(env.world_size) + ", collective timeout " +
+                              std::to_string(env.collective_timeout.count()) + " ms";
+    pg = c10d_apply_debug_level(pg, store, env, description);
+    return std::make_unique<C10dCollectives>(pg, c10::Device(c10::kCPU), description);
   });
 }
 

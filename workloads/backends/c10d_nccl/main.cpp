@@ -41,11 +41,11 @@ std::unique_ptr<Collectives> connect(const RankEnv& env) {
     auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, opts);
     pg->setBoundDeviceId(device);
     pg->eagerConnectSingleDevice(device);  // ncclCommInitRank now, inside phase init
-    return std::make_unique<C10dCollectives>(
-        pg, device,
-        "nccl (ProcessGroupNCCL, NCCL " + c10d::getNcclVersion() + "), world_size " +
-            std::to_string(env.world_size) + ", device " + device.str() + ", collective timeout " +
-            std::to_string(env.collective_timeout.count()) + " ms");
+    std::string description = "nccl (ProcessGroupNCCL, NCCL " + c10d::getNcclVersion() + "), world_size " +
+                              std::to_string(env.world_size) + ", device " + device.str() + ", collective timeout " +
+                              std::to_string(env.collective_timeout.count()) + " ms";
+    auto backend = c10d_apply_debug_level(pg, store, env, description);  // before `description` is read
+    return std::make_unique<C10dCollectives>(backend, device, description);
   });
 }
 
