@@ -5,7 +5,7 @@
 //     the rank's forward throws at the trigger step, it traces a `fault` event just
 //     before, the error reaches the top level (trace `error`) and the rank exits 1;
 //   - a bring-your-own Python command (a program hanglab did not write): hanglab's
-//     sitecustomize hook (workloads/python_hook/sitecustomize.py, compiled in and written
+//     sitecustomize hook (workloads/common/sitecustomize.py, compiled in and written
 //     into the run directory) goes first on the rank's PYTHONPATH and arms a SIGUSR2
 //     handler in the main thread; at the trigger hanglab sends SIGUSR2 and the handler
 //     raises RuntimeError(message) wherever the program's main thread stands. Its peers
