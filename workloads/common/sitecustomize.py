@@ -8,8 +8,9 @@
 #     DataLoader workers or subprocesses that inherit the environment do not;
 #   - raises: when hanglab sends SIGUSR2 at the fault's trigger, the handler writes
 #     <state>.raised ({"t", "pid", "where": the frame it interrupted}) and raises
-#     RuntimeError(HANGLAB_PY_EXCEPTION) in the main thread, wherever the program stands;
-#     an unhandled exception then ends the rank as a real bug would (traceback, exit 1).
+#     RuntimeError(HANGLAB_PY_EXCEPTION) in the main thread, wherever the program stands
+#     (a BaseException subclass named RuntimeError, so no `except Exception` swallows it);
+#     the unhandled exception then ends the rank as a real bug would (traceback, exit 1).
 # Python runs a signal handler between bytecodes of the main thread, so a main thread
 # blocked in a long C call (a collective's wait) raises when that call returns.
 # Then it runs the sitecustomize this file shadows (Debian's apport hook, a venv's own).
@@ -62,8 +63,13 @@ def _hanglab_arm():
             os.replace(state + ".raised.tmp", state + ".raised")
         except OSError:
             pass
-        raise RuntimeError(msg)
+        raise _Unhandled(msg)
 
+    # The fault is an unhandled exception: one that no `except Exception` on the way up can
+    # swallow (Lightning guards its per-step broadcast with one; a RuntimeError raised while
+    # the main thread stood there was caught and the rank ran on). A BaseException subclass,
+    # printed as a plain RuntimeError in the traceback (module "builtins").
+    _Unhandled = type("RuntimeError", (BaseException,), {"__module__": "builtins"})
     signal.signal(signal.SIGUSR2, _raise)
 
     def _write_armed():
