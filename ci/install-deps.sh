@@ -7,6 +7,8 @@ PACKAGES=(
   build-essential cmake pkg-config git ccache
   clang libclang-rt-14-dev            # ci/fuzz.sh: libFuzzer + ASan/UBSan over log triage
   libtomlplusplus-dev nlohmann-json3-dev libcli11-dev libfmt-dev catch2
+  libgloo-dev                         # gloo/*.h: the torch wheel's ProcessGroupGloo.hpp includes them and
+                                      # ships none; only the store-v1 interface is seen (GLOO_STORE_HAS_STORE_V2 unset)
   gdb procps iproute2 util-linux      # stack capture, process and namespace tools
   libfuse3-dev fuse3                  # hanglab_slowfs (slow_storage fault)
   libsqlite3-dev                      # run history: <results>/history.sqlite

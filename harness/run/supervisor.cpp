@@ -1093,6 +1093,15 @@ void Supervisor::kill_stray_children() {
   }
 }
 
+void Supervisor::console_signal(const Rank& r, int signo, const std::string& reason) {
+  const int fd = ::open((dir_ / "supervisor.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // a notice for the plain logs; the record of the teardown is harness.jsonl
+  write_all(fd, fmt::format("{} hanglab supervisor: Sending process {} closing signal {} ({}, teardown: {})\n",
+                            iso_time(unix_now()), r.pid, signo == SIGKILL ? "SIGKILL" : "SIGTERM",
+                            r.rank < 0 ? std::string("the launcher") : fmt::format("rank {}", r.rank), reason));
+  ::close(fd);
+}
+
 void Supervisor::teardown(const std::string& reason) {
   if (in_teardown_ && reason != "error") return;
   in_teardown_ = true;
@@ -1103,11 +1112,12 @@ void Supervisor::teardown(const std::string& reason) {
   for (auto& r : ranks_) {
     // A dead launcher's rank may already be reaped and its pid reused.
     if (!r->alive || r->pid <= 0 || (r->external && r->gone_t > 0)) continue;
+    console_signal(*r, SIGTERM, reason);  // before the signal: no consequence of it can be older
     ::kill(-r->pid, SIGTERM);
     ::kill(-r->pid, SIGCONT);  // a stopped rank cannot act on SIGTERM
     if (r->external) ::kill(r->pid, SIGTERM), ::kill(r->pid, SIGCONT);
   }
-  if (launcher_ && launcher_->alive) ::kill(-launcher_->pid, SIGTERM);
+  if (launcher_ && launcher_->alive) console_signal(*launcher_, SIGTERM, reason), ::kill(-launcher_->pid, SIGTERM);
   double grace_end = mono_now() + opts_.term_grace_s;
   while (!all_exited() && mono_now() < grace_end) {
     pump_output(0.02);
@@ -1115,8 +1125,9 @@ void Supervisor::teardown(const std::string& reason) {
   }
   teardown_kill_t_ = unix_now();
   for (auto& r : ranks_)
-    if (r->alive && r->pid > 0 && !(r->external && r->gone_t > 0)) ::kill(-r->pid, SIGKILL), ::kill(r->pid, SIGKILL);
-  if (launcher_ && launcher_->alive) ::kill(-launcher_->pid, SIGKILL);
+    if (r->alive && r->pid > 0 && !(r->external && r->gone_t > 0))
+      console_signal(*r, SIGKILL, reason), ::kill(-r->pid, SIGKILL), ::kill(r->pid, SIGKILL);
+  if (launcher_ && launcher_->alive) console_signal(*launcher_, SIGKILL, reason), ::kill(-launcher_->pid, SIGKILL);
   double kill_end = mono_now() + 10;
   while (!all_exited() && mono_now() < kill_end) {
     pump_output(0.02);

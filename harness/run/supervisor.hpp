@@ -105,6 +105,11 @@ class Supervisor : public Job {
   void record_fault(ArmedFault& f, const std::string& detail, double t);
   void capture_stacks();
   void teardown(const std::string& reason);
+  // supervisor.log in the run directory: the signals the supervisor sends to stop the job,
+  // one time-stamped line each, in the words launchers use (torchrun's "Sending process N
+  // closing signal SIGTERM"), so the plain logs of a run carry its teardown as a real
+  // job's logs carry their launcher's or scheduler's (`hanglab triage --logs-only` reads it).
+  void console_signal(const Rank& r, int signo, const std::string& reason);
   void kill_stray_children();
   bool all_exited() const;
   std::string compute_outcome() const;

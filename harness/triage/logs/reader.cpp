@@ -644,7 +644,8 @@ std::vector<LogInput> list_log_inputs(const std::vector<fs::path>& paths, bool l
     std::vector<LogInput> found;
     if (logs_only && is_run_dir(p)) {
       // The ranks' stdout/stderr and the launcher's console (mpirun's notices go there).
-      for (const char* f : {"launcher.stdout.log", "launcher.stderr.log"}) {
+      // supervisor.log: the closing signals hanglab sent when it tore the job down.
+      for (const char* f : {"launcher.stdout.log", "launcher.stderr.log", "supervisor.log"}) {
         if (fs::is_regular_file(p / f, ec)) found.push_back({p / f, f});
       }
       for (fs::directory_iterator it(p / "ranks", ec), end; !ec && it != end; it.increment(ec)) {

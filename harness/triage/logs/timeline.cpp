@@ -280,6 +280,36 @@ void LogTimeline::attach() {
   }
 }
 
+void LogTimeline::mark_outside_teardown(const std::vector<RankState*>& states) {
+  bool have = false;
+  double notice_t = 0;
+  for (const auto& e : c_.events) {
+    if (e.kind != LogKind::kLauncherSignal || !e.has_t || (e.signal != 15 && e.signal != 9)) continue;
+    if (!have || e.t < notice_t) notice_t = e.t;
+    have = true;
+  }
+  if (!have) return;
+  // Anything failing before the notice (a root, an echo, a non-zero exit, a line with no
+  // clock to order it by) means the launcher may be reacting to it: nothing is changed.
+  for (const RankState* sp : states) {
+    for (const auto& f : sp->fails) {
+      if (f.role == Role::kInfo || f.role == Role::kTeardown) continue;
+      if (!f.has_t || f.t < notice_t) return;
+    }
+  }
+  for (RankState* sp : states) {
+    for (auto& f : sp->fails) {
+      // Only echoes: a launcher's notice of an exit may follow its closing signals although the
+      // exit caused them (DeepSpeed's sigkill_handler prints "Killing subprocess" first), and a
+      // death by the closing signal of a pid it names is the teardown already (derive()).
+      if (f.role != Role::kEcho) continue;
+      f.role = Role::kTeardown;
+      if (f.ev) teardown_evs_.insert(f.ev);
+      f.what += " (after the launcher began to stop the job)";
+    }
+  }
+}
+
 void LogTimeline::derive() {
   std::set<long long> sigtermed;  // pids the launcher sent SIGTERM to
   for (const auto& e : c_.events) {
@@ -397,6 +427,7 @@ void LogTimeline::derive() {
       if (f.role == Role::kEcho) seen_echo.insert(w);
     }
   }
+  mark_outside_teardown(states);
   for (const RankState* sp : states) {
     const RankState& s = *sp;
     if (s.log && s.log->n_steps > 0) training_started_ = true;
@@ -449,6 +480,7 @@ void LogTimeline::find_collectives() {
   std::map<std::pair<int, std::string>, size_t> have;  // (rank, PG) -> its report
   for (const auto& s : rs_) {
     for (const LogEvent* e : s.evs) {
+      if (teardown_evs_.count(e)) continue;
       bool coll = ((e->kind == LogKind::kWatchdogTimeout || e->kind == LogKind::kWatchdogRepeat) && e->seq >= 0) ||
                   (e->seq >= 0 && !e->op.empty() &&
                    (e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed ||

@@ -114,6 +114,9 @@ class LogTimeline {
   // when no rank-attributed line explains the failure, their meaning is the answer and the
   // rank stays unknown (-1).
   RankState anon_;
+  // Lines that mark_outside_teardown() found to be the teardown's doing: not reports of the
+  // collective the ranks were in when the job was stopped.
+  std::set<const LogEvent*> teardown_evs_;
   bool use_anon_ = false;
   bool single_node_ = false;  // no two hosts named in the logs: local ranks are global
   std::unordered_map<long long, int> pid_rank_;
@@ -188,6 +191,15 @@ class LogTimeline {
 
   // -- timeline.cpp
   void derive();
+  // A launcher that begins to stop the job while no line of it shows a failure ("Sending
+  // process N closing signal SIGTERM": torchrun's words, and hanglab's supervisor.log when it
+  // tears down a hung job) stops it from outside: a hang found by a watchdog, a cancel, a
+  // time limit. An echo the ranks log after that notice -- a peer's connection closed because
+  // the launcher killed that peer first -- is the teardown's
+  // doing, not a failure of the job: Role::kTeardown. Without this a frozen rank that the
+  // teardown kills a few ms before its peers reads as a rank that died, or not, by the
+  // order of two kill(2) calls.
+  void mark_outside_teardown(const std::vector<RankState*>& states);
 
   // -- meaning.cpp
   // A line that only init writes: the store, the interface, the communicator's setup.

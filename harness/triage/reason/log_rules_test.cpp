@@ -938,3 +938,49 @@ TEST_CASE("a chained traceback: the exception raised while handling another is t
   REQUIRE(r.first_failure);
   CHECK(mentions(r.first_failure->what, "bad shard index"));
 }
+
+TEST_CASE("a peer's connection closed after the launcher began to stop a still job is the teardown, not a death",
+          "[triage_logs]") {
+  // Two ranks train; rank 1 goes silent at 00:05 (frozen); rank 0 waits. At 00:20 the
+  // launcher (hanglab's supervisor, torchrun) sends its closing signals, rank 1 dies first
+  // and rank 0 logs the closed connection before its own SIGKILL lands.
+  TempDir t("outside_teardown");
+  std::string r0, r1;
+  for (int step = 1; step <= 5; ++step) {
+    r0 += fmt::format("2026-12-02T05:00:{:02d}.000000Z [rank0]: step {} loss 0.5\n", step, step);
+    r1 += fmt::format("2026-12-02T05:00:{:02d}.000000Z [rank1]: step {} loss 0.5\n", step, step);
+  }
+  const std::string echo =
+      "2026-12-02T05:00:22.040000Z [rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+      "Connection closed by peer [127.0.0.1]:30517\n";
+  const auto notice = [](const char* when, int pid, const char* sig) {
+    return fmt::format("2026-12-02T05:00:{} hanglab supervisor: Sending process {} closing signal {} (rank {}, "
+                       "teardown: hang)\n",
+                       when, pid, sig, pid - 100);
+  };
+  write_file(t.dir / "rank0.log", r0 + echo);
+  write_file(t.dir / "rank1.log", r1);
+  SECTION("without a notice: rank 1 stopped logging and its peer lost it (a death, as far as the logs tell)") {
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "rank_exit");
+    CHECK(r.missing_ranks == std::vector<int>{1});
+  }
+  SECTION("the notice before the echo: the closed connection is the teardown's, no rank is said to have died") {
+    write_file(t.dir / "supervisor.log", notice("20.000000Z", 100, "SIGTERM") + notice("20.000100Z", 101, "SIGTERM") +
+                                             notice("22.000000Z", 100, "SIGKILL") + notice("22.000100Z", 101, "SIGKILL"));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category != "rank_exit");
+    CHECK(std::find(r.missing_ranks.begin(), r.missing_ranks.end(), 0) == r.missing_ranks.end());
+    CHECK((!r.first_failure || r.first_failure->what.find("died") == std::string::npos));
+  }
+  SECTION("a failure before the notice: the launcher reacts to it, the echo keeps its meaning") {
+    write_file(t.dir / "rank0.log", r0 + echo);
+    write_file(t.dir / "supervisor.log", notice("23.000000Z", 100, "SIGTERM"));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "rank_exit");
+    CHECK(r.missing_ranks == std::vector<int>{1});
+  }
+}
