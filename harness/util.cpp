@@ -8,7 +8,10 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <spawn.h>
+#include <unistd.h>  // environ
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -122,6 +125,59 @@ void JsonlWriter::write(const nlohmann::json& obj) {
     p += n;
     left -= static_cast<size_t>(n);
   }
+}
+
+ToolResult run_tool(const std::vector<std::string>& argv) {
+  ToolResult r;
+  if (argv.empty()) return r;
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) throw_system_error("pipe2", "running " + argv[0]);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int err = ::posix_spawnp(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(pipefd[1]);
+  if (err != 0) {
+    ::close(pipefd[0]);
+    r.output = argv[0] + ": " + std::strerror(err);
+    return r;
+  }
+  char buf[4096];
+  for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (r.output.size() < (1 << 20)) r.output.append(buf, static_cast<size_t>(n));
+  }
+  ::close(pipefd[0]);
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0) {
+    if (errno != EINTR) {
+      r.status = 127;  // reaped by someone else: the output is all we know
+      return r;
+    }
+  }
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  while (!r.output.empty() && (r.output.back() == '\n' || r.output.back() == ' ')) r.output.pop_back();
+  return r;
+}
+
+std::string run_tool_checked(const std::vector<std::string>& argv) {
+  ToolResult r = run_tool(argv);
+  if (!r.ok()) {
+    std::string cmd;
+    for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+    throw std::runtime_error(fmt::format("`{}` failed (status {}): {}", cmd, r.status, r.output));
+  }
+  return r.output;
 }
 
 }  // namespace hanglab

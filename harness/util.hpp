@@ -28,6 +28,18 @@ std::string rank_ranges(std::vector<int> ranks);
 // multi-byte character would make the JSON that carries it invalid).
 std::string utf8_prefix(const std::string& s, size_t max_bytes);
 
+// Runs a system tool (ip, nft, tc) to its end: argv[0] from $PATH, stdin /dev/null,
+// stdout and stderr together in `output`. status: the exit status, 128+signal when it died
+// of one, 127 when it could not be started. Waits for that child only (waitpid on its pid).
+struct ToolResult {
+  int status = 127;
+  std::string output;
+  bool ok() const { return status == 0; }
+};
+ToolResult run_tool(const std::vector<std::string>& argv);
+// run_tool, and a std::runtime_error "`ip link add ...` failed (status N): <output>" unless ok.
+std::string run_tool_checked(const std::vector<std::string>& argv);
+
 // A std::runtime_error naming the syscall, errno text and context.
 [[noreturn]] void throw_system_error(const std::string& call, const std::string& context);
 

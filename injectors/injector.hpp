@@ -83,6 +83,26 @@ class Job {
   virtual std::string run_dir() const = 0;
 };
 
+// The nodes of a [topology] nodes > 1 run (run/nodes.hpp implements it): one network
+// namespace per node, eth0 on a bridge hanglab created, the store on node 0's address.
+// What network and node faults act on; injectors never create or remove the nodes.
+class NodeNetView {
+ public:
+  virtual ~NodeNetView() = default;
+  virtual int nodes() const = 0;
+  virtual int node_of(int rank) const = 0;
+  virtual std::vector<int> ranks_of(int node) const = 0;
+  virtual std::string ns(int node) const = 0;         // the node's network namespace (ip netns)
+  virtual std::string addr(int node) const = 0;       // its eth0 address (no prefix length)
+  virtual std::string subnet() const = 0;             // the bridge's subnet, CIDR
+  virtual std::string host_link(int node) const = 0;  // the bridge side of its eth0 (this namespace)
+  virtual int master_port() const = 0;                // the store's port (on node 0's address)
+  virtual bool netem() const = 0;                     // the kernel has sch_netem
+  // Runs argv inside the node's namespace (ip netns exec); node < 0: in this namespace.
+  // Throws std::runtime_error with the command and its output when it fails.
+  virtual std::string run(int node, const std::vector<std::string>& argv) const = 0;
+};
+
 struct KeyDoc {
   std::string key;
   std::string type;          // int | float | bool | string | [int] | signal name
@@ -154,6 +174,9 @@ class Injector {
   virtual bool in_process() const { return false; }
   // For in-process injectors: the hook kind the rank reports in its trace `fault` events.
   virtual std::string hook_kind() const { return {}; }
+  // [topology] nodes > 1 only: called once the nodes exist, before any rank is prepared,
+  // for what must hold before the first packet (an MTU, a filter in force from launch).
+  virtual void prepare_nodes(const NodeNetView& /*net*/) {}
   virtual std::string fire(Job& /*job*/) { return {}; }
   // Returns a non-empty detail when it acted (logged to harness.jsonl as `fault_tick`).
   virtual std::string tick(Job& /*job*/, double /*since_fire_s*/) { return {}; }
@@ -169,9 +192,13 @@ class Injector {
   // when this one is killed with SIGKILL.
   void attach_state(RunState* state) { state_ = state; }
   RunState* state() const { return state_; }
+  // The run's nodes ([topology] nodes > 1), set by the runner before prepare_nodes; null otherwise.
+  void attach_nodes(const NodeNetView* net) { nodes_ = net; }
+  const NodeNetView* nodes() const { return nodes_; }
 
  private:
   RunState* state_ = nullptr;
+  const NodeNetView* nodes_ = nullptr;
 };
 
 struct InjectorInfo {

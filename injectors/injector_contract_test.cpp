@@ -43,7 +43,7 @@ TEST_CASE("the registry lists unique, documented injectors") {
     CHECK(find_injector(i.kind) == &i);
     for (const auto& k : i.keys) {
       CHECK_FALSE(k.doc.empty());
-      CHECK((k.type == "int" || k.type == "float" || k.type == "bool" || k.type == "string"));
+      CHECK((k.type == "int" || k.type == "float" || k.type == "bool" || k.type == "string" || k.type == "[int]"));
     }
   }
   CHECK(find_injector("no_such_fault") == nullptr);

@@ -21,6 +21,14 @@ InjectorInfo late_joiner_info();
 InjectorInfo tiny_shm_info();
 InjectorInfo slow_storage_info();
 InjectorInfo disk_full_info();
+InjectorInfo kill_node_info();
+InjectorInfo freeze_node_info();
+InjectorInfo partition_info();
+InjectorInfo packet_loss_info();
+InjectorInfo bandwidth_info();
+InjectorInfo link_flap_info();
+InjectorInfo mtu_mismatch_info();
+InjectorInfo store_unreachable_info();
 
 const std::vector<InjectorInfo>& injector_registry() {
   static const std::vector<InjectorInfo> kRegistry = {
@@ -42,6 +50,14 @@ const std::vector<InjectorInfo>& injector_registry() {
       tiny_shm_info(),
       slow_storage_info(),
       disk_full_info(),
+      kill_node_info(),
+      freeze_node_info(),
+      partition_info(),
+      packet_loss_info(),
+      bandwidth_info(),
+      link_flap_info(),
+      mtu_mismatch_info(),
+      store_unreachable_info(),
   };
   return kRegistry;
 }

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "network_common.hpp"
+#include "run/nodes.hpp"
 #include "run/rank_env.hpp"
 #include "run/run_record.hpp"
 #include "run/state.hpp"
@@ -109,6 +111,8 @@ std::string unsupported_reason(const PreparedScenario& ps, const HostInfo& host)
   if (std::find(sc.tags.begin(), sc.tags.end(), "gpu") != sc.tags.end() && !host.gpu)
     return "tagged gpu and this host has no NVIDIA GPU (/dev/nvidia0 absent)";
   if (auto why = workload_unsupported_reason(sc); !why.empty()) return why;
+  if (sc.topology.multi_node())
+    if (auto why = nodes_unsupported_reason(); !why.empty()) return why;
   for (size_t i = 0; i < ps.injectors.size(); ++i)
     if (auto why = ps.injectors[i]->unsupported_reason(host); !why.empty())
       return "fault " + sc.faults[i].kind + ": " + why;
@@ -242,6 +246,15 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
     std::unique_ptr<RunState> state = RunState::create(sc.name, res.run_dir);
     sopts.state = state.get();
     for (auto& inj : ps.injectors) inj->attach_state(state.get());
+    // [topology] nodes > 1: the nodes exist before any rank is prepared, and are removed
+    // after the supervisor (every rank gone) and the reverts (declared before both).
+    std::optional<NodeNet> net;
+    if (sc.topology.multi_node()) {
+      net.emplace(sc.topology, ws, port.port(), state.get());
+      JsonlWriter(res.run_dir / "harness.jsonl").write(json{{"t", unix_now()}, {"ev", "nodes"}, {"nodes", net->describe()}});
+      for (auto& s : specs) net->apply_env(s.rank, s.env);
+      for (auto& inj : ps.injectors) inj->attach_nodes(&*net);
+    }
     // Declared before the guard, so the guard (destroyed first) reverts while the
     // supervisor it may hand to revert() still exists.
     std::optional<Supervisor> sup;
@@ -260,14 +273,22 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
             errors.push_back(e.what());
           }
         }
-        for (auto& inj : ps.injectors) inj->attach_state(nullptr);
+        for (auto& inj : ps.injectors) {
+          inj->attach_state(nullptr);
+          inj->attach_nodes(nullptr);
+        }
       }
       ~RevertGuard() { revert_all(); }
     } guard{ps, &before_launch, {}};
     std::vector<std::map<std::string, std::string>> base_env;
     for (const auto& s : specs) base_env.push_back(s.env);
+    if (net)
+      for (auto& inj : ps.injectors) inj->prepare_nodes(*net);
     for (auto& s : specs)
       for (auto& inj : ps.injectors) inj->prepare_rank(s.rank, s);
+    // Outermost: every other wrapper (a late start, a mount namespace) runs inside the node.
+    if (net)
+      for (auto& s : specs) prepend_wrapper(s, net->wrapper(net->node_of(s.rank)));
     if (auto plan = launcher_spec(sc.workload, specs, base_env, res.run_dir)) {
       sopts.launcher = plan->spec;
       sopts.rank_fifos = plan->rank_fifos;
@@ -276,6 +297,10 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
     guard.job = &*sup;
     res.facts = sup->run();
     guard.revert_all();
+    if (net) {
+      res.topology = net->describe();
+      net->destroy();
+    }
     state->close();
     for (const auto& e : guard.errors)
       std::cerr << "hanglab: warning: revert of a fault failed: " << e << "\n";
@@ -333,6 +358,7 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
   res.duration_s = unix_now() - t0;
   res.record = run_json(sc, res, host);
   if (res.flight_recorder) res.record["flight_recorder"] = *res.flight_recorder;
+  if (res.topology) res.record["topology"] = *res.topology;
   // A rank's text may hold invalid UTF-8 (a cut line, binary output): replaced, not fatal.
   write_file(res.run_dir / "run.json",
              res.record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -64,6 +64,8 @@ struct RunResult {
   // [detect] flight_recorder: the dumps the ranks left and torchfrtrace's verdict on them
   // (run/torchfrtrace.hpp), run.json "flight_recorder".
   std::optional<nlohmann::json> flight_recorder;
+  // [topology] nodes > 1: the nodes the run had (NodeNet::describe), run.json "topology".
+  std::optional<nlohmann::json> topology;
 };
 
 // Empty if the scenario can run on this host, else the reason it is skipped.

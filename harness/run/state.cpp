@@ -195,6 +195,18 @@ int RunState::process(pid_t pid, const std::string& what) {
                  {"what", what}});
 }
 
+int RunState::netns(const std::string& name) {
+  int id = append({{"op", "netns"}, {"name", name}});
+  open_ids_.push_back(id);
+  return id;
+}
+
+int RunState::netdev(const std::string& name) {
+  int id = append({{"op", "netdev"}, {"name", name}});
+  open_ids_.push_back(id);
+  return id;
+}
+
 int RunState::env_marker(const std::string& key, const std::string& value) {
   return append({{"op", "env"}, {"key", key}, {"value", value}});
 }
@@ -220,6 +232,8 @@ std::string SweepResult::line() const {
   std::vector<std::string> parts;
   if (cgroups) parts.push_back(plural(cgroups, "cgroup", "cgroups"));
   if (mounts) parts.push_back(plural(mounts, "mount", "mounts"));
+  if (netns) parts.push_back(plural(netns, "network namespace", "network namespaces"));
+  if (netdevs) parts.push_back(plural(netdevs, "network interface", "network interfaces"));
   if (processes) parts.push_back(plural(processes, "process", "processes"));
   std::string what;
   for (const auto& p : parts) what += (what.empty() ? "" : ", ") + p;
@@ -326,6 +340,33 @@ void revert_entries(const std::vector<json>& entries, const std::set<int>& relea
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+  }
+
+  // 4. Network namespaces, then interfaces (a bridge), newest first; only hanglab's names.
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    const json& e = *it;
+    const std::string op = e.value("op", ""), name = e.value("name", "");
+    if ((op != "netns" && op != "netdev") || released.count(e.value("id", 0))) continue;
+    std::error_code ec;
+    if (op == "netns") {
+      if (name.rfind("hanglab-", 0) != 0 || name.find('/') != std::string::npos ||
+          !fs::exists(fs::path("/run/netns") / name, ec))
+        continue;
+      ToolResult t = run_tool({"ip", "netns", "delete", name});
+      if (t.ok()) ++r.netns;
+      else r.problems.push_back("ip netns delete " + name + ": " + t.output);
+    }
+  }
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    const json& e = *it;
+    const std::string name = e.value("name", "");
+    if (e.value("op", "") != "netdev" || released.count(e.value("id", 0))) continue;
+    std::error_code ec;
+    if (name.rfind("hl", 0) != 0 || name.find('/') != std::string::npos || !fs::exists(fs::path("/sys/class/net") / name, ec))
+      continue;
+    ToolResult t = run_tool({"ip", "link", "delete", name});
+    if (t.ok() || !fs::exists(fs::path("/sys/class/net") / name, ec)) ++r.netdevs;
+    else r.problems.push_back("ip link delete " + name + ": " + t.output);
   }
 
   // SIGKILL is final but not instant (a task in the kernel finishes its call first): wait,

@@ -13,6 +13,8 @@
 //   {"op":"mount", "id", "path", "fstype"}              before the mount is made
 //   {"op":"process", "id", "pid", "start", "pgid", "what"}  right after fork(2)
 //   {"op":"env", "id", "key", "value"}                  processes whose environment holds key=value
+//   {"op":"netns", "id", "name"}                        before `ip netns add NAME` (a [topology] node)
+//   {"op":"netdev", "id", "name"}                       before a bridge or veth is created in this namespace
 //   {"op":"released", "id"}                             the normal revert undid entry id
 // While the owner lives it holds a POSIX write lock (fcntl F_SETLK) on the file; such a
 // lock is not inherited by fork and dies with the process, so a surviving helper cannot
@@ -56,6 +58,10 @@ class RunState {
   int process(pid_t pid, const std::string& what);
   // Every process whose environment holds key=value (a rank's descendants inherit it).
   int env_marker(const std::string& key, const std::string& value);
+  // A named network namespace (hanglab-*) and an interface of this namespace (hl*): the
+  // sweep deletes them after the processes (deleting a node's namespace removes its veths).
+  int netns(const std::string& name);
+  int netdev(const std::string& name);
   void released(int id);
 
   // The run ended normally and was reverted: remove the file if nothing but processes is
@@ -79,7 +85,7 @@ struct SweepResult {
   pid_t owner = 0;
   std::string scenario;
   double last_write = 0;              // Unix time of the owner's last entry
-  int processes = 0, cgroups = 0, mounts = 0;
+  int processes = 0, cgroups = 0, mounts = 0, netns = 0, netdevs = 0;
   std::vector<std::string> problems;  // what could not be reverted (the file is kept)
   std::string line() const;           // the one line printed for it
 };
@@ -87,7 +93,8 @@ struct SweepResult {
 // Reverts what every dead hanglab left (each state file whose owner is gone and whose
 // lock can be taken), in reverse order: processes (by pid + start time, their process
 // groups, and processes carrying the run's environment marker), then mounts (lazily),
-// then cgroups (their remaining tasks killed, then rmdir). A live run's file is never
+// then cgroups (their remaining tasks killed, then rmdir), then network namespaces and
+// interfaces (`ip netns delete`, `ip link delete`). A live run's file is never
 // touched. Prints SweepResult::line() to `out` for each swept run when `out` is given.
 std::vector<SweepResult> sweep_dead_runs(std::ostream* out);
 

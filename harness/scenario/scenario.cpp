@@ -26,7 +26,8 @@ namespace {
 
 using Allowed = std::initializer_list<std::string_view>;
 
-const Allowed kTopLevelKeys = {"scenario", "workload", "timeouts", "detect", "torch", "fault", "expect"};
+const Allowed kTopLevelKeys = {"scenario", "workload", "topology", "timeouts", "detect", "torch", "fault", "expect"};
+const Allowed kTopologyKeys = {"nodes", "ranks_per_node", "second_nic"};
 const Allowed kDetectKeys = {"flight_recorder", "fr_buffer_size"};
 const Allowed kScenarioKeys = {"name", "description", "tags", "deadline_s"};
 const Allowed kWorkloadKeys = {"name",     "command",      "backend", "world_size", "steps",
@@ -309,6 +310,7 @@ class Loader {
   void load_scenario_table(const toml::table& root, Scenario& sc);
   void load_workload(const toml::table& root, WorkloadSpec& w);
   void load_workload_args(const toml::table& args, const std::string& workload, WorkloadSpec& w);
+  void load_topology(const toml::table& root, Scenario& sc);
   void load_timeouts(const toml::table& root, Timeouts& to);
   void load_detect(const toml::table& root, DetectSpec& d);
   void load_torch(const toml::table& root, Scenario& sc);
@@ -332,10 +334,12 @@ void Loader::load(toml::table& root, Scenario& sc) {
   for (const auto& [k, node] : root) {
     if (!contains(kTopLevelKeys, k.str()))
       error(k.source(), key_path("", k.str()),
-            "unknown table (expected one of: [scenario], [workload], [timeouts], [detect], [torch], [[fault]], [expect])");
+            "unknown table (expected one of: [scenario], [workload], [topology], [timeouts], [detect], [torch], [[fault]], "
+            "[expect])");
   }
   load_scenario_table(root, sc);
   load_workload(root, sc.workload);
+  load_topology(root, sc);
   load_timeouts(root, sc.timeouts);
   load_detect(root, sc.detect);
   load_torch(root, sc);
@@ -520,6 +524,52 @@ void Loader::load_workload_args(const toml::table& args, const std::string& work
   }
 }
 
+void Loader::load_topology(const toml::table& root, Scenario& sc) {
+  const toml::table* t = table_at(root, "topology", "");
+  if (!t) return;
+  TopologySpec& tp = sc.topology;
+  tp.pos = {file_, static_cast<int>(t->source().begin.line), static_cast<int>(t->source().begin.column)};
+  reject_unknown_keys(*t, "topology", kTopologyKeys);
+  if (auto v = int_at(*t, "nodes", "topology", 1, 64)) tp.nodes = *v;
+  if (const toml::node* n = t->get("second_nic")) {
+    if (!n->is_boolean()) type_error(*n, "topology.second_nic", "true or false");
+    else tp.second_nic = n->as_boolean()->get();
+  }
+  const int ws = world_size_.value_or(sc.workload.world_size);
+  if (const toml::node* n = t->get("ranks_per_node")) {
+    if (auto v = int_at(*t, "ranks_per_node", "topology", 1, 1024)) {
+      tp.ranks_per_node = *v;
+      if (world_size_ && tp.nodes * *v != ws)
+        error(*n, "topology.ranks_per_node",
+              fmt::format("{} node(s) x {} rank(s) is {} ranks, but [workload] world_size is {}", tp.nodes, *v,
+                          tp.nodes * *v, ws));
+    }
+  } else if (world_size_) {
+    if (ws % tp.nodes != 0) {
+      const toml::node* n = t->get("nodes");
+      error(n ? *n : static_cast<const toml::node&>(*t), "topology.nodes",
+            fmt::format("world_size {} does not spread evenly over {} nodes: set ranks_per_node, or a world_size "
+                        "that {} divides",
+                        ws, tp.nodes, tp.nodes));
+    } else {
+      tp.ranks_per_node = ws / tp.nodes;
+    }
+  }
+  if (tp.nodes > 1) {
+    const toml::node* n = t->get("nodes");
+    const toml::node& at = n ? *n : static_cast<const toml::node&>(*t);
+    if (sc.workload.launcher != "local")
+      error(at, "topology.nodes",
+            fmt::format("nodes > 1 runs with launcher = \"local\" for now (not {}): the ranks start in their nodes' "
+                        "network namespaces",
+                        in_quotes(sc.workload.launcher)));
+    if (sc.workload.backend == "mpi")
+      error(at, "topology.nodes", "nodes > 1 needs a backend that connects over TCP/IP by itself (gloo, nccl), not mpi");
+  } else if (tp.second_nic) {
+    error(*t->get("second_nic"), "topology.second_nic", "only with nodes > 1 (a node's second interface)");
+  }
+}
+
 void Loader::load_timeouts(const toml::table& root, Timeouts& to) {
   const toml::table* t = table_at(root, "timeouts", "");
   if (!t) return;
@@ -601,7 +651,9 @@ void Loader::load_faults(toml::table& root, std::vector<FaultSpec>& faults) {
     }
 
     if (!t.get("ranks")) {
-      error(t, path + ".ranks", "missing required key (the ranks the fault acts on)");
+      // A node or network fault ([topology] nodes > 1) names nodes; its injector turns them into ranks.
+      if (!t.get("nodes"))
+        error(t, path + ".ranks", "missing required key (the ranks the fault acts on; nodes = [..] for a node or network fault)");
     } else if (auto ranks = ranks_at(t, "ranks", path)) {
       if (ranks->empty())
         error(*t.get("ranks"), path + ".ranks", "must list at least one rank");

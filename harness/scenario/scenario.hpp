@@ -118,6 +118,18 @@ struct ExpectSpec {
   TorchrunExpect torchrun;
 };
 
+// [topology]: the job's nodes. nodes = 1 (the default): every rank on this host's loopback.
+// nodes > 1: each node is a network namespace on a bridge hanglab creates (run/nodes.hpp),
+// ranks spread evenly (rank r on node r / ranks_per_node), the store on node 0's address.
+struct TopologySpec {
+  int nodes = 1;
+  int ranks_per_node = 0;   // world_size / nodes (validated: nodes * ranks_per_node == world_size)
+  bool second_nic = false;  // every node also has eth1: an interface that exists and reaches no peer
+  SourcePos pos;            // the [topology] table
+  bool multi_node() const { return nodes > 1; }
+  int node_of(int rank) const { return nodes > 1 && ranks_per_node > 0 ? rank / ranks_per_node : 0; }
+};
+
 struct Scenario {
   std::filesystem::path file;
   std::string source_text;       // exact bytes of the file (copied into the run dir)
@@ -131,6 +143,7 @@ struct Scenario {
   Timeouts timeouts;
   DetectSpec detect;
   TorchKnobs torch;  // [torch]: torch's environment knobs, set in every rank
+  TopologySpec topology;
   std::vector<FaultSpec> faults;
   ExpectSpec expect;
 };

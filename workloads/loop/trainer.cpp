@@ -48,6 +48,8 @@ int64_t env_int(const char* name, std::optional<int64_t> fallback, int64_t min_v
 }
 
 std::string host_name() {
+  // A hanglab node ([topology] nodes > 1) shares this host's UTS name: it says which node it is.
+  if (const char* h = std::getenv("HANGLAB_HOST"); h != nullptr && *h != '\0') return h;
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
   return buf;

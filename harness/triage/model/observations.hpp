@@ -174,8 +174,18 @@ struct HarnessFault {
   std::vector<int> ranks;
 };
 
+// A node of a [topology] nodes > 1 run (harness.jsonl `nodes`): which ranks ran there.
+// That is a fact of the deployment, like a hostname in a real job's logs, not of the fault.
+struct HarnessNode {
+  int node = 0;
+  std::string name;  // node0, node1, ...
+  std::string addr;
+  std::vector<int> ranks;
+};
+
 struct HarnessObservations {
   bool present = false;
+  std::vector<HarnessNode> nodes;  // empty: one host
   std::optional<double> start_t;
   std::optional<int> world_size;
   std::optional<double> heartbeat_s;

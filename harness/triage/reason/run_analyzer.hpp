@@ -50,6 +50,8 @@ namespace hanglab::reason {
 // supervisor's waitpid loop records the dead rank's exit; this much earlier still
 // counts as caused by that death.
 constexpr double kExitReportSlackS = 1.0;
+// Ranks of one node that died within this of each other died with the node (kill_node: same instant).
+constexpr double kNodeLossWindowS = 0.05;
 // Heartbeat silence, in periods, that makes a live rank frozen (design: 3 periods).
 constexpr double kFrozenPeriods = 3.0;
 // A rank whose per-step compute is this many times the others' median is slow.

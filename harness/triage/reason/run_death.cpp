@@ -99,6 +99,35 @@ void Analyzer::set_rank_exit(const Obs& d, bool ordered) {
   missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
   r_.missing_ranks = missing;
   r_.confidence = !ordered ? "low" : d.cls == "vanished" ? "medium" : "high";
+  // Every rank of a node ([topology] nodes > 1), and only whole nodes, gone within
+  // kNodeLossWindowS of each other: the node went down, not its ranks one by one.
+  std::string node_phrase;
+  if (d.signal && in_.harness.nodes.size() > 1) {
+    std::vector<std::string> names;
+    size_t covered = 0;
+    double lo = 1e300, hi = -1e300;
+    for (const auto& n : in_.harness.nodes) {
+      if (n.ranks.size() < 2) continue;
+      bool all = true;
+      for (int r : n.ranks) all &= std::binary_search(missing.begin(), missing.end(), r);
+      if (!all) continue;
+      names.push_back(n.name.empty() ? fmt::format("node{}", n.node) : n.name);
+      covered += n.ranks.size();
+      for (int r : n.ranks) {
+        const double t = f_[r].exited ? f_[r].exit_t : f_[r].o->last_t;
+        lo = std::min(lo, t);
+        hi = std::max(hi, t);
+      }
+    }
+    if (!names.empty() && covered == missing.size() && hi - lo <= kNodeLossWindowS) {
+      r_.cause = "node_failure";
+      std::string ns;
+      for (const auto& n : names) ns += (ns.empty() ? "" : ", ") + n;
+      node_phrase = fmt::format("all {} ranks of {} vanished within {:.0f} ms ({}): the node went down, not one rank; ",
+                                missing.size(), ns, (hi - lo) * 1000, ranks_phrase(missing));
+      add_evidence(d.ref, fmt::format("{} held ranks {} and nothing else failed there first", ns, ranks_phrase(missing)));
+    }
+  }
   r_.phase = f.o->init_ended ? answer_phase(f.o->last_phase) : "init";
   // A rank that died while fetching a batch died in training; "data" is for data causes.
   if (r_.phase == "data" && d.cls != "data") r_.phase = "training";
@@ -133,7 +162,7 @@ void Analyzer::set_rank_exit(const Obs& d, bool ordered) {
   }
   const std::string verb = d.cls == "signal" || d.cls == "vanished" ? "" : "failed: ";
   r_.summary =
-      fmt::format("{} ({}): rank {} {}{} at {:+.3f} s{}", cat, cause, d.rank, verb, d.what, rel(first.t),
+      fmt::format("{} ({}): {}rank {} {}{} at {:+.3f} s{}", cat, r_.cause, node_phrase, d.rank, verb, d.what, rel(first.t),
                   r_.stuck_collective && !r_.stuck_collective->waiting_ranks.empty()
                       ? fmt::format("; {} were left in {} seq {}", ranks_phrase(r_.stuck_collective->waiting_ranks),
                                     r_.stuck_collective->op, r_.stuck_collective->seq)

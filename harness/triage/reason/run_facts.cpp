@@ -278,6 +278,8 @@ void Analyzer::build_timelines() {
     const auto& o = *f.o;
     RankTimeline t;
     t.rank = f.rank;
+    for (const auto& n : in_.harness.nodes)
+      if (std::find(n.ranks.begin(), n.ranks.end(), f.rank) != n.ranks.end()) t.host = n.name;
     t.last_step = f.last_step;
     t.last_phase = o.last_phase;
     if (!o.colls.empty()) {

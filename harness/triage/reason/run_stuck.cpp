@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "util.hpp"
+
 namespace hanglab::reason {
 
 // ---- late arrival ----------------------------------------------------------------
@@ -234,10 +236,16 @@ bool Analyzer::try_all_stuck() {
   for (const auto& f : f_) {
     link_errors |= rank_has_tag(f.rank, "nccl_error") || rank_has_tag(f.rank, "wrong_ifname");
   }
-  r_.category = link_errors ? "network" : "unknown";
-  r_.cause = link_errors ? "comm_error" : (echo_first ? "collective_timeout" : "all_ranks_waiting");
+  // Several nodes ([topology] nodes > 1), every rank of every node stuck waiting (here:
+  // nobody dead or missing, every failure a wait or a lost peer that did not die): what all ranks share and a single host lacks is
+  // the network between the nodes.
+  const bool between_nodes = in_.harness.nodes.size() > 1;
+  r_.category = link_errors || between_nodes ? "network" : "unknown";
+  r_.cause = link_errors ? "comm_error"
+             : between_nodes ? "internode_timeout"
+                             : (echo_first ? "collective_timeout" : "all_ranks_waiting");
   r_.missing_ranks.clear();
-  r_.confidence = link_errors ? "medium" : "low";
+  r_.confidence = link_errors || between_nodes ? "medium" : "low";
   std::string phase;
   if (r_.stuck_collective) {
     if (const CollRecord* c = stuck_record(r_.stuck_collective->waiting_ranks.front())) phase = c->phase;
@@ -261,8 +269,22 @@ bool Analyzer::try_all_stuck() {
   }
   if (echo_first)
     add_evidence(echoes.front()->ref, fmt::format("rank {}: {}", echoes.front()->rank, echoes.front()->what));
+  std::string nodes_said;
+  if (between_nodes) {
+    for (const auto& n : in_.harness.nodes)
+      nodes_said += fmt::format("{}{} (ranks {})", nodes_said.empty() ? "" : ", ", n.name, rank_ranges(n.ranks));
+    r_.notes.push_back(fmt::format(
+        "every rank of {} stopped in the same collective while alive: a fault between the nodes (a partition, packet "
+        "loss, an MTU black hole, a link down). Which node's link failed is not in these records when every node waits "
+        "alike; its switch port, its nft/iptables rules and `ip -s link` counters are where to look",
+        nodes_said));
+  }
   r_.summary =
-      r_.stuck_collective
+      between_nodes && r_.stuck_collective
+          ? fmt::format("network ({}): every rank of {} waits in {} seq {} (step {}) and none is missing or dead: the "
+                        "network between the nodes stopped carrying that collective",
+                        r_.cause, nodes_said, r_.stuck_collective->op, r_.stuck_collective->seq, r_.last_good_step + 1)
+      : r_.stuck_collective
           ? fmt::format("{} ({}): all {} ranks wait in {} seq {} (step {}); no rank is missing, none exited first",
                         r_.category, r_.cause, world_, r_.stuck_collective->op, r_.stuck_collective->seq,
                         r_.last_good_step + 1)

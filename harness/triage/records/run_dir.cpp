@@ -371,6 +371,20 @@ void read_harness(const fs::path& file, HarnessObservations& h) {
         }
       }
       h.faults.push_back(std::move(f));
+    } else if (ev == "nodes" && j.contains("nodes") && j["nodes"].is_object() && j["nodes"].contains("nodes") &&
+               j["nodes"]["nodes"].is_array()) {
+      h.nodes.clear();
+      for (const auto& n : j["nodes"]["nodes"]) {
+        if (!n.is_object()) continue;
+        HarnessNode hn;
+        hn.node = get_or<int>(n, "node", 0);
+        hn.name = get_or<std::string>(n, "name", "");
+        hn.addr = get_or<std::string>(n, "addr", "");
+        if (n.contains("ranks") && n["ranks"].is_array())
+          for (const auto& x : n["ranks"])
+            if (x.is_number_integer()) hn.ranks.push_back(x.get<int>());
+        h.nodes.push_back(std::move(hn));
+      }
     } else if (ev == "stack_capture") {
       if (!h.stacks_t) h.stacks_t = t;
     } else if (ev == "run_end") {

@@ -1,0 +1,190 @@
+// Nodes as network namespaces on one bridge (see nodes.hpp).
+#include "run/nodes.hpp"
+
+#include <cstring>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "run/state.hpp"
+#include "util.hpp"
+
+namespace hanglab {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Leases subnet S (1..250) on this host with an abstract unix socket "hanglab-subnet-S":
+// the kernel releases it with the process, so a dead run never holds a subnet. A subnet
+// whose bridge address is still configured (a run killed before its sweep) is skipped.
+int lease_subnet(int& fd) {
+  const int start = 1 + static_cast<int>(::getpid() % 250);
+  for (int i = 0; i < 250; ++i) {
+    const int s = 1 + (start - 1 + i) % 250;
+    int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (l < 0) throw_system_error("socket", "leasing a node subnet");
+    sockaddr_un u{};
+    u.sun_family = AF_UNIX;
+    const std::string name = "hanglab-subnet-" + std::to_string(s);
+    std::memcpy(u.sun_path + 1, name.data(), name.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (::bind(l, reinterpret_cast<sockaddr*>(&u), len) == 0) {
+      ToolResult used = run_tool({"ip", "-o", "addr", "show", "to", fmt::format("10.231.{}.0/24", s)});
+      if (used.ok() && used.output.empty()) {
+        fd = l;
+        return s;
+      }
+    }
+    ::close(l);
+  }
+  throw std::runtime_error("no free node subnet 10.231.S.0/24 (S = 1..250) on this host");
+}
+
+std::string base36(unsigned long v) {
+  static const char* d = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::string s;
+  do {
+    s.insert(s.begin(), d[v % 36]);
+    v /= 36;
+  } while (v);
+  return s;
+}
+
+}  // namespace
+
+std::string nodes_unsupported_reason() {
+  if (::geteuid() != 0) return "[topology] nodes > 1 needs root (network namespaces, a bridge, veth pairs)";
+  if (run_tool({"ip", "-V"}).status == 127) return "[topology] nodes > 1 needs the `ip` tool (iproute2)";
+  return {};
+}
+
+NodeNet::NodeNet(const TopologySpec& topo, int world_size, int master_port, RunState* state)
+    : topo_(topo), world_size_(world_size), master_port_(master_port), state_(state) {
+  static int seq = 0;
+  tag_ = base36(static_cast<unsigned long>(::getpid())) + base36(static_cast<unsigned long>(seq++ % 36));
+  subnet_ = lease_subnet(lease_fd_);
+  try {
+    create();
+  } catch (...) {
+    destroy();
+    throw;
+  }
+}
+
+NodeNet::~NodeNet() {
+  destroy();
+  if (lease_fd_ >= 0) ::close(lease_fd_);
+}
+
+std::vector<int> NodeNet::ranks_of(int node) const {
+  std::vector<int> out;
+  for (int r = 0; r < world_size_; ++r)
+    if (node_of(r) == node) out.push_back(r);
+  return out;
+}
+
+std::string NodeNet::ns(int node) const { return fmt::format("hanglab-{}-n{}", tag_, node); }
+std::string NodeNet::addr(int node) const { return fmt::format("10.231.{}.{}", subnet_, node + 1); }
+// The same address on every node, as docker0's 172.17.0.1 is: a peer told to reach it
+// reaches itself.
+std::string NodeNet::second_addr(int /*node*/) const { return fmt::format("10.232.{}.1", subnet_); }
+std::string NodeNet::subnet() const { return fmt::format("10.231.{}.0/24", subnet_); }
+std::string NodeNet::host_link(int node) const { return fmt::format("hl{}v{}", tag_, node); }
+
+std::string NodeNet::run(int node, const std::vector<std::string>& argv) const {
+  std::vector<std::string> full;
+  if (node >= 0) full = {"ip", "netns", "exec", ns(node)};
+  full.insert(full.end(), argv.begin(), argv.end());
+  return run_tool_checked(full);
+}
+
+std::vector<std::string> NodeNet::wrapper(int node) const { return {"ip", "netns", "exec", ns(node)}; }
+
+void NodeNet::apply_env(int rank, std::map<std::string, std::string>& env) const {
+  const int node = node_of(rank);
+  const int local = rank - node * topo_.ranks_per_node;
+  env["MASTER_ADDR"] = addr(0);
+  env["LOCAL_RANK"] = std::to_string(local);
+  env["LOCAL_WORLD_SIZE"] = std::to_string(topo_.ranks_per_node);
+  env["GROUP_RANK"] = std::to_string(node);
+  env["GROUP_WORLD_SIZE"] = std::to_string(topo_.nodes);
+  env["GLOO_SOCKET_IFNAME"] = "eth0";
+  env["NCCL_SOCKET_IFNAME"] = "eth0";
+  env["HANGLAB_NODE"] = std::to_string(node);
+  env["HANGLAB_HOST"] = node_name(node);
+}
+
+void NodeNet::create() {
+  auto note = [&](const std::string& kind, const std::string& name) {
+    const int id = state_ ? (kind == "netns" ? state_->netns(name) : state_->netdev(name)) : 0;
+    made_.emplace_back(id, kind + ":" + name);
+  };
+  const std::string bridge = fmt::format("hl{}b", tag_);
+  note("netdev", bridge);
+  run_tool_checked({"ip", "link", "add", bridge, "type", "bridge"});
+  run_tool_checked({"ip", "addr", "add", fmt::format("10.231.{}.254/24", subnet_), "dev", bridge});
+  run_tool_checked({"ip", "link", "set", bridge, "up"});
+  for (int k = 0; k < topo_.nodes; ++k) {
+    const std::string n = ns(k);
+    note("netns", n);
+    run_tool_checked({"ip", "netns", "add", n});
+    // The veth's host end is named before it exists; deleting the namespace deletes the pair.
+    note("netdev", host_link(k));
+    run_tool_checked({"ip", "link", "add", host_link(k), "type", "veth", "peer", "name", "eth0", "netns", n});
+    run_tool_checked({"ip", "link", "set", host_link(k), "master", bridge, "up"});
+    run(k, {"ip", "addr", "add", addr(k) + "/24", "dev", "eth0"});
+    run(k, {"ip", "link", "set", "eth0", "up"});
+    run(k, {"ip", "link", "set", "lo", "up"});
+    if (topo_.second_nic) {
+      const std::string w = fmt::format("hl{}w{}", tag_, k);
+      note("netdev", w);
+      run_tool_checked({"ip", "link", "add", w, "type", "veth", "peer", "name", "eth1", "netns", n});
+      run_tool_checked({"ip", "link", "set", w, "up"});  // attached to nothing
+      run(k, {"ip", "addr", "add", second_addr(k) + "/24", "dev", "eth1"});
+      run(k, {"ip", "link", "set", "eth1", "up"});
+    }
+  }
+  // netem is a module many kernels have and this one may not: ask the kernel, on a
+  // namespace's loopback, once.
+  netem_ = run_tool({"ip", "netns", "exec", ns(0), "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "0ms"}).ok();
+  if (netem_) run_tool({"ip", "netns", "exec", ns(0), "tc", "qdisc", "del", "dev", "lo", "root"});
+}
+
+void NodeNet::destroy() {
+  // Namespaces first (their veth pairs go with them), then what is left in this namespace.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) {
+      const bool is_ns = it->second.rfind("netns:", 0) == 0;
+      if (is_ns != (pass == 0)) continue;
+      const std::string name = it->second.substr(it->second.find(':') + 1);
+      std::error_code ec;
+      if (is_ns) {
+        if (fs::exists(fs::path("/run/netns") / name, ec)) run_tool({"ip", "netns", "delete", name});
+      } else if (fs::exists(fs::path("/sys/class/net") / name, ec)) {
+        run_tool({"ip", "link", "delete", name});
+      }
+      if (state_ && it->first) state_->released(it->first);
+    }
+  }
+  made_.clear();
+}
+
+json NodeNet::describe() const {
+  json nodes = json::array();
+  for (int k = 0; k < topo_.nodes; ++k) {
+    json n{{"node", k}, {"name", node_name(k)}, {"netns", ns(k)}, {"addr", addr(k)}, {"ranks", ranks_of(k)}};
+    if (topo_.second_nic) n["eth1"] = second_addr(k);
+    nodes.push_back(std::move(n));
+  }
+  return {{"nodes", nodes},
+          {"subnet", subnet()},
+          {"ranks_per_node", topo_.ranks_per_node},
+          {"master_addr", addr(0)},
+          {"netem", netem_}};
+}
+
+}  // namespace hanglab
