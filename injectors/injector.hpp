@@ -81,6 +81,9 @@ class Job {
   virtual pid_t pid_of(int rank) const = 0;   // 0 when not launched
   virtual bool alive(int rank) const = 0;     // launched and not yet reaped
   virtual std::string run_dir() const = 0;
+  // A fault sent `signo` to the rank (kill_rank, kill_node): its death by that signal is
+  // the fault's, never a launcher's teardown reacting to an earlier failure.
+  virtual void fault_signalled(int /*rank*/, int /*signo*/) {}
 };
 
 // The nodes of a [topology] nodes > 1 run (run/nodes.hpp implements it): one network
@@ -93,6 +96,9 @@ class NodeNetView {
   virtual int node_of(int rank) const = 0;
   virtual std::vector<int> ranks_of(int node) const = 0;
   virtual std::string ns(int node) const = 0;         // the node's network namespace (ip netns)
+  virtual std::string name(int node) const = 0;       // node0, node1, ... (its host name in records)
+  // The argv prefix that runs a command in the node: `ip netns exec NS`.
+  virtual std::vector<std::string> wrapper(int node) const = 0;
   virtual std::string addr(int node) const = 0;       // its eth0 address (no prefix length)
   virtual std::string subnet() const = 0;             // the bridge's subnet, CIDR
   virtual std::string host_link(int node) const = 0;  // the bridge side of its eth0 (this namespace)

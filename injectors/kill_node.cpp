@@ -4,13 +4,18 @@
 //
 // [topology] nodes > 1. Manifested when every rank of a chosen node that was alive at the
 // firing died of that signal.
+#include <unistd.h>
+
 #include <csignal>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "hook_injector.hpp"
 #include "node_common.hpp"
+#include "util.hpp"
 
 namespace hanglab {
 
@@ -42,16 +47,31 @@ class KillNode : public Injector {
   std::string fire(Job& job) override {
     std::vector<std::string> parts;
     for (int k : nodes_) {
+      // Everything the node runs goes with it: its ranks, and whatever else lives in its
+      // network namespace (a torchrun agent, a data-loader worker). Listed first, then
+      // signalled in one pass, so nothing on the node notices another's death first.
+      std::set<pid_t> others;
+      if (const NodeNetView* net = nodes()) {
+        ToolResult t = run_tool({"ip", "netns", "pids", net->ns(k)});
+        std::istringstream in(t.output);
+        for (long p; in >> p;)
+          if (p > 1 && p != ::getpid()) others.insert(static_cast<pid_t>(p));
+      }
       std::string sent;
       for (int r = k * ranks_per_node_; r < (k + 1) * ranks_per_node_; ++r) {
         const pid_t pid = job.pid_of(r);
+        others.erase(pid);
         if (!job.alive(r) || pid <= 0) continue;
+        job.fault_signalled(r, signo_);
         if (::kill(pid, signo_) == 0) {
           sent_.push_back(r);
           sent += (sent.empty() ? "" : ",") + std::to_string(r);
         }
       }
-      parts.push_back(fmt::format("{} to node {} (ranks {})", name_, k, sent.empty() ? "none alive" : sent));
+      int more = 0;
+      for (pid_t p : others) more += ::kill(p, signo_) == 0;
+      parts.push_back(fmt::format("{} to node {} (ranks {}{})", name_, k, sent.empty() ? "none alive" : sent,
+                                  more ? fmt::format(", and {} other process(es) of the node", more) : ""));
     }
     std::string d;
     for (const auto& p : parts) d += (d.empty() ? "" : "; ") + p;

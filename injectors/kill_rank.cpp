@@ -47,6 +47,7 @@ class KillRank : public Injector {
         detail += (detail.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " already gone";
         continue;
       }
+      job.fault_signalled(r, signo_);
       int rc = ::kill(pid, signo_);
       if (rc == 0) sent_.push_back(r);
       detail += (detail.empty() ? "" : "; ") + std::string("sent ") + name_ + " to rank " + std::to_string(r) +

@@ -831,11 +831,15 @@ std::string render_run_html(const fs::path& dir) {
   if (!verdict.value("skip_reason", "").empty())
     h += "<p>skipped: " + html_escape(verdict.value("skip_reason", "")) + "</p>";
 
-  h += "<h2>Ranks</h2><table><tr><th>rank</th><th>liveness</th><th>last step</th><th>last phase</th>"
-       "<th>last collective</th><th>end</th><th>files</th></tr>";
   std::map<int, json> per_rank;
+  bool nodes = false;  // [topology] nodes > 1: each rank's node in a column of its own
   if (v.triage.contains("per_rank") && v.triage["per_rank"].is_array())
-    for (const auto& p : v.triage["per_rank"]) per_rank[p.value("rank", -1)] = p;
+    for (const auto& p : v.triage["per_rank"]) {
+      per_rank[p.value("rank", -1)] = p;
+      nodes |= p.contains("host") && p["host"].is_string() && !p["host"].get<std::string>().empty();
+    }
+  h += std::string("<h2>Ranks</h2><table><tr><th>rank</th>") + (nodes ? "<th>node</th>" : "") +
+       "<th>liveness</th><th>last step</th><th>last phase</th><th>last collective</th><th>end</th><th>files</th></tr>";
   for (const auto& r : v.ranks) {
     const json p = per_rank.count(r.rank) ? per_rank[r.rank] : json::object();
     std::string end = "-";
@@ -850,8 +854,11 @@ std::string render_run_html(const fs::path& dir) {
                                     r.rank);
     if (fs::exists(dir / "ranks" / std::to_string(r.rank) / "stack.txt"))
       files += fmt::format(" <a href=\"ranks/{}/stack.txt\">stack</a>", r.rank);
-    h += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                     r.rank, html_escape(p.value("liveness", "-")), p.value("last_step", 0),
+    const std::string node_cell =
+        nodes ? "<td>" + html_escape(p.contains("host") && p["host"].is_string() ? p["host"].get<std::string>() : "-") + "</td>"
+              : "";
+    h += fmt::format("<tr><td>{}</td>{}<td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                     r.rank, node_cell, html_escape(p.value("liveness", "-")), p.value("last_step", 0),
                      html_escape(p.value("last_phase", "-")), html_escape(coll), html_escape(end), files);
   }
   h += "</table><p class=\"muted\">Files: <a href=\"report.txt\">report.txt</a> &middot; <a href=\"run.json\">run.json</a> "

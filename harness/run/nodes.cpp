@@ -88,10 +88,17 @@ std::vector<int> NodeNet::ranks_of(int node) const {
 }
 
 std::string NodeNet::ns(int node) const { return fmt::format("hanglab-{}-n{}", tag_, node); }
-std::string NodeNet::addr(int node) const { return fmt::format("10.231.{}.{}", subnet_, node + 1); }
-// The same address on every node, as docker0's 172.17.0.1 is: a peer told to reach it
-// reaches itself.
-std::string NodeNet::second_addr(int /*node*/) const { return fmt::format("10.232.{}.1", subnet_); }
+// Host part 101.. (three digits for every node of the 64 the loader allows): torchrun's c10d
+// rendezvous numbers its agents by their --local-addr as a *string*, which then sorts as the
+// nodes are numbered (".10" would sort before ".2").
+std::string NodeNet::addr(int node) const { return fmt::format("10.231.{}.{}", subnet_, node + 101); }
+// An address of its own on a subnet every node has on its eth1, each eth1 a link to
+// nothing: a peer routes this address out of its own dead eth1, and a reply to it from a
+// peer goes the same way, so no connection to or from it ever completes. Below eth0's
+// 10.231 on purpose: Gloo (torch 2.15) makes the side of a pair whose address sorts higher
+// connect out, from the address routing picks (eth0), and the lower one listen on its
+// device; an unreachable NIC whose address sorted above its peers' would go unnoticed.
+std::string NodeNet::second_addr(int node) const { return fmt::format("10.230.{}.{}", subnet_, node + 101); }
 std::string NodeNet::subnet() const { return fmt::format("10.231.{}.0/24", subnet_); }
 std::string NodeNet::host_link(int node) const { return fmt::format("hl{}v{}", tag_, node); }
 

@@ -1,10 +1,9 @@
 // Nodes on one host ([topology] nodes > 1): each node is a named network namespace whose
 // eth0 is a veth on a bridge this run creates, with its own address in a private range
-// (10.231.S.0/24, S leased per run so parallel runs never share a subnet); with
-// second_nic, also an eth1 whose other end is attached to nothing and whose address,
-// 10.232.S.1, is the same on every node (as docker0's 172.17.0.1 is on every host): an
-// interface that exists and is up, and through which no peer is reached — a peer told to
-// connect there connects to itself. The bridge holds
+// (10.231.S.(101+k)/24 on node k, S leased per run so parallel runs never share a subnet); with
+// second_nic, also an eth1 whose other end is attached to nothing, address 10.230.S.(101+k)/24
+// on node k: an interface that exists and is up, on a network no peer is reached through
+// (a storage or management NIC, a NIC cabled to another switch). The bridge holds
 // 10.231.S.254: the management path from this namespace to every node. Nothing is routed
 // beyond the bridge, so no packet leaves the host.
 //
@@ -50,9 +49,10 @@ class NodeNet : public NodeNetView {
 
   std::string second_addr(int node) const;
   std::string node_name(int node) const { return "node" + std::to_string(node); }
+  std::string name(int node) const override { return node_name(node); }
   // The argv wrapper that runs a rank in its node: `ip netns exec NS` (which execs, so the
   // rank keeps the pid the supervisor started, and binds /etc/netns/NS/* over /etc).
-  std::vector<std::string> wrapper(int node) const;
+  std::vector<std::string> wrapper(int node) const override;
   // The environment of a rank on `node`: MASTER_ADDR (node 0), the torchrun node variables,
   // GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME = eth0 (as a cluster's job template sets them).
   void apply_env(int rank, std::map<std::string, std::string>& env) const;

@@ -289,7 +289,7 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
     // Outermost: every other wrapper (a late start, a mount namespace) runs inside the node.
     if (net)
       for (auto& s : specs) prepend_wrapper(s, net->wrapper(net->node_of(s.rank)));
-    if (auto plan = launcher_spec(sc.workload, specs, base_env, res.run_dir)) {
+    if (auto plan = launcher_spec(sc.workload, specs, base_env, res.run_dir, net ? &*net : nullptr)) {
       sopts.launcher = plan->spec;
       sopts.rank_fifos = plan->rank_fifos;
     }

@@ -63,6 +63,7 @@ struct Supervisor::Rank {
   std::optional<int> reported_code;     // from the launcher's report
   std::optional<int> reported_signal;
   std::optional<int> launcher_sent;     // the signal the launcher said it sent (torchrun's closing signal)
+  std::optional<int> fault_signal;      // the signal a fault sent it (Job::fault_signalled)
   // rank_fifos: the write ends held here, so a rank's exit (or restart) is no EOF.
   int fifo_keep_out = -1, fifo_keep_err = -1;
   off_t exec_off = 0;                   // how far ranks/<r>/exec.jsonl was read
@@ -194,6 +195,10 @@ bool Supervisor::all_exited() const {
   for (const auto& r : ranks_)
     if (r->alive) return false;
   return !launcher_ || !launcher_->alive;
+}
+
+void Supervisor::fault_signalled(int rank, int signo) {
+  if (rank >= 0 && rank < static_cast<int>(ranks_.size()) && ranks_[rank]) ranks_[rank]->fault_signal = signo;
 }
 
 void Supervisor::launch(Rank& r, const LaunchSpec& spec) {
@@ -401,7 +406,9 @@ void Supervisor::finish_external(Rank& r, const std::string& how) {
   // death is in facts_.exits by now.
   const bool killed = (!ex.code && !ex.signal) || (ex.signal && (*ex.signal == SIGTERM || *ex.signal == SIGKILL));
   bool launcher_teardown = false;
-  if (killed)
+  // Killed by the signal a fault sent it: the fault's death (kill_node's SIGKILL reaches a
+  // node's ranks microseconds apart), not the launcher reacting to the first of them.
+  if (killed && !(r.fault_signal && ex.signal && *ex.signal == *r.fault_signal))
     for (const auto& e : facts_.exits)
       launcher_teardown = launcher_teardown ||
                           (e.rank != r.rank && e.t <= ex.t && (e.signal || e.code.value_or(0) != 0 || !e.code));
@@ -828,10 +835,18 @@ void Supervisor::check_triggers(double now) {
     } else if (f.spec->at_output) {
       due = f.output_seen;
     } else if (f.spec->at_step) {
+      // Several ranks (a node fault's, or ranks = [..]): due once every one of them that is
+      // still alive has entered the step, so the fault finds them all in it. Firing at the
+      // first would leave where the others were (still finishing the step before, or not)
+      // to the scheduler: the same scenario would record a different last good step.
+      bool all = true, any = false;
       for (int x : f.spec->ranks) {
         const Rank& r = *ranks_[x];
-        if (*f.spec->at_step <= 1 ? r.init_done : r.last_step >= *f.spec->at_step - 1) due = true;
+        const bool in = *f.spec->at_step <= 1 ? r.init_done : r.last_step >= *f.spec->at_step - 1;
+        any |= in;
+        if (!in && r.alive) all = false;
       }
+      due = any && all;
     } else {
       due = true;
     }

@@ -77,6 +77,7 @@ class Supervisor : public Job {
   int world_size() const override;
   pid_t pid_of(int rank) const override;
   bool alive(int rank) const override;
+  void fault_signalled(int rank, int signo) override;
   std::string run_dir() const override;
 
  private:

@@ -558,10 +558,9 @@ void Loader::load_topology(const toml::table& root, Scenario& sc) {
   if (tp.nodes > 1) {
     const toml::node* n = t->get("nodes");
     const toml::node& at = n ? *n : static_cast<const toml::node&>(*t);
-    if (sc.workload.launcher != "local")
+    if (sc.workload.launcher != "local" && sc.workload.launcher != "torchrun")
       error(at, "topology.nodes",
-            fmt::format("nodes > 1 runs with launcher = \"local\" for now (not {}): the ranks start in their nodes' "
-                        "network namespaces",
+            fmt::format("nodes > 1 runs with launcher = \"local\" or \"torchrun\" (one agent per node), not {}",
                         in_quotes(sc.workload.launcher)));
     if (sc.workload.backend == "mpi")
       error(at, "topology.nodes", "nodes > 1 needs a backend that connects over TCP/IP by itself (gloo, nccl), not mpi");

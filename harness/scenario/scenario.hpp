@@ -27,7 +27,7 @@ struct SourcePos {
 struct FaultSpec {
   std::string kind;              // injector registry key
   std::vector<int> ranks;        // validated: 0 <= r < world_size, no duplicates
-  std::optional<int> at_step;    // trigger: when the rank enters this step (1-based)
+  std::optional<int> at_step;    // trigger: when the ranks (every one still alive) have entered this step (1-based)
   std::optional<double> at_s;    // trigger: seconds after launch
   // trigger: when any rank prints a line containing this text (its stdout/stderr, as the
   // supervisor reads it): "the program reached X" for programs whose steps hanglab cannot

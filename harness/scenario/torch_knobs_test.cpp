@@ -122,6 +122,6 @@ TEST_CASE("a scenario's [torch] is loaded, and a knob set twice or contradicting
             .find(":7:18: torch.fr_buffer_size: set twice") != std::string::npos);
   CHECK(error_of(kByo + "[detect]\nflight_recorder = true\n[torch]\nfr_buffer_size = 0\n")
             .find(":6:18: torch.fr_buffer_size: 0 records nothing") != std::string::npos);
-  CHECK(error_of(kWorkload + "[torhc]\n").find("unknown table (expected one of: [scenario], [workload], [timeouts], "
-                                               "[detect], [torch]") != std::string::npos);
+  CHECK(error_of(kWorkload + "[torhc]\n").find("unknown table (expected one of: [scenario], [workload], [topology], "
+                                               "[timeouts], [detect], [torch]") != std::string::npos);
 }

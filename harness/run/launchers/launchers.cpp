@@ -17,10 +17,10 @@ using nlohmann::json;
 
 std::optional<LauncherPlan> launcher_spec(const WorkloadSpec& w, const std::vector<LaunchSpec>& specs,
                                           const std::vector<std::map<std::string, std::string>>& base_env,
-                                          const fs::path& run_dir) {
+                                          const fs::path& run_dir, const NodeNetView* nodes) {
   if (w.launcher.empty() || w.launcher == "local") return std::nullopt;
   if (w.launcher == "mpirun") return LauncherPlan{mpirun_launch_spec(specs, run_dir), false};
-  if (w.launcher == "torchrun") return torchrun_launch_plan(w, specs, base_env, run_dir);
+  if (w.launcher == "torchrun") return torchrun_launch_plan(w, specs, base_env, run_dir, nodes);
   throw std::invalid_argument("unknown launcher '" + w.launcher + "'");
 }
 

@@ -37,14 +37,20 @@ LaunchSpec mpirun_launch_spec(const std::vector<LaunchSpec>& specs, const std::f
 // base_env[r]: rank r's environment before the faults prepared it; a torchrun contract
 // variable (RANK, MASTER_ADDR, ...) that a fault or [workload.env] changed is kept over
 // torchrun's value, every other one is left to torchrun.
+// nodes ([topology] nodes > 1): one torchrun agent per node, each started in its node's
+// network namespace (`ip netns exec`) with --nnodes/--node-rank, c10d rendezvous on node 0's
+// address, and --local-addr its node's address (which orders c10d's rank assignment as the
+// nodes are numbered); the launcher process is a bash that starts the agents, passes
+// SIGTERM/SIGINT/SIGHUP on to them and exits with the first agent's failure.
 LauncherPlan torchrun_launch_plan(const WorkloadSpec& w, const std::vector<LaunchSpec>& specs,
                                   const std::vector<std::map<std::string, std::string>>& base_env,
-                                  const std::filesystem::path& run_dir);
+                                  const std::filesystem::path& run_dir, const NodeNetView* nodes = nullptr);
 
-// The launcher process for `[workload] launcher = NAME`; nullopt for "local".
+// The launcher process for `[workload] launcher = NAME`; nullopt for "local". `nodes`: the
+// run's nodes when [topology] nodes > 1, else null.
 std::optional<LauncherPlan> launcher_spec(const WorkloadSpec& w, const std::vector<LaunchSpec>& specs,
                                           const std::vector<std::map<std::string, std::string>>& base_env,
-                                          const std::filesystem::path& run_dir);
+                                          const std::filesystem::path& run_dir, const NodeNetView* nodes = nullptr);
 
 // Empty when launcher `name` can run here, else why not (reported as skipped).
 std::string launcher_unsupported_reason(const std::string& name);

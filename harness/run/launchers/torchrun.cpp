@@ -29,9 +29,20 @@ namespace hanglab {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+namespace {
+// torchrun's own default rendezvous port, on node 0's address inside node 0's namespace.
+constexpr int kNodeRdzvPort = 29400;
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+}  // namespace
+
 LauncherPlan torchrun_launch_plan(const WorkloadSpec& w, const std::vector<LaunchSpec>& specs,
                                   const std::vector<std::map<std::string, std::string>>& base_env,
-                                  const fs::path& run_dir) {
+                                  const fs::path& run_dir, const NodeNetView* nodes) {
   const fs::path dir = fs::absolute(run_dir);
   const bool builtin = w.command.empty();
   std::string run_id = "hanglab";
@@ -62,17 +73,63 @@ LauncherPlan torchrun_launch_plan(const WorkloadSpec& w, const std::vector<Launc
   std::error_code ec;
   const fs::path shim = fs::read_symlink("/proc/self/exe", ec).parent_path() / "hanglab_rank_exec";
   p.spec.rank = -1;
-  p.spec.argv = {(project_venv() / "bin" / "torchrun").string(),
-                 "--nnodes", "1",
-                 "--nproc-per-node", std::to_string(specs.size()),
-                 "--rdzv-backend", "c10d",
-                 "--rdzv-endpoint", "127.0.0.1:0",
-                 "--rdzv-id", run_id,
-                 "--max-restarts", std::to_string(w.max_restarts),
-                 "--log-dir", (dir / "torchrun").string(),
-                 "--no-python", shim.string(), dir.string()};
+  const std::string torchrun = (project_venv() / "bin" / "torchrun").string();
   // torchrun's own log lines reach its stderr at once.
   p.spec.env = {{"PYTHONUNBUFFERED", "1"}};
+  if (!nodes || nodes->nodes() < 2) {
+    p.spec.argv = {torchrun,
+                   "--nnodes", "1",
+                   "--nproc-per-node", std::to_string(specs.size()),
+                   "--rdzv-backend", "c10d",
+                   "--rdzv-endpoint", "127.0.0.1:0",
+                   "--rdzv-id", run_id,
+                   "--max-restarts", std::to_string(w.max_restarts),
+                   "--log-dir", (dir / "torchrun").string(),
+                   "--no-python", shim.string(), dir.string()};
+    return p;
+  }
+  // One agent per node. Each is its node's process: its workers inherit the namespace (and
+  // enter it once more through their own wrapper, a no-op). The rendezvous endpoint is a
+  // fixed port on node 0's address: every node has a network namespace of its own, so no
+  // other process on this host can hold that port there. Each agent writes whole lines, so
+  // their lines reach the launcher's pipes unmixed (one write(2) under PIPE_BUF each).
+  const int n = nodes->nodes();
+  const int per = static_cast<int>(specs.size()) / n;
+  std::string script =
+      "pids=()\n"
+      "trap 'kill -TERM \"${pids[@]}\" 2>/dev/null' TERM INT HUP\n";
+  for (int k = 0; k < n; ++k) {
+    std::vector<std::string> a = nodes->wrapper(k);
+    const std::vector<std::string> agent = {torchrun,
+                                            "--nnodes", std::to_string(n),
+                                            "--node-rank", std::to_string(k),
+                                            "--nproc-per-node", std::to_string(per),
+                                            "--rdzv-backend", "c10d",
+                                            "--rdzv-endpoint", nodes->addr(0) + ":" + std::to_string(kNodeRdzvPort),
+                                            "--rdzv-id", run_id,
+                                            "--local-addr", nodes->addr(k),
+                                            // torchrun decides who hosts the rendezvous store by matching the
+                                            // endpoint against this host's name, which the namespaces share:
+                                            // say it.
+                                            "--rdzv-conf", k == 0 ? "is_host=true" : "is_host=false",
+                                            "--max-restarts", std::to_string(w.max_restarts),
+                                            "--log-dir", (dir / "torchrun" / nodes->name(k)).string(),
+                                            "--no-python", shim.string(), dir.string()};
+    a.insert(a.end(), agent.begin(), agent.end());
+    for (const auto& x : a) script += shell_quote(x) + " ";
+    script += "&\npids+=($!)\n";
+  }
+  // wait returns early (above 128) when a trapped signal arrives: wait again until that
+  // agent is gone, then keep the first failure.
+  script +=
+      "rc=0\n"
+      "for p in \"${pids[@]}\"; do\n"
+      "  wait \"$p\"; s=$?\n"
+      "  while [ $s -gt 128 ] && kill -0 \"$p\" 2>/dev/null; do wait \"$p\"; s=$?; done\n"
+      "  [ $rc -eq 0 ] && rc=$s\n"
+      "done\n"
+      "exit $rc\n";
+  p.spec.argv = {"bash", "-c", script, "hanglab-torchrun-nodes"};
   return p;
 }
 

@@ -70,9 +70,10 @@ nlohmann::json to_json(const TriageResult& r) {
                                                 {"lines", t.progress_lines},
                                                 {"every_s", t.progress_every_s}}
                                          : json(nullptr);
+    // A run's rank has a host only on [topology] nodes > 1 (its node); logs name theirs.
+    if (!t.host.empty() || r.source == "logs") p["host"] = t.host;
     if (r.source == "logs" || r.source == "flight_recorder") {
       if (t.last_coll_seq && t.last_coll_numel >= 0) p["last_coll"]["numel"] = t.last_coll_numel;
-      p["host"] = t.host;
       p["last_step_t"] = t.last_step_t;
       p["last_line"] = t.last_line;
       p["failure_ref"] = t.failure_ref;

@@ -140,12 +140,15 @@ std::string render_text(const TriageResult& r) {
   } else {
   // "compute ms" = step time outside collectives: equal step times with unequal compute
   // is what a straggler looks like in synchronous training.
-  line(fmt::format("  {:<4} {:<9} {:>9} {:<10} {:<22} {:<6} {:>12} {:>10}  {}", "rank", "liveness", "last step",
-                   "phase", "last collective", "exit", "mean step ms", "compute ms", "stuck in"));
+  // A node column only where the run had nodes ([topology] nodes > 1).
+  const bool nodes = std::any_of(r.per_rank.begin(), r.per_rank.end(), [](const RankTimeline& t) { return !t.host.empty(); });
+  const auto node_col = [&](const std::string& h) { return nodes ? fmt::format("{:<7}", h.empty() ? "-" : h.substr(0, 7)) + " " : ""; };
+  line(fmt::format("  {:<4} {}{:<9} {:>9} {:<10} {:<22} {:<6} {:>12} {:>10}  {}", "rank", node_col("node"), "liveness",
+                   "last step", "phase", "last collective", "exit", "mean step ms", "compute ms", "stuck in"));
   for (const auto& t : r.per_rank) {
-    line(fmt::format("  {:<4} {:<9} {:>9} {:<10} {:<22} {:<6} {:>12.1f} {:>10.1f}  {}", t.rank, t.liveness, t.last_step,
-                     t.last_phase.empty() ? "-" : t.last_phase, coll_text(t), exit_text(t), t.mean_step_ms,
-                     t.busy_step_ms, t.stuck_in.empty() ? "-" : t.stuck_in));
+    line(fmt::format("  {:<4} {}{:<9} {:>9} {:<10} {:<22} {:<6} {:>12.1f} {:>10.1f}  {}", t.rank, node_col(t.host),
+                     t.liveness, t.last_step, t.last_phase.empty() ? "-" : t.last_phase, coll_text(t), exit_text(t),
+                     t.mean_step_ms, t.busy_step_ms, t.stuck_in.empty() ? "-" : t.stuck_in));
   }
   }
   // What the supervisor and the stack capture observed, and the progress lines printed.

@@ -180,12 +180,14 @@ struct HarnessNode {
   int node = 0;
   std::string name;  // node0, node1, ...
   std::string addr;
+  std::string addr2;  // its second interface's address ([topology] second_nic), "" when none
   std::vector<int> ranks;
 };
 
 struct HarnessObservations {
   bool present = false;
   std::vector<HarnessNode> nodes;  // empty: one host
+  int nodes_line = 0;              // harness.jsonl line of the `nodes` event
   std::optional<double> start_t;
   std::optional<int> world_size;
   std::optional<double> heartbeat_s;

@@ -189,6 +189,10 @@ class Analyzer {
   // ---- init (run_init.cpp) ----------------------------------------------------------------------
   static std::string lower_copy(std::string v);
   std::vector<int> ifname_ranks() const;
+  // [topology] nodes > 1: peers that could not connect in init to an address of a node's
+  // second interface (no route): that node's ranks advertised an interface that exists and
+  // reaches no peer. Fills the node's ranks and the address; false when no error says so.
+  bool unreachable_ifname(std::vector<int>& ranks, std::string& addr, std::string& node) const;
   std::vector<int> verdict_missing() const;
   std::vector<int> init_culprits(const std::string& cause) const;
   bool joined_late(int rank) const;

@@ -87,6 +87,34 @@ std::vector<int> Analyzer::ifname_ranks() const {
   return out;
 }
 
+bool Analyzer::unreachable_ifname(std::vector<int>& ranks, std::string& addr, std::string& node) const {
+  if (in_.harness.nodes.size() < 2) return false;
+  // Gloo: "timed out connecting: SO_ERROR: No route to host, remote=[10.230.7.2]:33193";
+  // the kernel's words for a destination no interface leads to.
+  static const char* kUnreachable[] = {"no route to host", "network is unreachable", "timed out connecting"};
+  for (const auto& f : f_) {
+    for (const auto& e : f.o->errors) {
+      const std::string l = lower_copy(e.msg);
+      if (std::none_of(std::begin(kUnreachable), std::end(kUnreachable),
+                       [&](const char* n) { return l.find(n) != std::string::npos; }))
+        continue;
+      const auto p = e.msg.find("remote=[");
+      if (p == std::string::npos) continue;
+      const auto q = e.msg.find(']', p + 8);
+      if (q == std::string::npos) continue;
+      const std::string a = e.msg.substr(p + 8, q - p - 8);
+      for (const auto& n : in_.harness.nodes) {
+        if (n.addr2.empty() || n.addr2 != a) continue;
+        ranks = n.ranks;
+        addr = a;
+        node = n.name;
+        return !ranks.empty() && static_cast<int>(ranks.size()) < world_;
+      }
+    }
+  }
+  return false;
+}
+
 // "missing ranks: 2" / "missing ranks: 1,3" in any rank's error.
 std::vector<int> Analyzer::verdict_missing() const {
   std::set<int> out;
@@ -203,6 +231,34 @@ bool Analyzer::try_init() {
   const auto has = [&](const char* tag) { return tag_hits.count(tag) > 0; };
   std::string cause;
   std::string evidence_tag;
+  // An interface that exists but reaches no peer: the peers name its address as unroutable.
+  if (std::vector<int> culprits; never_started.empty() && !has("wrong_ifname")) {
+    std::string addr, node;
+    if (unreachable_ifname(culprits, addr, node)) {
+      r_.category = "network";
+      r_.cause = "wrong_ifname";
+      r_.missing_ranks = culprits;
+      r_.confidence = "high";
+      const Obs* pick = nullptr;
+      for (const Obs* x : all_obs(false))
+        if (x->what.find(addr) != std::string::npos) {
+          pick = x;
+          break;
+        }
+      if (pick) {
+        add_evidence(pick->ref, fmt::format("rank {}: {}", pick->rank, pick->what));
+        set_first(*pick);
+      }
+      add_evidence(h_ref(in_.harness.nodes_line), fmt::format("{} is {}'s second interface (eth1), not the address its peers reach it by",
+                                         addr, node));
+      r_.summary = fmt::format(
+          "network (wrong_ifname): {} ({}) listened on {}, an interface that exists but that its peers have no route "
+          "to: its GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME names the wrong NIC; the peers timed out connecting to it "
+          "in init",
+          ranks_phrase(culprits), node, addr);
+      return true;
+    }
+  }
   for (const char* tag : {"wrong_ifname", "connection_refused", "dns_failure", "address_in_use"}) {
     if (has(tag)) {
       cause = tag;

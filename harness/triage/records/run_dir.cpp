@@ -374,12 +374,14 @@ void read_harness(const fs::path& file, HarnessObservations& h) {
     } else if (ev == "nodes" && j.contains("nodes") && j["nodes"].is_object() && j["nodes"].contains("nodes") &&
                j["nodes"]["nodes"].is_array()) {
       h.nodes.clear();
+      h.nodes_line = ln;
       for (const auto& n : j["nodes"]["nodes"]) {
         if (!n.is_object()) continue;
         HarnessNode hn;
         hn.node = get_or<int>(n, "node", 0);
         hn.name = get_or<std::string>(n, "name", "");
         hn.addr = get_or<std::string>(n, "addr", "");
+        hn.addr2 = get_or<std::string>(n, "eth1", "");
         if (n.contains("ranks") && n["ranks"].is_array())
           for (const auto& x : n["ranks"])
             if (x.is_number_integer()) hn.ranks.push_back(x.get<int>());
