@@ -10,6 +10,7 @@ PACKAGES=(
   libgloo-dev                         # gloo/*.h: the torch wheel's ProcessGroupGloo.hpp includes them and
                                       # ships none; only the store-v1 interface is seen (GLOO_STORE_HAS_STORE_V2 unset)
   gdb procps iproute2 util-linux      # stack capture, process and namespace tools
+  iputils-ping                        # [topology] nodes: the reachability probe between nodes (ping)
   nftables                            # [topology] nodes: partition, loss, MTU and store faults (nft in node namespaces)
   libfuse3-dev fuse3                  # hanglab_slowfs (slow_storage fault)
   libsqlite3-dev                      # run history: <results>/history.sqlite

@@ -85,6 +85,34 @@ ranks = [0, 1]
 at_s = 1
 TOML
 
+# Two nodes ([topology]): network namespaces, a bridge and veths, and an nftables table in
+# node 1's namespace (a partition that never heals).
+cat > "$work/partition_nodes.toml" <<'TOML'
+# Reproduces: partition of node 1, for the kill -9 test.
+# Expected: killed by the test.
+[scenario]
+name = "partition_nodes"
+deadline_s = 120
+[workload]
+name = "torch_ddp"
+backend = "gloo"
+world_size = 4
+steps = 2000
+[workload.args]
+step_ms = 50
+[topology]
+nodes = 2
+[timeouts]
+init_s = 60
+collective_s = 60
+progress_s = 60
+heartbeat_s = 1
+[[fault]]
+kind = "partition"
+nodes = [1]
+at_step = 2
+TOML
+
 # The "next start" by `hanglab run`: a one-rank command that exits at once.
 cat > "$work/next.toml" <<'TOML'
 # Reproduces: nothing; the next hanglab start after a kill -9.
@@ -100,7 +128,7 @@ TOML
 
 ran=0 i=0
 for name in throttle_cpu oom_rank freeze_rank slow_storage tiny_shm disk_full port_in_use wrong_master_addr late_joiner \
-  freeze_rank_byo; do
+  freeze_rank_byo partition_nodes; do
   i=$((i + 1))
   "$hanglab" run "$work/$name.toml" --results "$work/results" --no-stacks > "$work/$name.out" 2>&1 &
   hl=$!
@@ -127,6 +155,8 @@ for name in throttle_cpu oom_rank freeze_rank slow_storage tiny_shm disk_full po
     done
   done
   nss=$(printf '%s\n' $nss | sort -u)
+  # Named network namespaces and interfaces of the run's nodes ([topology]).
+  netns=$(ip netns list 2>/dev/null | awk '{print $1}' | grep "^hanglab-") links=$(ip -o link 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep "^hl")
   [ -n "$procs" ] || fail "$name: no process of the run found"
   if [ $i -eq 1 ]; then
     # A live run is never swept.
@@ -156,7 +186,12 @@ for name in throttle_cpu oom_rank freeze_rank slow_storage tiny_shm disk_full po
   case $name in
     throttle_cpu|oom_rank) grep -q "left: 1 cgroup" <<< "$line" || fail "$name: want 1 cgroup swept: $line" ;;
     freeze_rank_byo) grep -q "left: 4 processes$" <<< "$line" || fail "$name: want 4 processes swept: $line" ;;
+    partition_nodes) grep -q "2 network namespaces" <<< "$line" || fail "$name: want 2 network namespaces swept: $line"
+      [ -n "$netns" ] || fail "$name: no node namespace seen while the run lived" ;;
   esac
+  # 0 node namespaces, bridges or veths of the run.
+  for n in $netns; do ip netns list | awk '{print $1}' | grep -qx "$n" && fail "$name: network namespace $n left: $line"; done
+  for l in $links; do [ -e "/sys/class/net/$l" ] && fail "$name: interface $l left: $line"; done
 
   # 0 processes: none of the run's processes (pid + start time) lives.
   for ps in $procs; do

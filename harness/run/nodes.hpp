@@ -58,6 +58,12 @@ class NodeNet : public NodeNetView {
   void apply_env(int rank, std::map<std::string, std::string>& env) const;
   // For run.json and harness.jsonl: nodes, addresses, ranks per node, mechanisms.
   nlohmann::json describe() const;
+  // What an engineer runs on a hung multi-node job: ping from every node to every other
+  // node's eth0, small packets (kProbePings of them, 10 ms apart) and packets that fill
+  // eth0's MTU with "don't fragment" set, all pairs at once (about 1.5 s). Returns
+  // {"pings": N, "mtu": M, "pairs": [{"from", "to", "small", "large"} (replies received)]}.
+  // Needs `ping` (iputils-ping); {} when it is missing.
+  nlohmann::json probe() const;
   // Removes the namespaces and the bridge; idempotent.
   void destroy();
 

@@ -296,6 +296,10 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
     sup.emplace(sc, res.run_dir, std::move(specs), std::move(armed), sopts);
     guard.job = &*sup;
     res.facts = sup->run();
+    // Something went wrong between nodes, or may have: probe them while every fault is still
+    // in force, as an engineer would ping the nodes of a hung job (harness.jsonl `net_probe`).
+    if (net && !res.facts.detections.empty())
+      JsonlWriter(res.run_dir / "harness.jsonl").write(json{{"t", unix_now()}, {"ev", "net_probe"}, {"probe", net->probe()}});
     guard.revert_all();
     if (net) {
       res.topology = net->describe();

@@ -618,3 +618,41 @@ TEST_CASE("[detect] flight_recorder: off by default, buffer size 2000 unless set
   Scenario explicit_off = load(kWorkload + "[detect]\nflight_recorder = false\n");
   CHECK_FALSE(explicit_off.detect.flight_recorder);
 }
+
+TEST_CASE("[topology]: nodes spread the ranks evenly, and what cannot be is an error at its key", "[scenario]") {
+  const std::string w4 = "[workload]\nname = \"torch_ddp\"\nworld_size = 4\n";  // lines 1-3
+  Scenario one = load(w4);
+  CHECK_FALSE(one.topology.multi_node());
+  CHECK(one.topology.node_of(3) == 0);
+
+  Scenario two = load(w4 + "[topology]\nnodes = 2\nsecond_nic = true\n");
+  CHECK(two.topology.multi_node());
+  CHECK(two.topology.ranks_per_node == 2);
+  CHECK(two.topology.second_nic);
+  CHECK(two.topology.node_of(0) == 0);
+  CHECK(two.topology.node_of(1) == 0);
+  CHECK(two.topology.node_of(2) == 1);
+  CHECK(two.topology.node_of(3) == 1);
+  CHECK(load(w4 + "[topology]\nnodes = 4\nranks_per_node = 1\n").topology.node_of(3) == 3);
+
+  const std::vector<BadCase> cases = {
+      {"uneven spread", w4 + "[topology]\nnodes = 3\n", "topology.nodes", 5, 9, "does not spread evenly over 3 nodes"},
+      {"nodes x ranks_per_node is not the world", w4 + "[topology]\nnodes = 2\nranks_per_node = 3\n",
+       "topology.ranks_per_node", 6, 18, "2 node(s) x 3 rank(s) is 6 ranks, but [workload] world_size is 4"},
+      {"unknown key", w4 + "[topology]\nnode = 2\n", "topology.node", 5, 1, "unknown key"},
+      {"second_nic on one node", w4 + "[topology]\nsecond_nic = true\n", "topology.second_nic", 5, 14,
+       "only with nodes > 1"},
+      {"mpi across nodes", "[workload]\nname = \"mpi_ddp\"\nbackend = \"mpi\"\nworld_size = 4\n[topology]\nnodes = 2\n",
+       "topology.nodes", 6, 9, "not mpi"},
+      {"nodes out of range", w4 + "[topology]\nnodes = 0\n", "topology.nodes", 5, 9, ""},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    ConfigError e = load_error(c.toml);
+    INFO(e.what());
+    CHECK(e.key() == c.key);
+    CHECK(e.line() == c.line);
+    CHECK(e.col() == c.col);
+    CHECK_THAT(e.what(), Catch::Contains(c.message_part));
+  }
+}

@@ -174,6 +174,15 @@ const std::vector<LinePattern>& line_patterns() {
        LogKind::kSocketError, "network", "host_unreachable", PatternFields::kNone,
        "node5:240:240 [6] misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 113(No "
        "route to host) errno 115(Operation now in progress)"},
+      // Gloo's connect to a peer's advertised address failed with no route to it (torch 2.15 Gloo
+      // pair.cc): the address a peer listens on is one this host cannot reach (a peer's
+      // GLOO_SOCKET_IFNAME naming an interface on another network; hanglab's
+      // net_wrong_ifname_exists prints this line).
+      {{"SO_ERROR: "}, {"SO_ERROR: No route to host", "SO_ERROR: Network is unreachable"}, LogKind::kSocketError,
+       "network", "host_unreachable", PatternFields::kNone,
+       "[E1203 12:46:23.308483410 ProcessGroupGloo.cpp:69] Gloo connectFullMesh failed with "
+       "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: No route "
+       "to host, remote=[10.230.196.102]:33193"},
       // The EFA provider's completion errors that mean the peer's endpoint is gone: its queue pair no
       // longer exists, or it aborted the connection. libfabric's own text: "This error is typically caused
       // by a crashed peer". A dead peer's echo, what NCCL calls ncclRemoteError ("remote process exited or

@@ -184,10 +184,22 @@ struct HarnessNode {
   std::vector<int> ranks;
 };
 
+// The reachability probe of a multi-node run (harness.jsonl `net_probe`): replies to
+// `pings` pings per ordered pair of nodes, small and at the MTU with don't-fragment.
+struct HarnessProbePair {
+  int from = 0, to = 0, small = 0, large = 0;
+};
+struct HarnessProbe {
+  int pings = 0, mtu = 0;
+  std::vector<HarnessProbePair> pairs;
+  int line = 0;  // harness.jsonl line
+};
+
 struct HarnessObservations {
   bool present = false;
   std::vector<HarnessNode> nodes;  // empty: one host
   int nodes_line = 0;              // harness.jsonl line of the `nodes` event
+  HarnessProbe probe;              // `net_probe`, when the run had nodes and something fired
   std::optional<double> start_t;
   std::optional<int> world_size;
   std::optional<double> heartbeat_s;

@@ -67,7 +67,10 @@ bool LogAnalyzer::try_duplicate() {
 bool LogAnalyzer::try_init() {
   std::vector<const Fail*> init_fails;
   for (const Fail* f : all_fails()) {
+    // host_unreachable before any step: a peer's advertised address has no route (its socket
+    // interface is on another network), not a rendezvous fault.
     if (f->category == "rendezvous" || f->cause == "wrong_ifname" || f->cause == "nccl_shm" ||
+        (f->cause == "host_unreachable" && !steps_seen()) ||
         (f->ev && (f->ev->kind == LogKind::kStoreTimeout || f->ev->kind == LogKind::kRendezvousError)))
       init_fails.push_back(f);
   }
@@ -81,7 +84,7 @@ bool LogAnalyzer::try_init() {
   }
   if (init_fails.empty() && !host_env) return false;
   r_.phase = "init";
-  static const std::vector<std::string> kOrder = {"wrong_ifname",       "address_in_use", "dns_failure",
+  static const std::vector<std::string> kOrder = {"wrong_ifname",       "host_unreachable", "address_in_use", "dns_failure",
                                                   "connection_refused", "nccl_shm",       "unique_id_exchange",
                                                   "rendezvous_timeout", "store_timeout",  "store_unreachable",
                                                   "rendezvous_error"};

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "triage/reason/net_probe.hpp"
 #include "util.hpp"
 
 namespace hanglab::reason {
@@ -246,6 +247,19 @@ bool Analyzer::try_all_stuck() {
                              : (echo_first ? "collective_timeout" : "all_ranks_waiting");
   r_.missing_ranks.clear();
   r_.confidence = link_errors || between_nodes ? "medium" : "low";
+  // The probe of the nodes after the hang says what kind of fault, and which node, where it can.
+  const ProbeVerdict probe = between_nodes ? judge_probe(in_.harness.probe, in_.harness.nodes) : ProbeVerdict{};
+  std::vector<int> cut_ranks;
+  if (!probe.kind.empty()) {
+    r_.cause = probe.kind;
+    r_.confidence = "high";
+    for (int k : probe.nodes)
+      for (const auto& n : in_.harness.nodes)
+        if (n.node == k) cut_ranks.insert(cut_ranks.end(), n.ranks.begin(), n.ranks.end());
+    std::sort(cut_ranks.begin(), cut_ranks.end());
+    // The ranks behind the failing link are the ones the collective is missing.
+    if (!cut_ranks.empty() && static_cast<int>(cut_ranks.size()) < world_) r_.missing_ranks = cut_ranks;
+  }
   std::string phase;
   if (r_.stuck_collective) {
     if (const CollRecord* c = stuck_record(r_.stuck_collective->waiting_ranks.front())) phase = c->phase;
@@ -270,7 +284,12 @@ bool Analyzer::try_all_stuck() {
   if (echo_first)
     add_evidence(echoes.front()->ref, fmt::format("rank {}: {}", echoes.front()->rank, echoes.front()->what));
   std::string nodes_said;
-  if (between_nodes) {
+  if (!probe.kind.empty()) add_evidence(h_ref(in_.harness.probe.line), probe.text);
+  if (between_nodes && !probe.kind.empty()) {
+    for (const auto& n : in_.harness.nodes)
+      nodes_said += fmt::format("{}{} (ranks {})", nodes_said.empty() ? "" : ", ", n.name, rank_ranges(n.ranks));
+    r_.notes.push_back(probe.text);
+  } else if (between_nodes) {
     for (const auto& n : in_.harness.nodes)
       nodes_said += fmt::format("{}{} (ranks {})", nodes_said.empty() ? "" : ", ", n.name, rank_ranges(n.ranks));
     r_.notes.push_back(fmt::format(
@@ -279,8 +298,25 @@ bool Analyzer::try_all_stuck() {
         "alike; its switch port, its nft/iptables rules and `ip -s link` counters are where to look",
         nodes_said));
   }
+  std::string cut_said;
+  for (int k : probe.nodes)
+    for (const auto& n : in_.harness.nodes)
+      if (n.node == k) cut_said += fmt::format("{}{} ({})", cut_said.empty() ? "" : ", ", n.name, ranks_phrase(n.ranks));
+  static const std::map<std::string, const char*> kProbeSaid = {
+      {"partition", "cut off from the other nodes"},
+      {"mtu_mismatch", "dropping every packet that fills the MTU (an MTU mismatch on the path)"},
+      {"packet_loss", "losing packets"}};
   r_.summary =
-      between_nodes && r_.stuck_collective
+      between_nodes && r_.stuck_collective && !probe.kind.empty()
+          ? fmt::format("network ({}): every rank waits in {} seq {} (step {}) and none died; {}",
+                        r_.cause, r_.stuck_collective->op, r_.stuck_collective->seq, r_.last_good_step + 1,
+                        cut_said.empty()
+                            ? fmt::format("the network between {} {}", nodes_said,
+                                          probe.kind == "partition"      ? "carries nothing (no ping reply either way)"
+                                          : probe.kind == "mtu_mismatch" ? "drops every packet that fills the MTU"
+                                                                         : "loses packets")
+                            : fmt::format("{} {} {}", cut_said, probe.nodes.size() > 1 ? "are" : "is", kProbeSaid.at(probe.kind)))
+      : between_nodes && r_.stuck_collective
           ? fmt::format("network ({}): every rank of {} waits in {} seq {} (step {}) and none is missing or dead: the "
                         "network between the nodes stopped carrying that collective",
                         r_.cause, nodes_said, r_.stuck_collective->op, r_.stuck_collective->seq, r_.last_good_step + 1)

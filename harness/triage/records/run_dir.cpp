@@ -387,6 +387,18 @@ void read_harness(const fs::path& file, HarnessObservations& h) {
             if (x.is_number_integer()) hn.ranks.push_back(x.get<int>());
         h.nodes.push_back(std::move(hn));
       }
+    } else if (ev == "net_probe" && j.contains("probe") && j["probe"].is_object()) {
+      const json& p = j["probe"];
+      h.probe = {};
+      h.probe.line = ln;
+      h.probe.pings = get_or<int>(p, "pings", 0);
+      h.probe.mtu = get_or<int>(p, "mtu", 0);
+      if (p.contains("pairs") && p["pairs"].is_array())
+        for (const auto& x : p["pairs"]) {
+          if (!x.is_object()) continue;
+          h.probe.pairs.push_back({get_or<int>(x, "from", 0), get_or<int>(x, "to", 0), get_or<int>(x, "small", 0),
+                                   get_or<int>(x, "large", 0)});
+        }
     } else if (ev == "stack_capture") {
       if (!h.stacks_t) h.stacks_t = t;
     } else if (ev == "run_end") {
