@@ -48,7 +48,7 @@ struct ManifestOptions {
 constexpr size_t kMaxManifestName = 40;  // <job>-master-0 and <job>-<index> stay within 63
 constexpr const char* kPodRunDir = "/hanglab/run";  // emptyDir: HANGLAB_RUN_DIR, data, checkpoints, traces
 
-struct Manifest {
+struct K8sManifest {
   std::vector<std::string> header;               // comment lines, without "# "
   std::vector<nlohmann::ordered_json> documents;  // in apply order (Service before Job)
 };
@@ -76,10 +76,10 @@ std::vector<std::pair<std::string, std::string>> manifest_env(const PreparedScen
 std::string k8s_literal(const std::string& s);
 
 // Builds the manifest. Throws ConfigError for a scenario that has no torchrun form (backend mpi).
-Manifest build_manifest(const PreparedScenario& ps, const ManifestOptions& o);
+K8sManifest build_manifest(const PreparedScenario& ps, const ManifestOptions& o);
 
 // The text `hanglab manifest` prints: header comments, then YAML documents (or a JSON v1 List).
-std::string render_manifest(const Manifest& m, const std::string& format);
+std::string render_manifest(const K8sManifest& m, const std::string& format);
 
 struct ManifestCommand {
   std::string scenario;

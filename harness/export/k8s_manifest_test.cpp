@@ -1,7 +1,7 @@
 // `hanglab manifest`: torchrun's argv and the ranks' environment for a 2-node scenario, the node-rank
 // expression of each kind, what is carried over (timeouts, [torch] knobs, GPUs, restarts, deadline)
 // and how odd strings in [workload.env] survive Kubernetes' $(VAR) expansion and YAML.
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <fstream>
@@ -50,7 +50,7 @@ TEST_CASE("2-node scenario: torchrun's argv in an Indexed Job", "[manifest]") {
   CHECK(manifest_torchrun_args(ps, o, "$(JOB_COMPLETION_INDEX)", "hanglab-net-kill-node-0.hanglab-net-kill-node") ==
         want);
 
-  Manifest m = build_manifest(ps, o);
+  K8sManifest m = build_manifest(ps, o);
   REQUIRE(m.documents.size() == 2);
   const ordered_json& svc = m.documents[0];
   const ordered_json& job = m.documents[1];
@@ -110,7 +110,7 @@ TEST_CASE("node-rank expression: JOB_COMPLETION_INDEX in the Indexed Job, the op
           "[manifest]") {
   PreparedScenario ps = prepare_scenario(source("scenarios/net_kill_node.toml"));
   ManifestOptions o;
-  Manifest ij = build_manifest(ps, o);
+  K8sManifest ij = build_manifest(ps, o);
   const ordered_json& c = container_of(ij.documents[1]["spec"]["template"]);
   auto args = c["args"].get<std::vector<std::string>>();
   auto at = std::find(args.begin(), args.end(), "--node-rank");
@@ -122,7 +122,7 @@ TEST_CASE("node-rank expression: JOB_COMPLETION_INDEX in the Indexed Job, the op
         "metadata.annotations['batch.kubernetes.io/job-completion-index']");
 
   o.kind = "pytorchjob";
-  Manifest pj = build_manifest(ps, o);
+  K8sManifest pj = build_manifest(ps, o);
   REQUIRE(pj.documents.size() == 1);
   const ordered_json& job = pj.documents[0];
   CHECK(job["apiVersion"] == "kubeflow.org/v1");
@@ -154,21 +154,21 @@ TEST_CASE("node-rank expression: JOB_COMPLETION_INDEX in the Indexed Job, the op
 TEST_CASE("one node: one pod, a Master alone, no elasticPolicy", "[manifest]") {
   PreparedScenario ps = prepare_scenario(source("scenarios/kill_rank.toml"));
   ManifestOptions o;
-  Manifest ij = build_manifest(ps, o);
+  K8sManifest ij = build_manifest(ps, o);
   CHECK(ij.documents[1]["spec"]["completions"] == 1);
   auto args = container_of(ij.documents[1]["spec"]["template"])["args"].get<std::vector<std::string>>();
   CHECK(args[1] == "1");                                  // --nnodes
   CHECK(args[3] == std::to_string(ps.scenario.workload.world_size));  // --nproc-per-node
   CHECK(env_map(ps).count("GLOO_SOCKET_IFNAME") == 0);
   o.kind = "pytorchjob";
-  Manifest pj = build_manifest(ps, o);
+  K8sManifest pj = build_manifest(ps, o);
   CHECK(!pj.documents[0]["spec"].contains("elasticPolicy"));
   CHECK(!pj.documents[0]["spec"]["pytorchReplicaSpecs"].contains("Worker"));
 }
 
 TEST_CASE("nccl: one GPU per rank of the pod", "[manifest]") {
   PreparedScenario ps = prepare_scenario(source("scenarios/gpu/c10d_nccl_kill_rank.toml"));
-  Manifest m = build_manifest(ps, {});
+  K8sManifest m = build_manifest(ps, {});
   const ordered_json& c = container_of(m.documents[1]["spec"]["template"]);
   CHECK(c["resources"]["limits"]["nvidia.com/gpu"] == "2");
   auto args = c["args"].get<std::vector<std::string>>();
@@ -179,7 +179,7 @@ TEST_CASE("nccl: one GPU per rank of the pod", "[manifest]") {
 
 TEST_CASE("max_restarts: torchrun restarts in the pod, the pod restarts in place up to backoffLimit", "[manifest]") {
   PreparedScenario ps = prepare_scenario(source("scenarios/torchrun_restart.toml"));
-  Manifest m = build_manifest(ps, {});
+  K8sManifest m = build_manifest(ps, {});
   const ordered_json& job = m.documents[1];
   CHECK(job["spec"]["backoffLimit"] == 1);
   CHECK(job["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure");
@@ -188,7 +188,7 @@ TEST_CASE("max_restarts: torchrun restarts in the pod, the pod restarts in place
   CHECK(*(at + 1) == "1");
   ManifestOptions o;
   o.kind = "pytorchjob";
-  Manifest pj = build_manifest(ps, o);
+  K8sManifest pj = build_manifest(ps, o);
   CHECK(pj.documents[0]["spec"]["runPolicy"]["backoffLimit"] == 1);
   CHECK(pj.documents[0]["spec"]["pytorchReplicaSpecs"]["Master"]["restartPolicy"] == "OnFailure");
 }
@@ -238,7 +238,7 @@ flight_recorder = true
   CHECK(env.count("HANGLAB_TRACE") == 0);
 
   CHECK(k8s_literal("$(HOME) costs $5 and $$") == "$$(HOME) costs $$5 and $$$$");
-  Manifest m = build_manifest(ps, {});
+  K8sManifest m = build_manifest(ps, {});
   const ordered_json& c = container_of(m.documents[1]["spec"]["template"]);
   std::map<std::string, std::string> in_manifest;
   for (const auto& e : c["env"])

@@ -1,5 +1,5 @@
 // The YAML emitter: what is written plain, what is quoted and how, block layout.
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 
 #include "export/yaml.hpp"
 
