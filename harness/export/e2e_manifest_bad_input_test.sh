@@ -47,9 +47,9 @@ out=$("$hanglab" manifest "$work/missing.toml" --out "$work/missing.yaml" 2>&1);
 echo "$out" | grep -q "missing.toml:0:0" || fail "missing file not named: $out"
 [ ! -e "$work/missing.yaml" ] || fail "a manifest was written for a missing scenario"
 
-for bad in "--name Bad_Name" "--name 9lives" "--kind deployment" "--image="; do
-  # shellcheck disable=SC2086
-  out=$("$hanglab" manifest "$src/scenarios/kill_rank.toml" $bad --out "$work/opt.yaml" 2>&1); rc=$?
+for bad in "--name=Bad_Name" "--name=9lives" "--name=$(printf 'a%.0s' {1..41})" "--kind=deployment" "--image=" \
+           "--image=two words" "--rdzv-port=0"; do
+  out=$("$hanglab" manifest "$src/scenarios/kill_rank.toml" "$bad" --out "$work/opt.yaml" 2>&1); rc=$?
   [ $rc -eq 2 ] || fail "$bad: exit $rc, want 2: $out"
   [ ! -e "$work/opt.yaml" ] || fail "$bad: a manifest was written"
   echo "ok ($bad): $(echo "$out" | head -1)"

@@ -397,9 +397,10 @@ K8sManifest build_manifest(const PreparedScenario& ps, const ManifestOptions& op
                           "(.venv/bin/torchrun, torch 2.15).",
                           o.image, o.image_root));
   if (n > 10)
-    h.push_back(fmt::format("Node ranks: torch 2.15's c10d rendezvous ignores --node-rank and orders nodes by name, "
-                            "so with {} pods pod i is not node rank i beyond pod 9 ({}-10 sorts before {}-2).",
-                            n, o.name, o.name));
+    h.push_back(fmt::format("Node ranks: torch 2.15's c10d rendezvous ignores --node-rank and orders nodes by host "
+                            "name as text, so with {} pods pod i is not node rank i beyond pod 9 (...-10 sorts before "
+                            "...-2); ranks per node are unchanged.",
+                            n));
   if (sc.faults.empty()) {
     h.push_back("Faults: none in this scenario.");
   } else {
