@@ -413,8 +413,11 @@ K8sManifest build_manifest(const PreparedScenario& ps, const ManifestOptions& op
       for (const auto& a : ps.adapted[i])
         h.push_back(fmt::format("  kept: what fault[{}] arranged in the workload when the scenario loaded: {}", i, a));
   }
-  h.push_back("Not carried over either: [expect] and hanglab's supervision (detectors, watchdog, stacks, triage, run "
-              "record); the ranks' traces stay in the pod's " + std::string(kPodRunDir) + ".");
+  h.push_back(std::string("Not carried over either: [expect] and hanglab's supervision (detectors, watchdog, stacks, "
+                          "triage, run record)") +
+              (builtin(sc) ? fmt::format("; the ranks' traces (events.<rank>.jsonl) stay in the pod's {} (emptyDir).",
+                                         kPodRunDir)
+                           : "."));
   if (sc.workload.launcher != "local" && sc.workload.launcher != "torchrun")
     h.push_back(fmt::format("Launcher: the scenario's {} is replaced by torchrun.", sc.workload.launcher));
   bool outside = false;
