@@ -38,9 +38,7 @@
 #ifndef HANGLAB_VERSION
 #define HANGLAB_VERSION "0.1.0"
 #endif
-#ifndef HANGLAB_GIT_COMMIT
-#define HANGLAB_GIT_COMMIT ""
-#endif
+#include "git_commit.hpp"  // generated in the build tree: HANGLAB_GIT_COMMIT
 
 namespace hanglab {
 
