@@ -7,11 +7,14 @@
 //   so pod i is node rank i for up to 10 pods; the flag is still passed (it states the intent, and a
 //   static rendezvous would honour it), and the header says so for N > 10.
 // - The built-in workloads serve their own TCPStore on rank 0 at MASTER_ADDR:MASTER_PORT, as
-//   init_process_group(env://) does. torch 2.15's c10d rendezvous hands the workers a store it
-//   already serves there (TCPStore sharing) unless TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1; with it,
-//   rank 0's agent picks a free port on its own host and the workload binds it. (hanglab's local
-//   torchrun launcher gets the same effect by passing its own MASTER_ADDR/PORT.) A bring-your-own
-//   command keeps torchrun's agent store, as it would anywhere.
+//   init_process_group(env://) does. torch 2.15's c10d rendezvous shares its agent's store with the
+//   workers (MASTER_PORT is that store's, TORCHELASTIC_USE_AGENT_STORE=True): rank 0's bind then fails
+//   and torch's TCPStore falls back to the agent's ("The server socket on N has failed to bind.
+//   TORCHELASTIC_USE_AGENT_STORE is enabled so ignoring the error"), which works (k8s_emulate.py, both
+//   ways). TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 is set anyway: rank 0's agent then picks a free port on
+//   its host and rank 0 serves the store itself, as under every hanglab launcher (the torchrun one
+//   passes hanglab's own MASTER_ADDR/PORT), so a rank 0 that dies takes the store with it, here as
+//   there. A bring-your-own command keeps torchrun's agent store, as it would anywhere.
 // - Every '$' in literal text is doubled: the kubelet expands $(VAR) in command, args and env values.
 // - Restarts: torchrun --max-restarts M restarts the worker group in the pod (what hanglab runs);
 //   with M = 0 a failed pod fails the job (restartPolicy Never, backoffLimit 0), as a crash ends a
