@@ -55,6 +55,10 @@ for bad in "--name=Bad_Name" "--name=9lives" "--name=$(printf 'a%.0s' {1..41})" 
   echo "ok ($bad): $(echo "$out" | head -1)"
 done
 
+out=$("$hanglab" manifest "$src/scenarios/kill_rank.toml" --out "$work/no/such/dir/x.yaml" 2>&1); rc=$?
+[ $rc -eq 2 ] || fail "unwritable --out: exit $rc, want 2: $out"
+echo "ok (unwritable --out): $out"
+
 # and the good case writes exactly the file asked for
 "$hanglab" manifest "$src/scenarios/kill_rank.toml" --out "$work/good.yaml" 2> "$work/good.err" || fail "good input failed: $(cat "$work/good.err")"
 grep -q "^kind: Job$" "$work/good.yaml" || fail "no Job in $work/good.yaml"

@@ -482,7 +482,12 @@ int manifest_command(const ManifestCommand& cmd) {
   if (cmd.out.empty()) {
     std::cout << text;
   } else {
-    write_file(cmd.out, text);
+    try {
+      write_file(cmd.out, text);  // temp + rename: a reader never sees half a manifest
+    } catch (const std::exception& e) {
+      std::cerr << "hanglab manifest: --out " << cmd.out << ": " << e.what() << "\n";
+      return 2;
+    }
     std::cerr << "hanglab manifest: wrote " << cmd.out << "\n";
   }
   return 0;
