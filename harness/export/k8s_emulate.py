@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Runs an Indexed Job manifest of `hanglab manifest --format json` on this host, one torchrun per pod
-(test e2e.k8s_manifest_local): each "pod" gets the container's args and env exactly as the kubelet would
-hand them over ($(JOB_COMPLETION_INDEX) expanded, $$ -> $), with only what a pod has and this host has
+"""Runs a manifest of `hanglab manifest --format json` (an Indexed Job, or a PyTorchJob with the
+environment the Training Operator adds to each pod: RANK, WORLD_SIZE, MASTER_*, PET_*) on this host, one
+torchrun per pod (test e2e.k8s_manifest_local): each "pod" gets the container's args and env as the
+kubelet would hand them over ($(VAR) expanded, $$ -> $), with only what a pod has and this host has
 not replaced: the image's paths by this checkout's (--image-root -> SOURCE, its build/workloads ->
 WORKLOAD_DIR, its .venv -> VENV), the pod's emptyDir by a folder per pod, pod 0's DNS name by 127.0.0.1
 and a free port, and no *_SOCKET_IFNAME (all pods share this host's loopback).
@@ -31,16 +32,46 @@ def main(argv):
     man, source, venv, workload_dir, work = argv[:5]
     extra = dict(a.split("=", 1) for a in argv[5:])
     items = json.load(open(man))["items"]
-    job = next(d for d in items if d["kind"] == "Job")
-    n = job["spec"]["completions"]
-    c = job["spec"]["template"]["spec"]["containers"][0]
+    # pods: (container, the environment the controller adds to that pod's spec)
+    pods = []
+    job = next((d for d in items if d["kind"] == "Job"), None)
+    if job:
+        for i in range(job["spec"]["completions"]):
+            pods.append((job["spec"]["template"]["spec"]["containers"][0], {"JOB_COMPLETION_INDEX": str(i)}))
+    else:
+        # A PyTorchJob: what the Training Operator (v1.9) adds to each replica's "pytorch" container
+        # (pkg/controller.v1/pytorch: envvar.go, master.go, elastic.go).
+        pj = next(d for d in items if d["kind"] == "PyTorchJob")
+        spec, name = pj["spec"], pj["metadata"]["name"]
+        specs = spec["pytorchReplicaSpecs"]
+        total = sum(r["replicas"] for r in specs.values())
+        master_c = specs["Master"]["template"]["spec"]["containers"][0]
+        master_port = next(p["containerPort"] for p in master_c["ports"] if p["name"] == "pytorchjob-port")
+        ep = spec.get("elasticPolicy")
+        for role in ("Master", "Worker"):
+            for i in range(specs.get(role, {}).get("replicas", 0)):
+                add = {"PYTHONUNBUFFERED": "0", "MASTER_PORT": str(master_port), "MASTER_ADDR": f"{name}-master-0",
+                       "WORLD_SIZE": str(total), "RANK": str(i + (1 if role == "Worker" else 0))}
+                if ep:
+                    add.update({"PET_RDZV_ENDPOINT": f"{ep['rdzvHost']}:{ep['rdzvPort']}",
+                                "PET_RDZV_BACKEND": ep.get("rdzvBackend", "c10d"),
+                                "PET_NNODES": f"{ep['minReplicas']}:{ep['maxReplicas']}",
+                                "PET_MAX_RESTARTS": str(ep.get("maxRestarts", 0)), "PET_RDZV_ID": ep["rdzvId"]})
+                if "nprocPerNode" in spec:
+                    add["PET_NPROC_PER_NODE"] = spec["nprocPerNode"]
+                pods.append((specs[role]["template"]["spec"]["containers"][0], add))
+    n = len(pods)
+    c = pods[0][0]
     root = "/opt/hanglab"
     args0 = c["args"]
     nproc = int(args0[args0.index("--nproc-per-node") + 1])
     port = free_port()
 
     def local(s, i, run):
-        s = s.replace("$(JOB_COMPLETION_INDEX)", str(i)).replace("$$", "$")
+        # the kubelet's $(VAR) expansion over the container's env, then $$ -> $
+        for k, v in pods[i][1].items():
+            s = s.replace(f"$({k})", v)
+        s = s.replace("$$", "$")
         s = s.replace("/hanglab/run", run)
         s = s.replace(f"{root}/build/workloads", workload_dir).replace(f"{root}/.venv", venv).replace(root, source)
         return s
@@ -54,10 +85,15 @@ def main(argv):
         for e in c["env"]:
             if "value" in e:
                 env[e["name"]] = local(e["value"], i, run)
-        env["JOB_COMPLETION_INDEX"] = str(i)
+        env.update(pods[i][1])
         for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
             env.pop(k, None)
+        if "PET_RDZV_ENDPOINT" in env:  # pod 0's Service name: not resolvable here
+            env["PET_RDZV_ENDPOINT"] = f"127.0.0.1:{port}"
+        if env.get("MASTER_ADDR", "").endswith("-master-0"):
+            env["MASTER_ADDR"] = "127.0.0.1"
         env.update(extra)
+        c = pods[i][0]
         args = [local(a, i, run) for a in c["args"]]
         args = [re.sub(r"^[^:]+:\d+$", f"127.0.0.1:{port}", a) if j > 0 and args[j - 1] == "--rdzv-endpoint" else a
                 for j, a in enumerate(args)]
