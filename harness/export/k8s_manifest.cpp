@@ -397,6 +397,9 @@ K8sManifest build_manifest(const PreparedScenario& ps, const ManifestOptions& op
   h.push_back(fmt::format("Image {}: must hold a hanglab checkout at {} with its build (build/workloads/) and venv "
                           "(.venv/bin/torchrun, torch 2.15).",
                           o.image, o.image_root));
+  h.push_back(fmt::format("Deadline: activeDeadlineSeconds {} is the scenario's deadline_s; Kubernetes counts it from "
+                          "the job's start, scheduling and image pull included (pre-pull the image, or raise it).",
+                          deadline_seconds(sc)));
   if (n > 10)
     h.push_back(fmt::format("Node ranks: torch 2.15's c10d rendezvous ignores --node-rank and orders nodes by host "
                             "name as text, so with {} pods pod i is not node rank i beyond pod 9 (...-10 sorts before "
