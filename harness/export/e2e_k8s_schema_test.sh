@@ -47,10 +47,31 @@ grep -q "NOT CARRIED OVER: the scenario's 1 fault" "$work/net_kill_node.indexed-
 
 "$py" "$check" --self-test "${pairs[@]}" || fail "a manifest did not validate, or a broken copy was not refused"
 
+# Every shipped scenario, both kinds: valid (backend mpi: refused with exit 2, nothing written).
+all=() n_mpi=0
+for f in "$src"/scenarios/*.toml "$src"/scenarios/{gpu,thirdparty,tooling,validate}/*.toml; do
+  base=$(basename "$(dirname "$f")")_$(basename "$f" .toml)
+  for kind in indexed-job pytorchjob; do
+    out="$work/all/$base.$kind.yaml"
+    mkdir -p "$work/all"
+    "$hanglab" manifest "$f" --kind "$kind" --out "$out" 2> "$work/err"; rc=$?
+    if [ $rc -eq 2 ] && grep -q "workload.backend: backend mpi has no torchrun form" "$work/err"; then
+      [ ! -e "$out" ] || fail "$f ($kind): refused but written"
+      n_mpi=$((n_mpi + 1))
+      continue
+    fi
+    [ $rc -eq 0 ] || fail "$f ($kind): exit $rc: $(cat "$work/err")"
+    all+=("$out")
+  done
+done
+[ ${#all[@]} -gt 100 ] || fail "only ${#all[@]} manifests from the shipped scenarios"
+"$py" "$check" "${all[@]}" > "$work/all.txt" || { tail -20 "$work/all.txt"; fail "a shipped scenario's manifest is not valid"; }
+echo "ok: ${#all[@]} manifests of the shipped scenarios valid ($n_mpi mpi refusals)"
+
 # A broken file, through the same path as the good ones: must be refused.
 sed 's/^  completionMode: Indexed$/  completionMod: Indexed/' "$work/net_kill_node.indexed-job.yaml" > "$work/broken-job.yaml"
 cmp -s "$work/broken-job.yaml" "$work/net_kill_node.indexed-job.yaml" && fail "the sed did not break the Job"
 sed 's/^\(  *\)- name: pytorch$/\1- name: trainer/' "$work/net_kill_node.pytorchjob.yaml" > "$work/broken-pytorchjob.yaml"
 cmp -s "$work/broken-pytorchjob.yaml" "$work/net_kill_node.pytorchjob.yaml" && fail "the sed did not break the PyTorchJob"
 "$py" "$check" --expect-invalid "$work/broken-job.yaml" "$work/broken-pytorchjob.yaml" || fail "a broken file was accepted"
-echo "ok: ${#pairs[@]} manifests valid; broken ones refused"
+echo "ok: ${#pairs[@]} manifests (YAML and JSON) valid; their broken copies and the broken files refused"
