@@ -184,7 +184,7 @@ ordered_json container(const PreparedScenario& ps, const ManifestOptions& o, con
   return c;
 }
 
-ordered_json pod_spec(const PreparedScenario& ps, const ManifestOptions& o, ordered_json c) {
+ordered_json pod_spec(const PreparedScenario& ps, ordered_json c) {
   ordered_json spec;
   spec["restartPolicy"] = ps.scenario.workload.max_restarts > 0 ? "OnFailure" : "Never";
   spec["containers"] = ordered_json::array({std::move(c)});
@@ -222,7 +222,7 @@ std::vector<ordered_json> indexed_job(const PreparedScenario& ps, const Manifest
   spec["parallelism"] = n;
   spec["backoffLimit"] = sc.workload.max_restarts;
   spec["activeDeadlineSeconds"] = deadline_seconds(sc);
-  ordered_json pod = pod_spec(ps, o, container(ps, o, "hanglab", "rdzv", "$(JOB_COMPLETION_INDEX)", rdzv_host));
+  ordered_json pod = pod_spec(ps, container(ps, o, "hanglab", "rdzv", "$(JOB_COMPLETION_INDEX)", rdzv_host));
   ordered_json podspec;
   podspec["subdomain"] = name;
   for (auto it = pod.begin(); it != pod.end(); ++it) podspec[it.key()] = it.value();
@@ -243,7 +243,7 @@ std::vector<ordered_json> pytorch_job(const PreparedScenario& ps, const Manifest
     ordered_json r;
     r["replicas"] = replicas;
     r["restartPolicy"] = sc.workload.max_restarts > 0 ? "OnFailure" : "Never";
-    r["template"] = {{"metadata", {{"labels", labels(name)}}}, {"spec", pod_spec(ps, o, c)}};
+    r["template"] = {{"metadata", {{"labels", labels(name)}}}, {"spec", pod_spec(ps, c)}};
     return r;
   };
   ordered_json job;
