@@ -91,6 +91,32 @@ then
   rm -f "$constraints"
 fi
 
+# `hanglab manifest` (Kubernetes) schema checks, test e2e.k8s_manifest_schema: kubernetes-validate ships the
+# Kubernetes JSON schemas (1.25-1.37) and validates a Job and a Service against one; kubeflow-training is the
+# Training Operator SDK, whose generated model classes describe PyTorchJob (kubeflow.org/v1). Pure Python; they
+# bring kubernetes (the client, for its model classes), jsonschema, referencing, requests and a few small
+# packages, and replace nothing already in the venv (torch and numpy are pinned by the same constraint file).
+HANGLAB_K8S=(kubernetes-validate==1.37.0 kubeflow-training==1.9.4)
+if ! "$venv/bin/python" - "${HANGLAB_K8S[@]}" > /dev/null 2>&1 <<'PY'
+import sys
+from importlib.metadata import version, PackageNotFoundError
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    try:
+        if version(name) != want:
+            sys.exit(1)
+    except PackageNotFoundError:
+        sys.exit(1)
+PY
+then
+  echo "ci/install-deps.sh: installing ${HANGLAB_K8S[*]} into $venv (pip)"
+  constraints=$(mktemp)
+  "$venv/bin/python" -c 'import torch, numpy; print(f"torch=={torch.__version__.split(chr(43))[0]}\nnumpy=={numpy.__version__}")' > "$constraints"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" "${HANGLAB_K8S[@]}" \
+    > /tmp/hanglab-pip-k8s.log 2>&1 || { rm -f "$constraints"; tail -20 /tmp/hanglab-pip-k8s.log; exit 1; }
+  rm -f "$constraints"
+fi
+
 # The offline inputs of scenarios/thirdparty/trl_*.toml (a tiny GPT-2, a tokenizer and a
 # text dataset; see the script), made once per venv.
 tiny_lm="$venv/share/hanglab/tiny-lm"

@@ -1,5 +1,5 @@
 // hanglab: the command-line entry point: subcommand dispatch. Subcommands: run (cli/run_cmd.cpp),
-// triage, validate, report, history, list, describe, clean, bench.
+// triage, validate, report, history, list, describe, clean, bench, manifest (export/k8s_manifest.cpp).
 // Exit codes (design): 0 all expectations met, 1 an expectation failed, 2 scenario or
 // usage error (nothing ran), 3 internal error or unknown verdict, 4 skipped, 130 interrupted.
 #include <algorithm>
@@ -29,6 +29,7 @@
 #include "util.hpp"
 #include "validate/validate_run.hpp"
 #include "bench/bench.hpp"
+#include "export/k8s_manifest.hpp"
 #include "run/workloads.hpp"
 
 using namespace hanglab;
@@ -324,6 +325,27 @@ int main(int argc, char** argv) {
   auto* describe = app.add_subcommand("describe", "print a fault's or workload's keys, defaults and units");
   describe->add_option("kind", kind, "fault kind, workload name, or torch (the [torch] knobs)")->required();
 
+  ManifestCommand mc;
+  auto* manifest = app.add_subcommand(
+      "manifest", "write a Kubernetes manifest (Indexed Job + headless Service, or a Kubeflow PyTorchJob) that runs "
+                  "a scenario's workload under torchrun, one pod per [topology] node; faults are not carried over");
+  manifest->add_option("scenario", mc.scenario, "scenario TOML file")->required();
+  manifest->add_option("--kind", mc.options.kind, "indexed-job or pytorchjob")
+      ->check(CLI::IsMember({"indexed-job", "pytorchjob"}))
+      ->capture_default_str();
+  manifest->add_option("--image", mc.options.image, "container image holding a hanglab checkout with its build and venv")
+      ->capture_default_str();
+  manifest->add_option("--image-root", mc.options.image_root, "where that checkout is inside the image")
+      ->capture_default_str();
+  manifest->add_option("--name", mc.options.name, "object name (default: hanglab-<scenario>)");
+  manifest->add_option("--rdzv-port", mc.options.rdzv_port, "torchrun's c10d rendezvous port")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  manifest->add_option("--format", mc.options.format, "yaml, or json (a v1 List)")
+      ->check(CLI::IsMember({"yaml", "json"}))
+      ->capture_default_str();
+  manifest->add_option("--out", mc.out, "write here instead of stdout (nothing is written on bad input)");
+
   auto* clean = app.add_subcommand(
       "clean", "revert what killed hanglab runs left (processes, mounts, cgroups); exit 1 if something could not be");
 
@@ -370,6 +392,7 @@ int main(int argc, char** argv) {
       bopts.interrupted = &g_interrupted;
       return run_bench(bopts);
     }
+    if (*manifest) return manifest_command(mc);
     if (*list) return cmd_list();
     if (*describe) return cmd_describe(kind);
     if (*clean) {
