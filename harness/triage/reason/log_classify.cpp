@@ -35,8 +35,8 @@ void LogAnalyzer::classify() {
   if (root && aborted_together(*root)) return set_aborted_together(*root);
   if (root && root_precedes_echoes(*root)) {
     if ((adopted_ = anon_root_owner(*root))) return set_root(*adopted_, true);
+    return set_root(*root, true);
   }
-  if (root && root_precedes_echoes(*root)) return set_root(*root, true);
   if (try_vanished()) return;
   if (try_absent()) return;
   if (try_all_waiting()) return;
