@@ -105,6 +105,7 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   o.pg = o.host = o.msg = o.op = o.word = o.where = {};
   o.pg_default = o.peer_closed = o.torch_rendezvous = false;
   o.pid = -1;
+  o.nccl_dev = -1;
   o.kind = LogKind::kNone;
   o.seq = o.numel_in = o.numel_out = o.timeout_ms = o.ran_ms = o.last_enqueued = o.last_completed = -1;
   o.step = o.total_steps = o.other_rank = o.world = o.joined = -1;
@@ -188,6 +189,14 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
       if (e != npos && e < head.size() && head[e] == ':') {
         o.host = head.substr(0, c1);
         o.pid = pid;
+        // ":tid [dev]": the CUDA device the process drives (not its rank).
+        long long tid = 0, dev = 0;
+        const size_t te = read_int(head, e + 1, &tid);
+        if (te != npos && te + 1 < head.size() && head[te] == ' ' && head[te + 1] == '[') {
+          const size_t de = read_int(head, te + 2, &dev);
+          if (de != npos && dev >= 0 && de < head.size() && head[de] == ']' && de - (te + 2) <= 3)
+            o.nccl_dev = static_cast<int>(dev);
+        }
       }
     }
   }

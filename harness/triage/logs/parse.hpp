@@ -143,6 +143,7 @@ struct LogLine {
   bool pg_default = false;   // the PG is the default one: pg_rank is the global rank
   std::string_view host;     // "[host:3]", NCCL "host:pid:tid" prefix, syslog host, mpirun node
   long long pid = -1;        // NCCL prefix pid, "pid N" of the event
+  int nccl_dev = -1;         // NCCL prefix "host:pid:tid [dev]": the CUDA device index (not a rank)
   std::string_view msg;      // the line without its clock and attribution prefixes
   // What it says.
   LogKind kind = LogKind::kNone;

@@ -297,6 +297,12 @@ TEST_CASE("Gloo, TCPStore, NCCL WARN lines", "[triage_logs]") {
   CHECK(boot.kind == LogKind::kWrongIfname);
   CHECK(boot.host == "node-1");
   CHECK(boot.pid == 1234);
+  CHECK(boot.nccl_dev == 0);  // "host:pid:tid [dev]": the CUDA device, kept apart from any rank
+  CHECK(boot.rank == -1);
+  const auto dev6 = parse("batch-block7-00788:791989:835177 [6] include/alloc.h:103 NCCL WARN Cuda failure 2 'out of memory'");
+  CHECK(dev6.nccl_dev == 6);
+  CHECK(dev6.rank == -1);
+  CHECK(parse("[E ProcessGroupNCCL.cpp:563] [Rank 1] NCCL watchdog thread terminated").nccl_dev == -1);
   CHECK(parse("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
               "Unable to find address for: eth9")
             .kind == LogKind::kWrongIfname);

@@ -467,6 +467,7 @@ class FileScanner {
     e.pending = l_.pending;
     e.last_completed = l_.last_completed;
     e.pid = l_.pid;
+    e.nccl_dev = l_.nccl_dev;
     e.pg_rank = l_.pg_rank;
     e.local_rank = l_.local_rank;
     e.other_rank = other;

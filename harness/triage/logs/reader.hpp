@@ -61,6 +61,7 @@ struct LogEvent {
             last_completed = -1;
   long long pending = -1;  // works in flight (heartbeat monitor)
   long long pid = -1;
+  int nccl_dev = -1;  // LogLine::nccl_dev
   int pg_rank = -1, local_rank = -1, other_rank = -1, world = -1, joined = -1, step = -1, total_steps = -1;
   int code = kNoCode;
   int signal = 0;

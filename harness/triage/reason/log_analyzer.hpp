@@ -151,6 +151,13 @@ class LogAnalyzer : public LogTimeline {
   // -- log_death.cpp
   bool has_oom_evidence(const RankState& s) const;
   void set_root(const Fail& root, bool ordered);
+  // A process's own failure (CUDA out of memory / a CUDA error) on a line no rank is named for,
+  // taken by the rank whose Python traceback follows it: the paste shows one process (one pid
+  // in NCCL's "host:pid:tid [dev]" prefix, one host at most) and one rank, that rank logged no
+  // failure of its own before the traceback (whose exception line may be cut), and NCCL's device
+  // index is that rank's (one node: torchrun gives local rank N device N, and local ranks are
+  // global). The traceback is the rank's exit; anything less proves no rank: null.
+  std::optional<Fail> anon_root_owner(const Fail& root) const;
   // torchrun names a "Root Cause" by whole-second timestamps: when it disagrees with the
   // order of the ranks' own lines, say so with both references.
   void check_launcher_claim(const Fail& root);
@@ -220,6 +227,8 @@ class LogAnalyzer : public LogTimeline {
   void input_notes();
   void build_answers();
   int max_step() const;
+
+  std::optional<Fail> adopted_;  // anon_root_owner()'s answer, when the classification used it
 };
 
 }  // namespace hanglab::plainlog

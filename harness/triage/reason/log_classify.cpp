@@ -33,7 +33,10 @@ void LogAnalyzer::classify() {
   if (try_started_lag()) return;
   const Fail* root = first_root();
   if (root && aborted_together(*root)) return set_aborted_together(*root);
-  if (root && root_precedes_echoes(*root)) return set_root(*root, true);
+  if (root && root_precedes_echoes(*root)) {
+    if ((adopted_ = anon_root_owner(*root))) return set_root(*adopted_, true);
+    return set_root(*root, true);
+  }
   if (try_vanished()) return;
   if (try_absent()) return;
   if (try_all_waiting()) return;

@@ -50,6 +50,7 @@ void LogAnalyzer::set_root(const Fail& root, bool ordered) {
       missing.push_back(f->rank);
     }
   }
+  if (adopted_ && &root == &*adopted_) missing.push_back(root.rank);  // its traceback: it exited
   std::sort(missing.begin(), missing.end());
   missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
   // A link or interface fault: the rank that logged it is a witness, not missing.
@@ -120,6 +121,38 @@ void LogAnalyzer::set_root(const Fail& root, bool ordered) {
   if (r_.stuck_collective && !waiting_.empty()) {
     r_.summary += fmt::format("; {} then failed in {}", reason::ranks_phrase_counted(waiting_), stuck_name());
   }
+}
+
+std::optional<Fail> LogAnalyzer::anon_root_owner(const Fail& root) const {
+  const LogEvent* re = root.ev;
+  if (root.rank >= 0 || !re || root.role != Role::kRoot) return std::nullopt;
+  if (re->kind != LogKind::kCudaOom && re->kind != LogKind::kCudaError) return std::nullopt;
+  if (!single_node_ || re->pid < 0 || re->nccl_dev < 0 || pid_rank_.count(re->pid)) return std::nullopt;
+  for (const LogEvent* e : anon_.evs) {
+    if (e->pid >= 0 && e->pid != re->pid) return std::nullopt;  // more than one process
+  }
+  const int r = re->nccl_dev;
+  if (!valid_rank(r) || !rs_[r].seen() || !rs_[r].fails.empty()) return std::nullopt;
+  for (const auto& s : rs_) {
+    if (s.rank != r && s.seen()) return std::nullopt;  // more than one rank
+  }
+  if (!rs_[r].pids.empty() && !rs_[r].pids.count(re->pid)) return std::nullopt;
+  const LogEvent* tb = nullptr;
+  for (const LogEvent* e : rs_[r].evs) {
+    if (e->kind != LogKind::kTraceback) continue;
+    const bool after = e->file == re->file ? e->line > re->line : (e->has_t && re->has_t && e->t >= re->t);
+    if (after) {
+      tb = e;
+      break;
+    }
+  }
+  if (!tb) return std::nullopt;
+  Fail f = root;
+  f.rank = r;
+  f.category = "rank_exit";
+  f.what = fmt::format("{} (NCCL's device {}; rank {}'s traceback follows at {}: the process exited)", root.what, r,
+                       r, ref(*tb));
+  return f;
 }
 
 // torchrun names a "Root Cause" by whole-second timestamps: when it disagrees with the

@@ -1,0 +1,82 @@
+// Unit tests of the plain-log rules that tie a line no rank is named for to a rank
+// (reason/log_death.cpp: anon_root_owner): only where one process and one rank are in the
+// paste and NCCL's device index is that rank's; never a guess.
+#include <catch2/catch.hpp>
+
+#include "triage/log_test_support.hpp"
+#include "triage/reason/log.hpp"
+#include "triage/triage.hpp"
+
+using namespace hanglab;
+using namespace hanglab::logtest;
+
+namespace {
+
+std::string oom(int dev) {
+  return fmt::format("gpu-node-1:4242:4300 [{}] include/alloc.h:103 NCCL WARN Cuda failure 2 'out of memory'\n", dev);
+}
+
+std::string traceback(int rank) {
+  return fmt::format(
+      "[rank{0}]: Traceback (most recent call last):\n"
+      "[rank{0}]:   File \"/work/train.py\", line 70, in <module>\n"
+      "[rank{0}]:     main()\n"
+      "[rank{0}]:   File \"/work/train.py\", line 60, in main\n"
+      "[rank{0}]:     trainer.train()\n",
+      rank);
+}
+
+}  // namespace
+
+TEST_CASE("a process's CUDA OOM is the rank's whose traceback follows, when device and rank agree", "[triage_logs]") {
+  TempDir t("owner_oom");
+  write_file(t.dir / "train.log", oom(2) + traceback(2));
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "cuda_oom");
+  CHECK(r.missing_ranks == std::vector<int>{2});
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == 2);
+  CHECK(r.scope == "subset");
+  check_refs(t.dir, r);
+}
+
+TEST_CASE("no rank for a process's CUDA OOM unless one process, one rank, its device and its traceback",
+          "[triage_logs]") {
+  SECTION("the device is another rank's") {
+    TempDir t("owner_dev");
+    write_file(t.dir / "train.log", oom(3) + traceback(2));
+    auto r = triage_logs({t.dir});
+    CHECK(r.missing_ranks.empty());
+    CHECK((!r.first_failure || r.first_failure->rank != 2));
+  }
+  SECTION("no traceback after it") {
+    TempDir t("owner_notb");
+    write_file(t.dir / "train.log", traceback(2) + oom(2));
+    auto r = triage_logs({t.dir});
+    CHECK(r.missing_ranks.empty());
+    CHECK(r.cause == "cuda_oom");
+  }
+  SECTION("two processes in the paste") {
+    TempDir t("owner_twopid");
+    write_file(t.dir / "train.log",
+               oom(2) +
+                   "gpu-node-1:4243:4301 [3] NCCL INFO comm 0x55 rank 3 nranks 8 cudaDev 3 busId 1c000 - Init COMPLETE\n" +
+                   traceback(2));
+    auto r = triage_logs({t.dir});
+    CHECK(r.missing_ranks.empty());
+  }
+  SECTION("another rank logged too") {
+    TempDir t("owner_tworank");
+    write_file(t.dir / "train.log", oom(2) + traceback(2) + "[rank5]: step 3 loss 0.1\n");
+    auto r = triage_logs({t.dir});
+    CHECK(r.missing_ranks.empty());
+  }
+  SECTION("two hosts named (the same pid and device on another node)") {
+    TempDir t("owner_hosts");
+    write_file(t.dir / "train.log", oom(2) + traceback(2) +
+                                        "gpu-node-2:4242:4300 [2] NCCL WARN Cuda failure 2 'out of memory'\n");
+    auto r = triage_logs({t.dir});
+    CHECK(r.missing_ranks.empty());
+  }
+}
