@@ -19,6 +19,7 @@
 #include "process_control.hpp"
 #include "run/state.hpp"
 #include "run/proc_exit.hpp"
+#include "run/launchers/launchers.hpp"
 #include "run/rank_env.hpp"
 #include "triage/logs/progress.hpp"
 #include "triage/logs/parse.hpp"
@@ -304,7 +305,23 @@ void Supervisor::on_launcher_line(const std::string& line, bool is_err, double t
       return;
     }
   }
+  // `N: text` (srun -l) belongs to rank N; srun's own lines start "srun: ".
+  if (opts_.labelled_output && !line.empty() && isdigit(static_cast<unsigned char>(line[0]))) {
+    int rank = -1, n = 0;
+    if (sscanf(line.c_str(), "%d: %n", &rank, &n) == 1 && n > 0 && rank >= 0 && rank < world_size()) {
+      on_output_line(*ranks_[rank], line.substr(static_cast<size_t>(n)), is_err, t);
+      return;
+    }
+  }
   write_all(is_err ? launcher_->err_log : launcher_->out_log, iso_time(t) + " " + line + "\n");
+  // srun names each task that ended badly, by its exit code or signal.
+  if (opts_.labelled_output)
+    if (auto e = parse_srun_task_exit(line))
+      for (int task : e->tasks)
+        if (task >= 0 && task < world_size()) {
+          if (e->signal) ranks_[task]->reported_signal = *e->signal;
+          if (e->code) ranks_[task]->reported_code = *e->code;
+        }
   // How mpirun names the rank that failed first; the others it kills are echoes.
   int rank = -1, sig = 0;
   const char* noticed = std::strstr(line.c_str(), "process rank ");

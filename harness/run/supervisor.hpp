@@ -58,6 +58,9 @@ struct SupervisorOptions {
   // each incarnation's pid in ranks/<r>/exec.jsonl. A restarted rank (torchrun
   // --max-restarts) is the same rank with a new pid: its new incarnation is watched anew.
   bool rank_fifos = false;
+  // Launcher mode where a line on the launcher's pipes that starts "N: " is rank N's
+  // (srun -l), and "srun: error: HOST: task N: ..." reports how rank N ended.
+  bool labelled_output = false;
   // The run's state file (run/state.hpp): every process forked here is recorded in it, so
   // a sweep can end them if hanglab itself is killed. Null = not recorded (unit tests).
   RunState* state = nullptr;
