@@ -305,7 +305,21 @@ void Supervisor::on_launcher_line(const std::string& line, bool is_err, double t
       return;
     }
   }
-  // `N: text` (srun -l) belongs to rank N; srun's own lines start "srun: ".
+  // Slurm cancels the whole step (its time limit, scancel): srun says "Job step aborted",
+  // slurmstepd "*** STEP 1.0 ON vm CANCELLED AT ... DUE TO TIME LIMIT ***" (labelled as
+  // task 0's line), and then it signals every task: those deaths are the launcher's
+  // teardown, not a rank's failure.
+  if (opts_.labelled_output && launcher_cancel_t_ == 0 &&
+      (line.find("srun: Job step aborted") != std::string::npos ||
+       (line.find("*** STEP ") != std::string::npos && line.find(" CANCELLED AT ") != std::string::npos) ||
+       (line.find("*** JOB ") != std::string::npos && line.find(" CANCELLED AT ") != std::string::npos))) {
+    launcher_cancel_t_ = t;
+    note_launcher_abort(t);
+  }
+  // `N: text` (srun -l) belongs to rank N; srun's own lines start "srun: ". slurmstepd's
+  // notices reach srun on task 0's stream ("0: slurmstepd-vm: error: *** STEP ...
+  // CANCELLED ..."): kept there, as srun -l shows them (plain-log triage reads Slurm's
+  // time limit from rank 0's log as it would from a job's output file).
   if (opts_.labelled_output && !line.empty() && isdigit(static_cast<unsigned char>(line[0]))) {
     int rank = -1, n = 0;
     if (sscanf(line.c_str(), "%d: %n", &rank, &n) == 1 && n > 0 && rank >= 0 && rank < world_size()) {
@@ -417,7 +431,7 @@ void Supervisor::finish_external(Rank& r, const std::string& how) {
   // by that abort — an echo. Ranks are finished in the order they died, so every earlier
   // death is in facts_.exits by now.
   const bool killed = (!ex.code && !ex.signal) || (ex.signal && (*ex.signal == SIGTERM || *ex.signal == SIGKILL));
-  bool launcher_teardown = false;
+  bool launcher_teardown = killed && launcher_cancel_t_ > 0;
   if (killed)
     for (const auto& e : facts_.exits)
       launcher_teardown = launcher_teardown ||

@@ -125,6 +125,9 @@ class Supervisor : public Job {
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unique_ptr<Rank> launcher_;  // launcher mode only
   bool launcher_abort_logged_ = false;
+  // When the launcher said it cancels the whole job step (srun: "Job step aborted", Slurm's
+  // "*** STEP ... CANCELLED AT ..." at a time limit or scancel); 0 = never.
+  double launcher_cancel_t_ = 0;
   int launcher_named_rank_ = -1;  // rank of the last "Process name:" line of the launcher
   std::optional<int> launcher_exit_code_;  // the launcher's own exit code, once reaped
   long long launcher_cpu_ticks_ = 0;

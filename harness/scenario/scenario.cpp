@@ -31,7 +31,7 @@ const Allowed kTopologyKeys = {"nodes", "ranks_per_node", "second_nic"};
 const Allowed kDetectKeys = {"flight_recorder", "fr_buffer_size"};
 const Allowed kScenarioKeys = {"name", "description", "tags", "deadline_s"};
 const Allowed kWorkloadKeys = {"name",     "command",      "backend", "world_size", "steps",
-                                "launcher", "max_restarts", "time_limit_s", "args",    "env", "python_modules"};
+                                "launcher", "max_restarts", "time_limit_min", "args",    "env", "python_modules"};
 const Allowed kTimeoutKeys = {"init_s", "collective_s", "progress_s", "heartbeat_s", "checkpoint_s", "eval_s"};
 const Allowed kExpectKeys = {"outcome",      "detected_by", "not_detected_by", "detected_within_s",
                              "not_before_s", "triage",      "fault_manifests", "torchrun"};
@@ -438,11 +438,12 @@ void Loader::load_workload(const toml::table& root, WorkloadSpec& w) {
     else if (auto n = int_at(*t, "max_restarts", "workload", 0, 100))
       w.max_restarts = *n;
   }
-  if (const toml::node* tl = t->get("time_limit_s")) {
+  if (const toml::node* tl = t->get("time_limit_min")) {
+    // Minutes: Slurm keeps job time limits in whole minutes (srun --time 0:20 is 1 minute).
     if (w.launcher != "srun")
-      error(*tl, "workload.time_limit_s", "only with launcher = \"srun\" (Slurm's job time limit, srun --time)");
-    else if (auto n = int_at(*t, "time_limit_s", "workload", 1, 7 * 24 * 3600))
-      w.time_limit_s = *n;
+      error(*tl, "workload.time_limit_min", "only with launcher = \"srun\" (Slurm's job time limit, srun --time)");
+    else if (auto n = int_at(*t, "time_limit_min", "workload", 1, 7 * 24 * 60))
+      w.time_limit_min = *n;
   }
   w.world_size_pos = t->get("world_size") ? pos_of(*t->get("world_size")) : w.table_pos;
   if (t->get("world_size")) {

@@ -51,7 +51,7 @@ struct WorkloadSpec {
   int steps = 10;
   std::string launcher = "local";     // local | mpirun | torchrun | srun
   int max_restarts = 0;               // torchrun --max-restarts (launcher torchrun only)
-  int time_limit_s = 0;               // srun --time, Slurm's job time limit (launcher srun only; 0 = none)
+  int time_limit_min = 0;             // srun --time, Slurm's job time limit in minutes, its unit (launcher srun only; 0 = none)
   // [workload.args] in file order, values rendered as strings (bools as true/false).
   std::vector<std::pair<std::string, std::string>> args;
   std::map<std::string, std::string> env;  // [workload.env]

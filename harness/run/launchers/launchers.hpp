@@ -45,12 +45,10 @@ LauncherPlan torchrun_launch_plan(const WorkloadSpec& w, const std::vector<Launc
 
 // srun on the run's private Slurm cluster (launchers/srun.cpp; the runner starts the
 // cluster, launchers/slurm_cluster.hpp): -l, --kill-on-bad-exit=1, one task per rank, each
-// hanglab_rank_exec (rank from SLURM_PROCID), [workload] time_limit_s as --time.
+// hanglab_rank_exec (rank from SLURM_PROCID), [workload] time_limit_min as --time.
 LauncherPlan srun_launch_plan(const WorkloadSpec& w, const std::vector<LaunchSpec>& specs,
                               const std::vector<std::map<std::string, std::string>>& base_env,
                               const std::filesystem::path& run_dir);
-// Seconds as Slurm's "minutes:seconds" time (--time): 90 -> "1:30".
-std::string slurm_time(int seconds);
 
 // How srun reported tasks that ended badly ("srun: error: HOST: task 1: Killed",
 // "srun: error: HOST: tasks 0,2: Exited with exit code 11"): the tasks (= ranks) and their

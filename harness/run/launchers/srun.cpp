@@ -2,7 +2,7 @@
 // private Slurm cluster (launchers/slurm_cluster.hpp, started by the runner), as
 //
 //   srun -l --kill-on-bad-exit=1 -N 1 -n WORLD --cpus-per-task 1 --job-name RUN_ID
-//        [--time M:SS] hanglab_rank_exec RUN_DIR
+//        [--time MINUTES] hanglab_rank_exec RUN_DIR
 //
 // with SLURM_CONF pointing at the cluster's slurm.conf. Every task is hanglab_rank_exec,
 // as under torchrun: it takes its rank from SLURM_PROCID, reads ranks/<r>/launch.json (the
@@ -25,8 +25,6 @@ namespace hanglab {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string slurm_time(int seconds) { return fmt::format("{}:{:02}", seconds / 60, seconds % 60); }
 
 LauncherPlan srun_launch_plan(const WorkloadSpec& w, const std::vector<LaunchSpec>& specs,
                               const std::vector<std::map<std::string, std::string>>& base_env,
@@ -56,7 +54,7 @@ LauncherPlan srun_launch_plan(const WorkloadSpec& w, const std::vector<LaunchSpe
   p.spec.rank = -1;
   p.spec.argv = {"srun", "-l", "--kill-on-bad-exit=1", "-N", "1", "-n", std::to_string(specs.size()),
                  "--cpus-per-task", "1", "--job-name", run_id};
-  if (w.time_limit_s > 0) p.spec.argv.insert(p.spec.argv.end(), {"--time", slurm_time(w.time_limit_s)});
+  if (w.time_limit_min > 0) p.spec.argv.insert(p.spec.argv.end(), {"--time", std::to_string(w.time_limit_min)});
   p.spec.argv.insert(p.spec.argv.end(), {shim.string(), dir.string()});
   p.spec.env = {{"SLURM_CONF", (slurm_cluster_dir(run_dir) / "slurm.conf").string()}};
   return p;
