@@ -305,14 +305,15 @@ void Supervisor::on_launcher_line(const std::string& line, bool is_err, double t
       return;
     }
   }
-  // Slurm cancels the whole step (its time limit, scancel): srun says "Job step aborted",
-  // slurmstepd "*** STEP 1.0 ON vm CANCELLED AT ... DUE TO TIME LIMIT ***" (labelled as
-  // task 0's line), and then it signals every task: those deaths are the launcher's
-  // teardown, not a rank's failure.
+  // Slurm cancels the whole step from outside (its time limit, scancel): srun says "Job
+  // step aborted", slurmstepd "*** STEP 1.0 ON vm CANCELLED AT ... DUE TO TIME LIMIT ***"
+  // (labelled as task 0's line), and then it signals every task: those deaths are the
+  // launcher's teardown, not a rank's failure. (--kill-on-bad-exit's own cancel after a
+  // task failed prints "CANCELLED AT <time> ***" without a reason and no "aborted": the
+  // deaths it causes are echoes of that failure already.)
   if (opts_.labelled_output && launcher_cancel_t_ == 0 &&
       (line.find("srun: Job step aborted") != std::string::npos ||
-       (line.find("*** STEP ") != std::string::npos && line.find(" CANCELLED AT ") != std::string::npos) ||
-       (line.find("*** JOB ") != std::string::npos && line.find(" CANCELLED AT ") != std::string::npos))) {
+       (line.find(" CANCELLED AT ") != std::string::npos && line.find(" DUE TO ") != std::string::npos))) {
     launcher_cancel_t_ = t;
     note_launcher_abort(t);
   }
@@ -431,7 +432,9 @@ void Supervisor::finish_external(Rank& r, const std::string& how) {
   // by that abort — an echo. Ranks are finished in the order they died, so every earlier
   // death is in facts_.exits by now.
   const bool killed = (!ex.code && !ex.signal) || (ex.signal && (*ex.signal == SIGTERM || *ex.signal == SIGKILL));
-  bool launcher_teardown = killed && launcher_cancel_t_ > 0;
+  // Dated from the cancel notice, less the time a line may wait in the pipe (a death
+  // before it was no consequence of it).
+  bool launcher_teardown = killed && launcher_cancel_t_ > 0 && ex.t >= launcher_cancel_t_ - 0.05;
   if (killed)
     for (const auto& e : facts_.exits)
       launcher_teardown = launcher_teardown ||
