@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -184,4 +185,21 @@ TEST_CASE("a real private cluster comes up idle and stops without leaving a proc
     c.stop();  // idempotent
   }
   CHECK(fs::exists(dir / "slurm" / "slurmctld.log"));
+}
+
+TEST_CASE("without Slurm on PATH the srun launcher says why (the scenario is skipped)", "[srun]") {
+  if (::geteuid() != 0) {
+    CHECK_THAT(slurm_unsupported_reason(), Catch::Contains("needs root"));
+    return;
+  }
+  const char* old = std::getenv("PATH");
+  const std::string saved = old ? old : "";
+  const fs::path empty = fresh("nopath");
+  ::setenv("PATH", empty.c_str(), 1);
+  const std::string why = slurm_unsupported_reason();
+  const std::string via_launcher = launcher_unsupported_reason("srun");
+  ::setenv("PATH", saved.c_str(), 1);
+  CHECK_THAT(why, Catch::Contains("`slurmctld` is not on PATH"));
+  CHECK_THAT(why, Catch::Contains("ci/install-deps.sh"));
+  CHECK(via_launcher == why);
 }
