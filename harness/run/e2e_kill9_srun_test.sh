@@ -94,5 +94,23 @@ done
 cg=$(find /sys/fs/cgroup -maxdepth 8 -type d -name "hanglab-slurm-$hl-*" 2>/dev/null)
 [ -z "$cg" ] || fail "cgroups left: $cg"
 [ -z "$(ls "$HANGLAB_STATE_DIR"/*.jsonl 2>/dev/null)" ] || fail "state files left: $(ls "$HANGLAB_STATE_DIR")"
+# The killed run's slurmd spool (a temp dir named after its hanglab) goes with the next cluster.
+ls -d "${TMPDIR:-/tmp}"/hanglab-slurmd-$hl-* > /dev/null 2>&1 || fail "the killed run left no spool to check"
+cat > "$work/next.toml" <<'TOML'
+# Reproduces: nothing; the next srun run after a kill -9.
+# Expected: completes.
+[scenario]
+deadline_s = 60
+[workload]
+command = ["true"]
+world_size = 1
+launcher = "srun"
+[expect]
+outcome = "completed"
+TOML
+"$hanglab" run "$work/next.toml" --results "$work/results-next" > "$work/next.out" 2>&1 ||
+  fail "the next srun run failed: $(tail -20 "$work/next.out")"
+left=$(ls -d "${TMPDIR:-/tmp}"/hanglab-slurmd-$hl-* 2>/dev/null)
+[ -z "$left" ] || fail "the killed run's slurmd spool is still there after the next cluster started: $left"
 echo "ok: srun job killed with hanglab (kill -9): $(printf '%s\n' $procs | wc -l) processes of the run" \
      "($nstepd slurmstepd), $alive_before still alive before the sweep, none after: $line"

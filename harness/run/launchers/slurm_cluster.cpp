@@ -155,7 +155,18 @@ SlurmCluster::SlurmCluster(const fs::path& run_dir, int cpus, RunState* state, d
   fs::create_directories(dir_ / "state");
   // slurmstepd listens on <spool>/<node>_<job>.<step>: a unix socket path, at most 107
   // bytes, which a deep run directory could exceed.
-  std::string tmpl = (fs::temp_directory_path() / "hanglab-slurmd-XXXXXX").string();
+  // Named after this hanglab: the spool of a SIGKILLed one (no process uses it once the
+  // sweep ran) is removed by the next cluster started here.
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::temp_directory_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    long owner = 0;
+    if (name.rfind("hanglab-slurmd-", 0) != 0 || sscanf(name.c_str(), "hanglab-slurmd-%ld-", &owner) != 1 ||
+        owner <= 0 || owner == ::getpid())
+      continue;
+    if (::kill(static_cast<pid_t>(owner), 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
+  }
+  std::string tmpl = (fs::temp_directory_path() / fmt::format("hanglab-slurmd-{}-XXXXXX", ::getpid())).string();
   if (!::mkdtemp(tmpl.data())) throw_system_error("mkdtemp", tmpl);
   spool_ = tmpl;
   ctld_port_ = std::make_unique<PortLease>();

@@ -10,7 +10,9 @@
 // slurmstepd slurmd forks (a daemon of its own session, not in any group of ours, its
 // environment cleared) inherits: the sweep kills what is left in that cgroup. Without a
 // usable cgroup hierarchy the daemons are still recorded, and stop() finds the step
-// daemons by the log file they hold open; describe() says which.
+// daemons by the log file they hold open; describe() says which. slurmd's spool (a short
+// temp dir, /tmp/hanglab-slurmd-<hanglab pid>-*) of a SIGKILLed hanglab is removed by the
+// next cluster started on the host.
 //
 // Slurm 22.05 (Debian 12) still ships auth/none and cred/none: the cluster needs no munged
 // and no key. Newer Slurm (23.11+) removed auth/none; there this would need auth/slurm or
