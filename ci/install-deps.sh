@@ -16,6 +16,11 @@ PACKAGES=(
   libsqlite3-dev                      # run history: <results>/history.sqlite
   chromium                            # e2e.html: report.html in a real (headless) browser
   libopenmpi-dev openmpi-bin          # mpi_ddp workload and the mpirun launcher
+  slurmctld slurmd slurm-client       # the srun launcher: a private slurmctld + slurmd per run (Slurm 22.05).
+                                      # munge comes along as a dependency but is never started: 22.05 still
+                                      # has auth/none + cred/none (removed in 23.11), which the run's own
+                                      # slurm.conf selects. The packages' services are not used (nor started
+                                      # in a container: policy-rc.d); hanglab runs the daemons itself.
   python3-torch python3-pip           # workloads/python_ddp (bring-your-own DDP script), py-spy below
   python3-venv                        # the project venv (.venv): torch 2.x from PyPI, below
 )

@@ -5,19 +5,18 @@
 #include <optional>
 #include <cerrno>
 #include <cstring>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "network_common.hpp"
 #include "run/nodes.hpp"
+#include "run/port_lease.hpp"
 #include "run/rank_env.hpp"
 #include "run/run_record.hpp"
 #include "run/state.hpp"
 #include "run/launchers/launchers.hpp"
+#include "run/launchers/slurm_cluster.hpp"
 #include "run/supervisor.hpp"
 #include "run/torchfrtrace.hpp"
 #include "util.hpp"
@@ -121,50 +120,6 @@ std::string unsupported_reason(const PreparedScenario& ps, const HostInfo& host)
 
 namespace {
 
-// A rendezvous port that no other hanglab run on this host holds. The kernel picks a
-// free port; an abstract unix socket named after it is our lock (released by the
-// kernel when this process exits, so it never leaks a file).
-class PortLease {
- public:
-  PortLease() {
-    for (int attempt = 0; attempt < 64 && port_ == 0; ++attempt) {
-      int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      socklen_t len = sizeof a;
-      if (s < 0 || ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-          ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-        if (s >= 0) ::close(s);
-        throw_system_error("bind", "choosing a rendezvous port");
-      }
-      int port = ntohs(a.sin_port);
-      ::close(s);
-      int l = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_un u{};
-      u.sun_family = AF_UNIX;
-      std::string name = "hanglab-port-" + std::to_string(port);
-      std::memcpy(u.sun_path + 1, name.data(), name.size());
-      socklen_t ulen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-      if (::bind(l, reinterpret_cast<sockaddr*>(&u), ulen) == 0) {
-        port_ = port;
-        lock_fd_ = l;
-      } else {
-        ::close(l);
-      }
-    }
-    if (port_ == 0) throw std::runtime_error("no free rendezvous port found after 64 attempts");
-  }
-  ~PortLease() {
-    if (lock_fd_ >= 0) ::close(lock_fd_);
-  }
-  int port() const { return port_; }
-
- private:
-  int port_ = 0;
-  int lock_fd_ = -1;
-};
-
 fs::path make_run_dir(const fs::path& results, const std::string& name, double t) {
   // mkdir is the claim: runs of the same scenario in parallel (run -j, --repeat) in the
   // same second get -2, -3, ... and never share a directory.
@@ -255,6 +210,14 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
       for (auto& s : specs) net->apply_env(s.rank, s.env);
       for (auto& inj : ps.injectors) inj->attach_nodes(&*net);
     }
+    // launcher = "srun": the run's own Slurm cluster, up before srun is exec'd and stopped
+    // after every rank is gone (declared before the supervisor, so destroyed after it).
+    std::optional<SlurmCluster> slurm;
+    if (sc.workload.launcher == "srun") {
+      if (opts.on_state) opts.on_state("starting slurmctld, slurmd");
+      slurm.emplace(res.run_dir, ws, state.get());
+      JsonlWriter(res.run_dir / "harness.jsonl").write(json{{"t", unix_now()}, {"ev", "slurm"}, {"cluster", slurm->describe()}});
+    }
     // Declared before the guard, so the guard (destroyed first) reverts while the
     // supervisor it may hand to revert() still exists.
     std::optional<Supervisor> sup;
@@ -292,6 +255,7 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
     if (auto plan = launcher_spec(sc.workload, specs, base_env, res.run_dir, net ? &*net : nullptr)) {
       sopts.launcher = plan->spec;
       sopts.rank_fifos = plan->rank_fifos;
+      sopts.labelled_output = plan->labelled_output;
     }
     sup.emplace(sc, res.run_dir, std::move(specs), std::move(armed), sopts);
     guard.job = &*sup;
@@ -301,6 +265,10 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
     if (net && !res.facts.detections.empty())
       JsonlWriter(res.run_dir / "harness.jsonl").write(json{{"t", unix_now()}, {"ev", "net_probe"}, {"probe", net->probe()}});
     guard.revert_all();
+    if (slurm) {
+      slurm->stop();
+      res.slurm = slurm->describe();
+    }
     if (net) {
       res.topology = net->describe();
       net->destroy();
@@ -363,6 +331,7 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
   res.record = run_json(sc, res, host);
   if (res.flight_recorder) res.record["flight_recorder"] = *res.flight_recorder;
   if (res.topology) res.record["topology"] = *res.topology;
+  if (res.slurm) res.record["slurm"] = *res.slurm;
   // A rank's text may hold invalid UTF-8 (a cut line, binary output): replaced, not fatal.
   write_file(res.run_dir / "run.json",
              res.record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

@@ -66,6 +66,8 @@ struct RunResult {
   std::optional<nlohmann::json> flight_recorder;
   // [topology] nodes > 1: the nodes the run had (NodeNet::describe), run.json "topology".
   std::optional<nlohmann::json> topology;
+  // launcher = "srun": the run's Slurm cluster (SlurmCluster::describe), run.json "slurm".
+  std::optional<nlohmann::json> slurm;
 };
 
 // Empty if the scenario can run on this host, else the reason it is skipped.

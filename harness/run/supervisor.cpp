@@ -19,6 +19,7 @@
 #include "process_control.hpp"
 #include "run/state.hpp"
 #include "run/proc_exit.hpp"
+#include "run/launchers/launchers.hpp"
 #include "run/rank_env.hpp"
 #include "triage/logs/progress.hpp"
 #include "triage/logs/parse.hpp"
@@ -309,7 +310,38 @@ void Supervisor::on_launcher_line(const std::string& line, bool is_err, double t
       return;
     }
   }
+  // Slurm cancels the whole step from outside (its time limit, scancel): srun says "Job
+  // step aborted", slurmstepd "*** STEP 1.0 ON vm CANCELLED AT ... DUE TO TIME LIMIT ***"
+  // (labelled as task 0's line), and then it signals every task: those deaths are the
+  // launcher's teardown, not a rank's failure. (--kill-on-bad-exit's own cancel after a
+  // task failed prints "CANCELLED AT <time> ***" without a reason and no "aborted": the
+  // deaths it causes are echoes of that failure already.)
+  if (opts_.labelled_output && launcher_cancel_t_ == 0 &&
+      (line.find("srun: Job step aborted") != std::string::npos ||
+       (line.find(" CANCELLED AT ") != std::string::npos && line.find(" DUE TO ") != std::string::npos))) {
+    launcher_cancel_t_ = t;
+    note_launcher_abort(t);
+  }
+  // `N: text` (srun -l) belongs to rank N; srun's own lines start "srun: ". slurmstepd's
+  // notices reach srun on task 0's stream ("0: slurmstepd-vm: error: *** STEP ...
+  // CANCELLED ..."): kept there, as srun -l shows them (plain-log triage reads Slurm's
+  // time limit from rank 0's log as it would from a job's output file).
+  if (opts_.labelled_output && !line.empty() && isdigit(static_cast<unsigned char>(line[0]))) {
+    int rank = -1, n = 0;
+    if (sscanf(line.c_str(), "%d: %n", &rank, &n) == 1 && n > 0 && rank >= 0 && rank < world_size()) {
+      on_output_line(*ranks_[rank], line.substr(static_cast<size_t>(n)), is_err, t);
+      return;
+    }
+  }
   write_all(is_err ? launcher_->err_log : launcher_->out_log, iso_time(t) + " " + line + "\n");
+  // srun names each task that ended badly, by its exit code or signal.
+  if (opts_.labelled_output)
+    if (auto e = parse_srun_task_exit(line))
+      for (int task : e->tasks)
+        if (task >= 0 && task < world_size()) {
+          if (e->signal) ranks_[task]->reported_signal = *e->signal;
+          if (e->code) ranks_[task]->reported_code = *e->code;
+        }
   // How mpirun names the rank that failed first; the others it kills are echoes.
   int rank = -1, sig = 0;
   const char* noticed = std::strstr(line.c_str(), "process rank ");
@@ -405,7 +437,9 @@ void Supervisor::finish_external(Rank& r, const std::string& how) {
   // by that abort — an echo. Ranks are finished in the order they died, so every earlier
   // death is in facts_.exits by now.
   const bool killed = (!ex.code && !ex.signal) || (ex.signal && (*ex.signal == SIGTERM || *ex.signal == SIGKILL));
-  bool launcher_teardown = false;
+  // Dated from the cancel notice, less the time a line may wait in the pipe (a death
+  // before it was no consequence of it).
+  bool launcher_teardown = killed && launcher_cancel_t_ > 0 && ex.t >= launcher_cancel_t_ - 0.05;
   // Killed by the signal a fault sent it: the fault's death (kill_node's SIGKILL reaches a
   // node's ranks microseconds apart), not the launcher reacting to the first of them.
   if (killed && !(r.fault_signal && ex.signal && *ex.signal == *r.fault_signal))

@@ -58,6 +58,9 @@ struct SupervisorOptions {
   // each incarnation's pid in ranks/<r>/exec.jsonl. A restarted rank (torchrun
   // --max-restarts) is the same rank with a new pid: its new incarnation is watched anew.
   bool rank_fifos = false;
+  // Launcher mode where a line on the launcher's pipes that starts "N: " is rank N's
+  // (srun -l), and "srun: error: HOST: task N: ..." reports how rank N ended.
+  bool labelled_output = false;
   // The run's state file (run/state.hpp): every process forked here is recorded in it, so
   // a sweep can end them if hanglab itself is killed. Null = not recorded (unit tests).
   RunState* state = nullptr;
@@ -123,6 +126,9 @@ class Supervisor : public Job {
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unique_ptr<Rank> launcher_;  // launcher mode only
   bool launcher_abort_logged_ = false;
+  // When the launcher said it cancels the whole job step (srun: "Job step aborted", Slurm's
+  // "*** STEP ... CANCELLED AT ..." at a time limit or scancel); 0 = never.
+  double launcher_cancel_t_ = 0;
   int launcher_named_rank_ = -1;  // rank of the last "Process name:" line of the launcher
   std::optional<int> launcher_exit_code_;  // the launcher's own exit code, once reaped
   long long launcher_cpu_ticks_ = 0;

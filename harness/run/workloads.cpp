@@ -253,9 +253,10 @@ void check_workload_runnable(const Scenario& sc) {
         break;
       }
     }
-  } else if (w.name == "mpi_ddp" && w.launcher == "torchrun") {
+  } else if (w.name == "mpi_ddp" && (w.launcher == "torchrun" || w.launcher == "srun")) {
     throw error_at(w.launcher_pos, sc, "workload.launcher",
-                   "mpi_ddp forms its world under mpirun only (under torchrun each rank would be an MPI singleton)");
+                   "mpi_ddp forms its world under mpirun only (under " + w.launcher +
+                       " each rank would be an MPI singleton)");
   } else if (w.name == "mpi_ddp" && w.launcher == "local" && w.world_size > 1) {
     throw error_at(w.launcher_pos, sc, "workload.launcher",
                    "mpi_ddp runs several ranks only under launcher = \"mpirun\" (world_size is " +

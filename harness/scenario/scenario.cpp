@@ -31,7 +31,7 @@ const Allowed kTopologyKeys = {"nodes", "ranks_per_node", "second_nic"};
 const Allowed kDetectKeys = {"flight_recorder", "fr_buffer_size"};
 const Allowed kScenarioKeys = {"name", "description", "tags", "deadline_s"};
 const Allowed kWorkloadKeys = {"name",     "command",      "backend", "world_size", "steps",
-                                "launcher", "max_restarts", "args",    "env", "python_modules"};
+                                "launcher", "max_restarts", "time_limit_min", "args",    "env", "python_modules"};
 const Allowed kTimeoutKeys = {"init_s", "collective_s", "progress_s", "heartbeat_s", "checkpoint_s", "eval_s"};
 const Allowed kExpectKeys = {"outcome",      "detected_by", "not_detected_by", "detected_within_s",
                              "not_before_s", "triage",      "fault_manifests", "torchrun"};
@@ -39,7 +39,7 @@ const Allowed kTorchrunExpectKeys = {"restarted", "tore_down", "hung_in_teardown
 const Allowed kTriageKeys = {"category", "cause", "phase", "scope", "missing_ranks", "last_good_step", "liveness"};
 
 const Allowed kBackends = {"gloo", "nccl", "mpi"};
-const Allowed kLaunchers = {"local", "mpirun", "torchrun"};
+const Allowed kLaunchers = {"local", "mpirun", "torchrun", "srun"};
 const Allowed kOutcomes = {"completed", "hang", "crash", "slow"};
 const Allowed kDetectors = {"backend_timeout", "backend_error",  "exit_monitor",
                             "harness_watchdog", "heartbeat_loss", "triage"};
@@ -438,6 +438,13 @@ void Loader::load_workload(const toml::table& root, WorkloadSpec& w) {
     else if (auto n = int_at(*t, "max_restarts", "workload", 0, 100))
       w.max_restarts = *n;
   }
+  if (const toml::node* tl = t->get("time_limit_min")) {
+    // Minutes: Slurm keeps job time limits in whole minutes (srun --time 0:20 is 1 minute).
+    if (w.launcher != "srun")
+      error(*tl, "workload.time_limit_min", "only with launcher = \"srun\" (Slurm's job time limit, srun --time)");
+    else if (auto n = int_at(*t, "time_limit_min", "workload", 1, 7 * 24 * 60))
+      w.time_limit_min = *n;
+  }
   w.world_size_pos = t->get("world_size") ? pos_of(*t->get("world_size")) : w.table_pos;
   if (t->get("world_size")) {
     world_size_ = int_at(*t, "world_size", "workload", 1, kMaxWorldSize);
@@ -558,9 +565,11 @@ void Loader::load_topology(const toml::table& root, Scenario& sc) {
   if (tp.nodes > 1) {
     const toml::node* n = t->get("nodes");
     const toml::node& at = n ? *n : static_cast<const toml::node&>(*t);
-    if (sc.workload.launcher != "local" && sc.workload.launcher != "torchrun")
+    // srun's tasks are hanglab_rank_exec, which runs each rank under its wrapper (`ip netns
+    // exec NODE`) as the local launcher does; torchrun runs one agent per node, in the node.
+    if (sc.workload.launcher != "local" && sc.workload.launcher != "torchrun" && sc.workload.launcher != "srun")
       error(at, "topology.nodes",
-            fmt::format("nodes > 1 runs with launcher = \"local\" or \"torchrun\" (one agent per node), not {}",
+            fmt::format("nodes > 1 runs with launcher = \"local\", \"torchrun\" (one agent per node) or \"srun\", not {}",
                         in_quotes(sc.workload.launcher)));
     if (sc.workload.backend == "mpi")
       error(at, "topology.nodes", "nodes > 1 needs a backend that connects over TCP/IP by itself (gloo, nccl), not mpi");

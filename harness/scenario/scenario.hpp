@@ -49,8 +49,9 @@ struct WorkloadSpec {
   std::string backend = "gloo";       // gloo | nccl | mpi
   int world_size = 2;
   int steps = 10;
-  std::string launcher = "local";     // local | mpirun | torchrun
+  std::string launcher = "local";     // local | mpirun | torchrun | srun
   int max_restarts = 0;               // torchrun --max-restarts (launcher torchrun only)
+  int time_limit_min = 0;             // srun --time, Slurm's job time limit in minutes, its unit (launcher srun only; 0 = none)
   // [workload.args] in file order, values rendered as strings (bools as true/false).
   std::vector<std::pair<std::string, std::string>> args;
   std::map<std::string, std::string> env;  // [workload.env]

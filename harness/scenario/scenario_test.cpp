@@ -588,6 +588,28 @@ root_cause_rank = 2
   }
 }
 
+TEST_CASE("launcher srun: time_limit_min, and nodes > 1", "[scenario]") {
+  Scenario sc = load("[workload]\nname = \"torch_ddp\"\nworld_size = 4\nlauncher = \"srun\"\ntime_limit_min = 2\n"
+                     "[topology]\nnodes = 2\n");
+  CHECK(sc.workload.launcher == "srun");
+  CHECK(sc.workload.time_limit_min == 2);
+  CHECK(sc.topology.nodes == 2);
+  SECTION("time_limit_min under another launcher") {
+    ConfigError e = load_error("[workload]\nname = \"torch_ddp\"\ntime_limit_min = 1\n");
+    CHECK(e.key() == "workload.time_limit_min");
+    CHECK(e.line() == 3);
+  }
+  SECTION("time_limit_min out of range") {
+    CHECK(load_error("[workload]\nname = \"torch_ddp\"\nlauncher = \"srun\"\ntime_limit_min = 0\n").key() ==
+          "workload.time_limit_min");
+  }
+  SECTION("nodes > 1 still refused under torchrun") {
+    ConfigError e = load_error("[workload]\nname = \"torch_ddp\"\nworld_size = 4\nlauncher = \"torchrun\"\n"
+                               "[topology]\nnodes = 2\n");
+    CHECK(e.key() == "topology.nodes");
+  }
+}
+
 TEST_CASE("python_modules: the venv modules a bring-your-own command needs", "[scenario]") {
   Scenario sc = load("[workload]\ncommand = [\"python3\", \"-m\", \"x\"]\npython_modules = [\"lightning\", \"jsonargparse\", \"a.b_c\"]\n");
   CHECK(sc.workload.python_modules == std::vector<std::string>{"lightning", "jsonargparse", "a.b_c"});

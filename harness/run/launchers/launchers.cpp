@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "run/launchers/slurm_cluster.hpp"
 #include "util.hpp"
 
 namespace hanglab {
@@ -21,6 +22,7 @@ std::optional<LauncherPlan> launcher_spec(const WorkloadSpec& w, const std::vect
   if (w.launcher.empty() || w.launcher == "local") return std::nullopt;
   if (w.launcher == "mpirun") return LauncherPlan{mpirun_launch_spec(specs, run_dir), false};
   if (w.launcher == "torchrun") return torchrun_launch_plan(w, specs, base_env, run_dir, nodes);
+  if (w.launcher == "srun") return srun_launch_plan(w, specs, base_env, run_dir);
   throw std::invalid_argument("unknown launcher '" + w.launcher + "'");
 }
 
@@ -40,6 +42,14 @@ std::string launcher_unsupported_reason(const std::string& name) {
     const fs::path shim = fs::read_symlink("/proc/self/exe", ec).parent_path() / "hanglab_rank_exec";
     if (ec || ::access(shim.c_str(), X_OK) != 0)
       return "launcher torchrun: hanglab_rank_exec is not built beside hanglab (" + shim.string() + ")";
+    return {};
+  }
+  if (name == "srun") {
+    if (auto why = slurm_unsupported_reason(); !why.empty()) return why;
+    std::error_code ec;
+    const fs::path shim = fs::read_symlink("/proc/self/exe", ec).parent_path() / "hanglab_rank_exec";
+    if (ec || ::access(shim.c_str(), X_OK) != 0)
+      return "launcher srun: hanglab_rank_exec is not built beside hanglab (" + shim.string() + ")";
     return {};
   }
   return "launcher '" + name + "' is not available";

@@ -1,6 +1,6 @@
 // Launchers: how the ranks of a run are started. `local` (the default) has no file of
 // its own: the supervisor forks each rank itself from its LaunchSpec. A launcher that
-// starts every rank from one process (mpirun, torchrun; later srun) turns the per-rank
+// starts every rank from one process (mpirun, torchrun, srun) turns the per-rank
 // specs into the one LaunchSpec the supervisor execs (SupervisorOptions::launcher); the
 // supervisor then learns rank pids from the ranks (their trace's `start` event, or the
 // exec record of hanglab_rank_exec), watches each through a pidfd, and reads how each
@@ -26,6 +26,8 @@ struct LauncherPlan {
   // its own pipe, timed as under the local launcher; else it arrives tagged on the
   // launcher's own pipes (mpirun --tag-output).
   bool rank_fifos = false;
+  // Lines on the launcher's pipes that start "N: " are rank N's (srun -l).
+  bool labelled_output = false;
 };
 
 // mpirun: one MPMD app context per rank, --tag-output (launchers/mpirun.cpp).
@@ -45,6 +47,22 @@ LaunchSpec mpirun_launch_spec(const std::vector<LaunchSpec>& specs, const std::f
 LauncherPlan torchrun_launch_plan(const WorkloadSpec& w, const std::vector<LaunchSpec>& specs,
                                   const std::vector<std::map<std::string, std::string>>& base_env,
                                   const std::filesystem::path& run_dir, const NodeNetView* nodes = nullptr);
+
+// srun on the run's private Slurm cluster (launchers/srun.cpp; the runner starts the
+// cluster, launchers/slurm_cluster.hpp): -l, --kill-on-bad-exit=1, one task per rank, each
+// hanglab_rank_exec (rank from SLURM_PROCID), [workload] time_limit_min as --time.
+LauncherPlan srun_launch_plan(const WorkloadSpec& w, const std::vector<LaunchSpec>& specs,
+                              const std::vector<std::map<std::string, std::string>>& base_env,
+                              const std::filesystem::path& run_dir);
+
+// How srun reported tasks that ended badly ("srun: error: HOST: task 1: Killed",
+// "srun: error: HOST: tasks 0,2: Exited with exit code 11"): the tasks (= ranks) and their
+// exit code or signal; nullopt for any other line.
+struct SrunTaskExit {
+  std::vector<int> tasks;
+  std::optional<int> code, signal;
+};
+std::optional<SrunTaskExit> parse_srun_task_exit(const std::string& line);
 
 // The launcher process for `[workload] launcher = NAME`; nullopt for "local". `nodes`: the
 // run's nodes when [topology] nodes > 1, else null.

@@ -1,7 +1,8 @@
 // hanglab_rank_exec RUN_DIR: the worker a launcher that gives every rank the same command
-// line (torchrun) starts; it becomes rank $RANK (see launchers/torchrun.cpp).
+// line (torchrun, srun) starts; it becomes rank $RANK (torchrun), else $SLURM_PROCID (srun's
+// task id) (see launchers/torchrun.cpp, launchers/srun.cpp).
 //
-//  1. reads RUN_DIR/ranks/$RANK/launch.json: {"rank", "argv" (wrapper + program), "env"};
+//  1. reads RUN_DIR/ranks/<rank>/launch.json: {"rank", "argv" (wrapper + program), "env"};
 //  2. appends {"t", "ev": "exec", "pid", "rank", "restart_count", "error_file"} to
 //     RUN_DIR/ranks/$RANK/exec.jsonl: the supervisor learns this incarnation's pid there;
 //  3. opens RUN_DIR/ranks/$RANK/stdout.fifo and stderr.fifo (the supervisor holds their read
@@ -37,7 +38,8 @@ int main(int argc, char** argv) {
   if (argc != 2) die("usage: hanglab_rank_exec RUN_DIR (run by a launcher, with RANK set)");
   const std::string run_dir = argv[1];
   const char* rank_s = std::getenv("RANK");
-  if (!rank_s || !*rank_s) die("RANK is not set: run me under a launcher (torchrun)");
+  if (!rank_s || !*rank_s) rank_s = std::getenv("SLURM_PROCID");
+  if (!rank_s || !*rank_s) die("neither RANK nor SLURM_PROCID is set: run me under a launcher (torchrun, srun)");
   const std::string rdir = run_dir + "/ranks/" + rank_s;
   std::ifstream in(rdir + "/launch.json");
   if (!in) die("cannot read " + rdir + "/launch.json: " + std::strerror(errno));

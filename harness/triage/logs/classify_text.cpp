@@ -433,14 +433,38 @@ void classify_text(sv m, LogLine& o) {
     }
     return;
   }
-  if (starts(trim(m), "srun: error: ") && has(m, ": task ")) {
+  if (starts(trim(m), "srun: error: ") && (has(m, ": task ") || has(m, ": tasks "))) {
     o.kind = LogKind::kSrunTask;
     const sv rest = trim(m).substr(13);
     const size_t colon = rest.find(':');
     if (colon != npos) o.host = rest.substr(0, colon);
-    o.other_rank = bounded_rank(int_after(m, ": task ", 0, false));
-    const size_t k = m.find(": task ");
-    const size_t c2 = m.find(": ", k + 7);
+    const bool plural = !has(m, ": task ");
+    const size_t k = m.find(plural ? ": tasks " : ": task ");
+    const size_t list_at = k + (plural ? 8 : 7);
+    o.other_rank = bounded_rank(int_after(m, plural ? ": tasks " : ": task ", 0, false));
+    if (plural) {
+      // "tasks 0,2-3: Terminated": every task of the list, in o.ranks.
+      const size_t end = m.find(':', list_at);
+      const sv list = m.substr(list_at, end == npos ? npos : end - list_at);
+      size_t i = 0;
+      while (i < list.size()) {
+        long long a = 0, b = 0;
+        const size_t after_a = read_int(list, i, &a);
+        if (after_a == npos) break;
+        b = a;
+        size_t next = after_a;
+        if (next < list.size() && list[next] == '-') {
+          const size_t after_b = read_int(list, next + 1, &b);
+          if (after_b == npos) break;
+          next = after_b;
+        }
+        for (long long r = a; r <= b && r - a < 65536; ++r)
+          if (bounded_rank(r) >= 0) o.ranks.push_back(static_cast<int>(r));
+        if (next >= list.size() || list[next] != ',') break;
+        i = next + 1;
+      }
+    }
+    const size_t c2 = m.find(": ", list_at);
     if (c2 != npos) {
       const sv what = m.substr(c2 + 2);
       o.word = what;

@@ -355,6 +355,15 @@ TEST_CASE("launchers, tracebacks, kernel and exit statuses", "[triage_logs]") {
     CHECK(s.other_rank == 5);
     CHECK(s.signal == 9);
     CHECK(parse("srun: error: node-3: task 5: Exited with exit code 1").code == 1);
+    // srun names several tasks on one line when they ended alike (found running
+    // scenarios/srun_kill_rank.toml: --kill-on-bad-exit's SIGTERM to the survivors).
+    const auto many = parse("srun: error: vm: tasks 0,2-3: Terminated");
+    CHECK(many.kind == LogKind::kSrunTask);
+    CHECK(many.other_rank == 0);
+    CHECK(many.ranks == std::vector<int>{0, 2, 3});
+    CHECK(many.signal == 15);
+    CHECK(many.host == "vm");
+    CHECK(parse("srun: error: vm: tasks 0-1: Exited with exit code 11").ranks == std::vector<int>{0, 1});
     CHECK(parse("slurmstepd: error: Detected 1 oom_kill event in StepId=1234.0. Some of the step tasks have been OOM "
                 "Killed.")
               .kind == LogKind::kOomKill);

@@ -253,6 +253,13 @@ void LogTimeline::attach() {
         break;
     }
     if (e.kind == LogKind::kDataLoaderKilled && e.rank >= 0 && !dropped(e.rank)) rank = e.rank;
+    // srun's "tasks 0,2-3: Terminated" names several ranks: the line is each one's.
+    if (e.kind == LogKind::kSrunTask)
+      for (int r : e.ranks)
+        if (r != rank && valid_rank(r)) {
+          rs_[r].evs.push_back(&e);
+          if (!e.host.empty() && rs_[r].host.empty()) rs_[r].host = e.host;
+        }
     if (valid_rank(rank)) {
       rs_[rank].evs.push_back(&e);
       if (!e.host.empty() && rs_[rank].host.empty() && e.kind != LogKind::kOomKill) rs_[rank].host = e.host;
