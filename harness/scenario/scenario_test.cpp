@@ -603,8 +603,10 @@ TEST_CASE("launcher srun: time_limit_min, and nodes > 1", "[scenario]") {
     CHECK(load_error("[workload]\nname = \"torch_ddp\"\nlauncher = \"srun\"\ntime_limit_min = 0\n").key() ==
           "workload.time_limit_min");
   }
-  SECTION("nodes > 1 still refused under torchrun") {
-    ConfigError e = load_error("[workload]\nname = \"torch_ddp\"\nworld_size = 4\nlauncher = \"torchrun\"\n"
+  SECTION("nodes > 1 under torchrun (one agent per node), refused under mpirun") {
+    CHECK(load("[workload]\nname = \"torch_ddp\"\nworld_size = 4\nlauncher = \"torchrun\"\n[topology]\nnodes = 2\n")
+              .topology.multi_node());
+    ConfigError e = load_error("[workload]\nname = \"torch_ddp\"\nworld_size = 4\nlauncher = \"mpirun\"\n"
                                "[topology]\nnodes = 2\n");
     CHECK(e.key() == "topology.nodes");
   }
