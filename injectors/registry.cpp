@@ -29,6 +29,7 @@ InjectorInfo bandwidth_info();
 InjectorInfo link_flap_info();
 InjectorInfo mtu_mismatch_info();
 InjectorInfo store_unreachable_info();
+InjectorInfo dns_failure_info();
 
 const std::vector<InjectorInfo>& injector_registry() {
   static const std::vector<InjectorInfo> kRegistry = {
@@ -58,6 +59,7 @@ const std::vector<InjectorInfo>& injector_registry() {
       link_flap_info(),
       mtu_mismatch_info(),
       store_unreachable_info(),
+      dns_failure_info(),
   };
   return kRegistry;
 }

@@ -140,6 +140,11 @@ std::vector<int> Analyzer::init_culprits(const std::string& cause) const {
   std::vector<int> c;
   if (cause == "wrong_ifname") {
     c = ifname_ranks();
+  } else if (cause == "dns_failure") {
+    // The ranks whose own log says the name did not resolve; the others waited for them.
+    for (const auto& f : f_)
+      if (std::any_of(f.o->log_hits.begin(), f.o->log_hits.end(), [](const LogHit& h) { return h.tag == "dns_failure"; }))
+        c.push_back(f.rank);
   } else if (cause == "rendezvous_timeout" || cause == "rendezvous_error") {
     c = verdict_missing();
   }
@@ -364,6 +369,7 @@ bool Analyzer::try_init() {
                                 cause == "late_joiner"         ? "started after its peers had already given up"
                                 : cause == "wrong_master_addr" ? "tried another MASTER_ADDR than its peers"
                                 : cause == "wrong_ifname"      ? "failed first: its socket interface does not exist"
+                                : cause == "dns_failure"       ? "could not resolve MASTER_ADDR"
                                                                : "never joined rendezvous"));
   }
   if (!waited.empty()) {
