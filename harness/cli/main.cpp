@@ -184,9 +184,12 @@ int cmd_list() {
 int cmd_describe(const std::string& kind) {
   if (const InjectorInfo* i = find_injector(kind)) {
     std::cout << fmt::format("fault {}: {}\nmechanism: {}\n\ncommon keys:\n", i->kind, i->summary, i->mechanism);
-    std::cout << "  ranks     [int]   required  ranks the fault targets (0-based, < world_size): no default, the "
-                 "fault is about which rank\n"
-                 "  at_step   int     -         trigger when a targeted rank enters this step (1-based, <= steps)\n"
+    const bool by_node = std::any_of(i->keys.begin(), i->keys.end(), [](const KeyDoc& k) { return k.key == "nodes"; });
+    std::cout << (by_node ? "  ranks     -       -         not for this fault: it acts on whole nodes (nodes = [..] below)\n"
+                          : "  ranks     [int]   required  ranks the fault targets (0-based, < world_size): no default, the "
+                            "fault is about which rank\n")
+              << "  at_step   int     -         trigger when the targeted ranks (every one still alive) have entered this\n"
+                 "                              step (1-based, <= steps)\n"
                  "  at_s      float   -         trigger this many seconds after launch (< deadline_s)\n"
                  "  at_output string  -         trigger when any rank prints a line containing this text (a\n"
                  "                              bring-your-own program; not for in-process hooks of the built-in loop)\n";
