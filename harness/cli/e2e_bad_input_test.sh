@@ -44,8 +44,32 @@ num_workers = 0
 kind = "tiny_shm"
 ranks = [1]
 TOML
+# A node fault on a node the topology does not have, and one that names ranks: refused before
+# any namespace or bridge is made.
+cat > "$work/nonode.toml" <<'TOML'
+[workload]
+name = "torch_ddp"
+world_size = 4
+[topology]
+nodes = 2
+[[fault]]
+kind = "partition"
+nodes = [2]
+TOML
+cat > "$work/noderanks.toml" <<'TOML'
+[workload]
+name = "torch_ddp"
+world_size = 4
+[topology]
+nodes = 2
+[[fault]]
+kind = "kill_node"
+ranks = [1]
+TOML
 for case in "never.toml:9:[0-9]+: fault\[0\]\.at_s: 45 s after launch never comes" \
-            "noshm.toml:7:[0-9]+: fault\[0\]\.kind: tiny_shm .*num_workers = 0"; do
+            "noshm.toml:7:[0-9]+: fault\[0\]\.kind: tiny_shm .*num_workers = 0" \
+            "nonode.toml:8:[0-9]+: fault\[0\]\.nodes: node 2 does not exist" \
+            "noderanks.toml:8:[0-9]+: fault\[0\]\.ranks: kill_node acts on whole nodes"; do
   f=${case%%:*}
   out=$("$hanglab" run "$work/$f" --results "$work/results" 2>&1); rc=$?
   [ $rc -eq 2 ] || fail "$f: exit $rc, want 2: $out"
