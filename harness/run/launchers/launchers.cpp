@@ -38,21 +38,32 @@ std::string launcher_unsupported_reason(const std::string& name) {
       return "launcher torchrun: no project venv (.venv with torch 2.x: run ci/install-deps.sh, or set HANGLAB_VENV)";
     if (::access((venv / "bin" / "torchrun").c_str(), X_OK) != 0)
       return "launcher torchrun: " + (venv / "bin" / "torchrun").string() + " is not there (torch not installed in the venv)";
-    std::error_code ec;
-    const fs::path shim = fs::read_symlink("/proc/self/exe", ec).parent_path() / "hanglab_rank_exec";
-    if (ec || ::access(shim.c_str(), X_OK) != 0)
+    if (const fs::path shim = rank_exec_shim(); ::access(shim.c_str(), X_OK) != 0)
       return "launcher torchrun: hanglab_rank_exec is not built beside hanglab (" + shim.string() + ")";
     return {};
   }
   if (name == "srun") {
     if (auto why = slurm_unsupported_reason(); !why.empty()) return why;
-    std::error_code ec;
-    const fs::path shim = fs::read_symlink("/proc/self/exe", ec).parent_path() / "hanglab_rank_exec";
-    if (ec || ::access(shim.c_str(), X_OK) != 0)
+    if (const fs::path shim = rank_exec_shim(); ::access(shim.c_str(), X_OK) != 0)
       return "launcher srun: hanglab_rank_exec is not built beside hanglab (" + shim.string() + ")";
     return {};
   }
   return "launcher '" + name + "' is not available";
+}
+
+void write_rank_launch(const fs::path& run_dir, const LaunchSpec& s, json env) {
+  const fs::path rdir = run_dir / "ranks" / std::to_string(s.rank);
+  env["HANGLAB_TRACE"] = (rdir / "events.jsonl").string();
+  if (!s.hooks.empty()) env["HANGLAB_HOOKS"] = s.hooks.dump();
+  std::vector<std::string> argv = s.wrapper;
+  argv.insert(argv.end(), s.argv.begin(), s.argv.end());
+  fs::create_directories(rdir);
+  write_file(rdir / "launch.json", json{{"rank", s.rank}, {"argv", argv}, {"env", env}}.dump(2) + "\n");
+}
+
+fs::path rank_exec_shim() {
+  std::error_code ec;
+  return fs::read_symlink("/proc/self/exe", ec).parent_path() / "hanglab_rank_exec";
 }
 
 fs::path project_venv() {

@@ -64,6 +64,13 @@ struct SrunTaskExit {
 };
 std::optional<SrunTaskExit> parse_srun_task_exit(const std::string& line);
 
+// For launchers whose workers are hanglab_rank_exec (torchrun, srun): ranks/<r>/launch.json,
+// what the shim execs for rank s.rank — its wrapper and argv, and `env` (the part of its
+// environment the launcher passes on) with its trace file and hooks added.
+void write_rank_launch(const std::filesystem::path& run_dir, const LaunchSpec& s, nlohmann::json env);
+// hanglab_rank_exec, beside this hanglab binary.
+std::filesystem::path rank_exec_shim();
+
 // The launcher process for `[workload] launcher = NAME`; nullopt for "local". `nodes`: the
 // run's nodes when [topology] nodes > 1, else null.
 std::optional<LauncherPlan> launcher_spec(const WorkloadSpec& w, const std::vector<LaunchSpec>& specs,

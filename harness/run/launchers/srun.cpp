@@ -38,19 +38,12 @@ LauncherPlan srun_launch_plan(const WorkloadSpec& w, const std::vector<LaunchSpe
     // contract: the rank's environment is taken whole, as the local launcher sets it.
     json env = json::object();
     for (const auto& [k, v] : s.env) env[k] = v;
-    env["HANGLAB_TRACE"] = (dir / "ranks" / std::to_string(s.rank) / "events.jsonl").string();
-    if (!s.hooks.empty()) env["HANGLAB_HOOKS"] = s.hooks.dump();
-    std::vector<std::string> argv = s.wrapper;
-    argv.insert(argv.end(), s.argv.begin(), s.argv.end());
-    const fs::path rdir = dir / "ranks" / std::to_string(s.rank);
-    fs::create_directories(rdir);
-    write_file(rdir / "launch.json", json{{"rank", s.rank}, {"argv", argv}, {"env", env}}.dump(2) + "\n");
+    write_rank_launch(dir, s, std::move(env));
   }
   LauncherPlan p;
   p.rank_fifos = true;
   p.labelled_output = true;
-  std::error_code ec;
-  const fs::path shim = fs::read_symlink("/proc/self/exe", ec).parent_path() / "hanglab_rank_exec";
+  const fs::path shim = rank_exec_shim();
   p.spec.rank = -1;
   p.spec.argv = {"srun", "-l", "--kill-on-bad-exit=1", "-N", "1", "-n", std::to_string(specs.size()),
                  "--cpus-per-task", "1", "--job-name", run_id};

@@ -60,18 +60,11 @@ LauncherPlan torchrun_launch_plan(const WorkloadSpec& w, const std::vector<Launc
       if (keep) env[k] = v;
     }
     if (builtin) env["TORCHELASTIC_USE_AGENT_STORE"] = "False";
-    env["HANGLAB_TRACE"] = (dir / "ranks" / std::to_string(s.rank) / "events.jsonl").string();
-    if (!s.hooks.empty()) env["HANGLAB_HOOKS"] = s.hooks.dump();
-    std::vector<std::string> argv = s.wrapper;
-    argv.insert(argv.end(), s.argv.begin(), s.argv.end());
-    const fs::path rdir = dir / "ranks" / std::to_string(s.rank);
-    fs::create_directories(rdir);
-    write_file(rdir / "launch.json", json{{"rank", s.rank}, {"argv", argv}, {"env", env}}.dump(2) + "\n");
+    write_rank_launch(dir, s, std::move(env));
   }
   LauncherPlan p;
   p.rank_fifos = true;
-  std::error_code ec;
-  const fs::path shim = fs::read_symlink("/proc/self/exe", ec).parent_path() / "hanglab_rank_exec";
+  const fs::path shim = rank_exec_shim();
   p.spec.rank = -1;
   const std::string torchrun = (project_venv() / "bin" / "torchrun").string();
   // torchrun's own log lines reach its stderr at once.
