@@ -1,4 +1,6 @@
 // HTML reports (report.html, matrix.html); see html_report.hpp.
+// Over 800 lines: the run page and the matrix page share the page frame, styles and
+// timeline helpers here; the matrix page is the part to move to a file of its own next.
 #include "report/html_report.hpp"
 
 #include <algorithm>

@@ -2,6 +2,9 @@
 // throws the one that comes first in the file, so the user fixes errors top to bottom
 // no matter in which order the tables are checked (toml++ tables iterate by key name,
 // not by position).
+// Over 800 lines: one Loader checks every table with shared position and error state; the
+// [expect] and [torch] tables already live in expect.cpp and torch_knobs.cpp, and the next
+// table to move out with them is [topology] (load_topology), when the loader is reworked.
 #include "scenario/scenario.hpp"
 
 #include "scenario/header_comments.hpp"
