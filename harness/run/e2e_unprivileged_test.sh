@@ -26,8 +26,10 @@ skip() { echo "SKIP: $*"; exit 4; }
 #   disk_full/tiny_shm unshare(CLONE_NEWNS): CAP_SYS_ADMIN (disk_full.cpp, tiny_shm.cpp)
 #   slow_storage       root to mount the FUSE file system  (slow_storage.cpp)
 #   wrong_master_addr  root for a network namespace        (network_common.cpp; isolate = true)
+#   the node and network faults: [topology] nodes > 1, root for network namespaces and a bridge (run/nodes.cpp)
 # throttle_cpu falls back to a SIGSTOP/SIGCONT duty cycle without a cpu cgroup, so it runs.
 root_only_kinds="oom_rank disk_full tiny_shm slow_storage wrong_master_addr"
+root_only_kinds+=" kill_node freeze_node partition packet_loss bandwidth link_flap mtu_mismatch store_unreachable dns_failure"
 privilege_words='root|CAP_SYS_ADMIN|writable memory cgroup|[Pp]ermission denied'
 
 rm -rf "$work"; mkdir -p "$work"

@@ -20,6 +20,9 @@
 //    probe hanglab runs after the hang (harness.jsonl `net_probe`: partition, packet_loss,
 //    mtu_mismatch): stdout/stderr show every rank timing out alike, and the logs-only answer
 //    must say so (unknown, no missing rank);
+//  - a job the scheduler ended at its time limit (resource_limit/time_limit, no missing
+//    rank in the logs): what made it run long (a frozen rank that printed nothing) is not in
+//    its output;
 //  - the same missing ranks, with the logs unable to say why (unknown/rank_absent): a node
 //    that died with its torchrun agent leaves nothing in the survivors' logs but its absence.
 // Any other difference fails.
@@ -147,7 +150,8 @@ int main(int argc, char** argv) {
                             logs["category"] == "unknown" && logs["missing_ranks"].empty();
     const bool absent_only = !same && logs["category"] == "unknown" && lcause == "rank_absent" &&
                              !logs["missing_ranks"].empty() && full["missing_ranks"] == logs["missing_ranks"];
-    const bool undecidable = init_gap || probe_only || absent_only ||
+    const bool limit_only = !same && lcause == "time_limit" && logs["missing_ranks"].empty();
+    const bool undecidable = init_gap || probe_only || absent_only || limit_only ||
                              (!same && logs["missing_ranks"].empty() && says_undecidable &&
                                           (full["category"] == logs["category"] ||
                                            (lcause == "no_error_logged" && logs["category"] == "unknown")));
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
                 : init_gap    ? "KNOWN GAP: logs-only init attribution"
                 : probe_only  ? "from the node probe only (ok)"
                 : absent_only ? "same ranks, why not in the logs (ok)"
+                : limit_only  ? "time limit; why it ran long not in the logs (ok)"
                 : undecidable ? "not in the logs (ok)"
                               : "DISAGREE");
     if (undecidable) ++undecided;

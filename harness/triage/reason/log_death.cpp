@@ -62,6 +62,15 @@ void LogAnalyzer::set_root(const Fail& root, bool ordered) {
     }
     missing.clear();
   }
+  // The job's time limit ends every rank alike (Slurm's "CANCELLED ... DUE TO TIME LIMIT",
+  // which srun -l shows as task 0's line): the rank whose stream carried it is a witness.
+  if (r_.cause == "time_limit") {
+    if (!missing.empty())
+      note(fmt::format("{} carried the scheduler's time-limit notice; a time limit ends every rank alike: none is "
+                       "missing. What made the job outlast its limit is not in these lines",
+                       reason::ranks_phrase_counted(missing)));
+    missing.clear();
+  }
   r_.missing_ranks = missing;
   r_.phase = phase_of_rank(s);
   // A crash while exiting, after the work was done: no rank is missing from the work.
