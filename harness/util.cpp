@@ -8,7 +8,9 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <csignal>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <unistd.h>  // environ
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -125,6 +127,16 @@ void JsonlWriter::write(const nlohmann::json& obj) {
     p += n;
     left -= static_cast<size_t>(n);
   }
+}
+
+void child_after_fork(pid_t parent) {
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) _exit(127);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int s : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD, SIGHUP, SIGQUIT}) ::signal(s, SIG_DFL);
 }
 
 ToolResult run_tool(const std::vector<std::string>& argv) {

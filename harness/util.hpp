@@ -2,6 +2,8 @@
 // an O_APPEND JSON-lines writer, errno-carrying system errors, and rank lists for humans.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -39,6 +41,11 @@ struct ToolResult {
 ToolResult run_tool(const std::vector<std::string>& argv);
 // run_tool, and a std::runtime_error "`ip link add ...` failed (status N): <output>" unless ok.
 std::string run_tool_checked(const std::vector<std::string>& argv);
+
+// In a child right after fork(2), before exec (async-signal-safe calls only): a process
+// group of its own (Ctrl-C on the terminal reaches hanglab alone), SIGKILL when hanglab
+// dies (and _exit(127) if it died already), no blocked signals, default dispositions.
+void child_after_fork(pid_t parent);
 
 // A std::runtime_error naming the syscall, errno text and context.
 [[noreturn]] void throw_system_error(const std::string& call, const std::string& context);

@@ -241,13 +241,7 @@ void Supervisor::launch(Rank& r, const LaunchSpec& spec) {
   if (pid == 0) {
     // Own process group: teardown signals the whole group, and Ctrl-C on the terminal
     // reaches only hanglab, which then tears down in order.
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int s : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD, SIGHUP, SIGQUIT}) ::signal(s, SIG_DFL);
+    child_after_fork(parent);
     int devnull = ::open("/dev/null", O_RDONLY);
     ::dup2(devnull, 0);
     ::dup2(outp[1], 1);

@@ -225,13 +225,7 @@ pid_t SlurmCluster::spawn(const std::vector<std::string>& argv, const fs::path& 
     // Async-signal-safe only. Its own process group (Ctrl-C reaches hanglab alone), dies
     // with hanglab, and waits for the parent to record it and move it into the cgroup
     // before it execs, so nothing it forks escapes either.
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int s : {SIGINT, SIGTERM, SIGPIPE, SIGCHLD, SIGHUP, SIGQUIT}) ::signal(s, SIG_DFL);
+    child_after_fork(parent);
     ::close(go[1]);
     char c = 0;
     if (::read(go[0], &c, 1) != 1 || c != 'g') _exit(127);
