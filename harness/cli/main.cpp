@@ -1,5 +1,6 @@
 // hanglab: the command-line entry point: subcommand dispatch. Subcommands: run (cli/run_cmd.cpp),
-// triage, validate, report, history, list, describe, clean, bench, manifest (export/k8s_manifest.cpp).
+// triage, validate, report, history, list, describe, clean, bench, manifest (export/k8s_manifest.cpp),
+// repro (repro/repro_cmd.cpp).
 // Exit codes (design): 0 all expectations met, 1 an expectation failed, 2 scenario or
 // usage error (nothing ran), 3 internal error or unknown verdict, 4 skipped, 130 interrupted.
 #include <algorithm>
@@ -30,6 +31,7 @@
 #include "validate/validate_run.hpp"
 #include "bench/bench.hpp"
 #include "export/k8s_manifest.hpp"
+#include "repro/repro_cmd.hpp"
 #include "run/workloads.hpp"
 
 using namespace hanglab;
@@ -349,6 +351,21 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   manifest->add_option("--out", mc.out, "write here instead of stdout (nothing is written on bad input)");
 
+  repro::ReproCommand rp;
+  int repro_world = 0;
+  auto* repro_sub = app.add_subcommand(
+      "repro", "turn an incident's logs into reproduction scenario(s); --run runs them and compares with the incident");
+  repro_sub->add_option("incident", rp.inputs, "the incident: log files, a log directory, a run directory or FR dumps")
+      ->required();
+  repro_sub->add_option("--world-size", repro_world, "the reproduction's world size (default: the incident's, at most 4)");
+  repro_sub->add_option("--backend", rp.backend, "gloo or nccl")->capture_default_str();
+  repro_sub->add_flag("--run", rp.run, "run each candidate and compare its triage with the incident's");
+  repro_sub->add_option("--out", rp.out, "scenario file (several candidates: <stem>.<candidate>.toml); default: under "
+                                         "<results>/repro/");
+  repro_sub->add_flag("--force", rp.force, "let --out replace existing files");
+  repro_sub->add_option("--results", rp.results, "where run records (and scenarios without --out) go")
+      ->capture_default_str();
+
   auto* clean = app.add_subcommand(
       "clean", "revert what killed hanglab runs left (processes, mounts, cgroups); exit 1 if something could not be");
 
@@ -396,6 +413,11 @@ int main(int argc, char** argv) {
       return run_bench(bopts);
     }
     if (*manifest) return manifest_command(mc);
+    if (*repro_sub) {
+      if (repro_sub->count("--world-size")) rp.world_size = repro_world;
+      install_interrupt_handlers();
+      return repro::repro_command(rp);
+    }
     if (*list) return cmd_list();
     if (*describe) return cmd_describe(kind);
     if (*clean) {

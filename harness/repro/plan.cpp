@@ -1,0 +1,303 @@
+// Repro plan (plan.hpp): the incident's answer -> ranked candidates -> scenario text.
+#include "repro/plan.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "util.hpp"
+
+namespace hanglab::repro {
+
+namespace fs = std::filesystem;
+
+std::string role_of(int rank, int world) {
+  if (rank < 0) return "unnamed";
+  if (world == 1) return "only";
+  if (rank == 0) return "first";
+  if (world <= 0) return "unknown";  // rank > 0 of a world the logs never state: last or middle?
+  if (rank == world - 1) return "last";
+  return "middle";
+}
+
+// The ranks the answer blames: its missing ranks, else the first failure's rank unless every rank
+// failed alike (scope all: the first to fail is order, not a culprit).
+std::vector<int> culprits_of(const TriageResult& r) {
+  if (!r.missing_ranks.empty()) return r.missing_ranks;
+  if (r.first_failure && r.first_failure->rank >= 0 && r.scope != "all") return {r.first_failure->rank};
+  return {};
+}
+
+std::string role_of_culprits(const TriageResult& r, const std::vector<int>& culprits) {
+  if (culprits.empty()) return r.scope == "all" ? "all" : "unnamed";
+  if (r.world_size > 1 && static_cast<int>(culprits.size()) >= r.world_size) return "all";
+  if (r.world_size == 1) return "only";
+  // Several culprits (a node's ranks): the role of the block, by its lowest rank unless it
+  // ends the world.
+  const int hi = *std::max_element(culprits.begin(), culprits.end());
+  if (culprits.size() > 1 && r.world_size > 0 && hi == r.world_size - 1) return "last";
+  return role_of(*std::min_element(culprits.begin(), culprits.end()), r.world_size);
+}
+
+namespace {
+
+// What a log line says about a timeout: the pattern, what it times, and the unit of its number.
+struct TimeoutPattern {
+  const char* re;
+  const char* what;
+  double scale;  // to seconds
+};
+const TimeoutPattern kTimeoutPatterns[] = {
+    {R"(Timeout\(ms\)=(\d+))", "collective", 1e-3},                              // NCCL watchdog
+    {R"(ran for (\d+) milliseconds before timing out)", "collective", 1e-3},     // NCCL watchdog
+    {R"(Timed out waiting (\d+)ms for (?:recv|send))", "collective", 1e-3},      // Gloo
+    {R"(Timed out after (\d+) seconds waiting for clients)", "store", 1},        // TCPStore server
+    {R"(client socket has timed out after (\d+)ms)", "store", 1e-3},             // TCPStore client
+    {R"(client socket has timed out after (\d+)s)", "store", 1},
+    {R"(watchdog thread (?:has been )?stuck for (\d+) seconds)", "heartbeat", 1},  // heartbeat monitor
+    {R"(heartbeat[^\n]*?(\d+) seconds)", "heartbeat", 1},
+};
+
+std::vector<fs::path> incident_files(const std::vector<fs::path>& inputs) {
+  std::vector<fs::path> out;
+  for (const auto& p : inputs) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      for (auto it = fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        if (it->is_regular_file(ec)) out.push_back(it->path());
+    } else if (fs::is_regular_file(p, ec)) {
+      out.push_back(p);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string one_line(std::string s, size_t max) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  std::replace(s.begin(), s.end(), '\r', ' ');
+  if (s.size() > max) s = utf8_prefix(s, max - 3) + "...";
+  return s;
+}
+
+std::string toml_str(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (c == '\n') { o += "\\n"; continue; }
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    o += c;
+  }
+  return o + "\"";
+}
+
+std::string int_list(const std::vector<int>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// The rank that plays `role` in a world of w ranks.
+int rank_for_role(const std::string& role, int w) {
+  if (role == "first" || role == "only") return 0;
+  if (role == "last") return w - 1;
+  return w >= 3 ? w / 2 : w - 1;  // middle (or unknown): away from rank 0, the store's host
+}
+
+std::string sanitize_name(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') c = '_';
+  return s;
+}
+
+// Missing by absence: rank the three by what the answer says of the absent rank's liveness.
+std::vector<std::pair<Recipe, std::string>> rank_absence(const TriageResult& r, const std::vector<int>& culprits) {
+  std::string live;
+  for (const auto& pr : r.per_rank)
+    if (!culprits.empty() && pr.rank == culprits.front()) live = pr.liveness;
+  const auto& a = absence_recipes();  // killed, frozen, skipped
+  if (live == "dead")
+    return {{a[0], "the answer calls the absent rank dead (exit status or closed sockets): killed first"},
+            {a[1], "frozen would look dead only without its heartbeat lines: second"},
+            {a[2], "a skipped collective leaves the rank running: last"}};
+  if (live == "hung" || live == "frozen" || live == "slow")
+    return {{a[1], "the answer says the absent rank was alive (" + live + "): frozen first"},
+            {a[2], "alive and past the collective its peers wait in: skipped second"},
+            {a[0], "a dead rank contradicts the liveness the logs show: last"}};
+  return {{a[0], "the logs cannot tell dead from stuck (no exit status, no closed socket, no later line): killed, the "
+                 "commonest reason a rank goes missing, first"},
+          {a[1], "frozen (alive, silent): its peers time out the same way; second"},
+          {a[2], "skipped (diverged): the rank would show progress past the collective if it logged it; third"}};
+}
+
+}  // namespace
+
+std::vector<StatedTimeout> stated_timeouts(const std::vector<fs::path>& inputs) {
+  std::vector<StatedTimeout> out;
+  std::set<std::string> seen;  // one per kind and value
+  std::vector<std::regex> res;
+  for (const auto& p : kTimeoutPatterns) res.emplace_back(p.re, std::regex::icase);
+  for (const auto& f : incident_files(inputs)) {
+    const auto ext = f.extension().string();
+    if (ext == ".md" || ext == ".json" || ext == ".pkl") continue;  // notes and dumps, not log lines
+    std::ifstream in(f);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line) && n < 200000) {
+      ++n;
+      if (line.size() > 4096) continue;
+      for (size_t i = 0; i < res.size(); ++i) {
+        std::smatch m;
+        if (!std::regex_search(line, m, res[i])) continue;
+        const double s = std::stod(m[1].str()) * kTimeoutPatterns[i].scale;
+        const std::string key = fmt::format("{}:{:.0f}", kTimeoutPatterns[i].what, s);
+        if (!seen.insert(key).second) break;
+        out.push_back({kTimeoutPatterns[i].what, s, fmt::format("{}:{}", f.string(), n)});
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, const PlanOptions& opts) {
+  Plan p;
+  p.answer = answer;
+  for (const auto& i : inputs) p.inputs.push_back(i.string());
+  if (!inputs.empty()) {
+    fs::path first = inputs.front();
+    p.incident = sanitize_name(fs::is_directory(first) ? fs::absolute(first).lexically_normal().filename().string()
+                                                       : first.stem().string());
+    if (p.incident.empty()) p.incident = sanitize_name(fs::absolute(first).lexically_normal().parent_path().filename().string());
+  }
+  p.culprits = culprits_of(answer);
+  p.role = role_of_culprits(answer, p.culprits);
+  if (answer.first_failure && !answer.first_failure->evidence.empty())
+    p.cites.push_back(answer.first_failure->evidence + ": " + one_line(answer.first_failure->what, 140));
+  for (const auto& e : answer.evidence) {
+    if (p.cites.size() >= 5) break;
+    const std::string c = e.ref + ": " + one_line(e.text, 140);
+    if (std::find(p.cites.begin(), p.cites.end(), c) == p.cites.end()) p.cites.push_back(c);
+  }
+  p.timeouts = stated_timeouts(inputs);
+
+  std::vector<std::pair<Recipe, std::string>> recipes;
+  if (const CauseRow* row = find_cause(answer.category, answer.cause)) {
+    if (row->recipes.empty()) {
+      p.not_here = fmt::format("not reproducible here: needs {}; missing fault: {}", row->needs, row->missing_fault);
+      return p;
+    }
+    for (size_t i = 0; i < row->recipes.size(); ++i)
+      recipes.push_back({row->recipes[i], i == 0 ? "the cause table's first recipe for " + answer.category + "/" +
+                                                       answer.cause
+                                                 : "an alternative mechanism for the same answer"});
+  } else if ((answer.category == "unknown" || answer.category.empty()) && !p.culprits.empty()) {
+    p.absence = true;
+    recipes = rank_absence(answer, p.culprits);
+  } else if (answer.category == "unknown" || answer.category.empty() || answer.category == "none") {
+    p.not_here = fmt::format(
+        "not reproducible: the incident's triage names no cause ({}/{}) and no absent rank, so there is no fault to "
+        "choose; what it proves is in `hanglab triage`",
+        answer.category.empty() ? "unknown" : answer.category, answer.cause.empty() ? "unknown" : answer.cause);
+    return p;
+  } else {
+    p.not_here = fmt::format("not reproducible: the cause table has no fault for {}/{}; missing fault: {}",
+                             answer.category, answer.cause, answer.cause);
+    return p;
+  }
+
+  for (auto& [rec, why] : recipes) {
+    Candidate c;
+    c.recipe = rec;
+    c.rank_why = why;
+    c.name = sanitize_name("repro_" + p.incident + "_" + rec.id);
+    int w = opts.world_size.value_or(answer.world_size >= 1 && answer.world_size <= 4 ? answer.world_size : 4);
+    if (rec.nodes > 1) w = std::max(w, 2 * rec.nodes) / rec.nodes * rec.nodes;  // whole nodes, >= 2 ranks each
+    if (rec.targets == "node" || rec.targets == "all") w = std::max(w, 2);
+    c.world = w;
+    std::string role = p.role;
+    if (role == "unnamed" || role == "unknown") role = rec.default_role;
+    if (role == "only" && w > 1) role = "first";
+    if (rec.targets == "all") {
+      for (int r = 0; r < w; ++r) c.fault_ranks.push_back(r);
+      c.culprits = c.fault_ranks;
+      c.role = "all";
+    } else if (rec.targets == "node") {
+      const int per = w / rec.nodes;
+      for (int r = w - per; r < w; ++r) c.culprits.push_back(r);
+      c.role = "last";
+    } else {
+      if (role == "all") role = rec.default_role == "all" ? "middle" : rec.default_role;
+      c.culprits = {rank_for_role(role, w)};
+      c.fault_ranks = c.culprits;
+      c.role = role_of(c.culprits.front(), w);
+    }
+    p.candidates.push_back(std::move(c));
+  }
+  return p;
+}
+
+std::string render_scenario(const Plan& p, const Candidate& c, const PlanOptions& opts) {
+  const Recipe& r = c.recipe;
+  const TriageResult& a = p.answer;
+  std::string o;
+  o += fmt::format("# Reproduces: incident {} ({}): triage says {}/{}, culprit {} {} of {}, phase {}, scope {}.\n",
+                   p.incident, fmt::join(p.inputs, " "), a.category.empty() ? "unknown" : a.category,
+                   a.cause.empty() ? "unknown" : a.cause, p.role,
+                   p.culprits.empty() ? std::string("(no rank named)") : "rank(s) " + rank_ranges(p.culprits),
+                   a.world_size > 0 ? std::to_string(a.world_size) : std::string("an unstated world"),
+                   a.phase.empty() ? "unknown" : a.phase, a.scope.empty() ? "unknown" : a.scope);
+  for (const auto& cite : p.cites) o += "#   " + cite + "\n";
+  for (const auto& t : p.timeouts)
+    o += fmt::format("#   stated {} timeout {:g} s ({}); scaled down below\n", t.what, t.seconds, t.ref);
+  o += fmt::format("# Candidate \"{}\" ({}): {}\n", r.id, r.fault, one_line(r.why, 400));
+  o += fmt::format("#   Ranked: {}\n", c.rank_why);
+  o += fmt::format("#   Scaled: world {} -> {}; the culprit keeps its role ({}): {} {}.\n",
+                   a.world_size > 0 ? std::to_string(a.world_size) : "unstated", c.world, c.role,
+                   r.targets == "node" ? "node " + std::to_string(r.nodes - 1) + ", ranks" : "rank(s)",
+                   rank_ranges(c.culprits));
+  o += fmt::format("# Expected: the run's triage says {}/{} in phase {}, naming rank(s) {}; {} fires first.\n",
+                   r.category, r.cause, r.phase, rank_ranges(c.culprits), r.detector);
+  if (r.category != a.category || r.cause != a.cause)
+    o += fmt::format("#   (the incident's {}/{}: `hanglab repro` compares the two and says where they differ)\n",
+                     a.category, a.cause);
+  o += "[scenario]\n";
+  o += "name = " + toml_str(c.name) + "\n";
+  o += "description = " + toml_str(fmt::format("repro of incident {}: {} ({})", p.incident, r.id, r.fault)) + "\n";
+  std::vector<std::string> tags = {"cpu", opts.backend, "repro"};
+  if (opts.backend == "nccl") tags[0] = "gpu";
+  for (const auto& t : r.tags) tags.push_back(t);
+  std::string tl;
+  for (const auto& t : tags) tl += (tl.empty() ? "" : ", ") + toml_str(t);
+  o += "tags = [" + tl + "]\n";
+  o += fmt::format("deadline_s = {}\n\n", r.deadline_s);
+  o += "[workload]\nname = \"torch_ddp\"\n";
+  o += "backend = " + toml_str(opts.backend) + "\n";
+  o += fmt::format("world_size = {}\nsteps = {}\n", c.world, r.steps);
+  if (!r.args.empty()) o += "[workload.args]\n" + r.args + "\n";
+  if (r.nodes > 1) o += fmt::format("\n[topology]\nnodes = {}\n", r.nodes);
+  o += fmt::format("\n[timeouts]\ninit_s = {:g}\ncollective_s = {:g}\nprogress_s = {:g}\nheartbeat_s = 1\n\n",
+                   r.init_s, r.collective_s, r.progress_s);
+  o += "[[fault]]\nkind = " + toml_str(r.fault) + "\n";
+  if (r.targets == "node")
+    o += fmt::format("nodes = [{}]\n", r.nodes - 1);
+  else
+    o += "ranks = " + int_list(c.fault_ranks) + "\n";
+  if (r.at_step) o += fmt::format("at_step = {}\n", r.fault_step);
+  if (!r.keys.empty()) o += r.keys + "\n";
+  o += "\n[expect]\n";
+  if (!r.outcome.empty()) o += "outcome = " + toml_str(r.outcome) + "\n";
+  o += "detected_by = [" + toml_str(r.detector) + "]\n";
+  o += "[expect.triage]\n";
+  o += "category = " + toml_str(r.category) + "\n";
+  o += "cause = " + toml_str(r.cause) + "\n";
+  o += "phase = " + toml_str(r.phase) + "\n";
+  if (r.targets == "culprit") o += "missing_ranks = " + int_list(c.culprits) + "\n";
+  return o;
+}
+
+}  // namespace hanglab::repro

@@ -1,0 +1,71 @@
+// Repro plan: an incident's triage answer mapped to the fault catalog. From the answer it takes
+// the cause (-> the cause table's recipes), the culprit rank(s) and their role in the job (first,
+// middle, last, all: kept when the world is scaled down), the phase and stuck collective, the
+// timeouts the incident's logs state, and the lines it cites; where the answer leaves a choice
+// open (a rank missing by absence: killed, frozen or skipped?) it ranks the candidates and says
+// why. Each candidate renders as a scenario file the scenario loader accepts.
+//
+// Called by repro_cmd.cpp; pure (no files written, nothing spawned) apart from reading the
+// incident's files for the timeouts they state.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "repro/cause_table.hpp"
+#include "triage/model/result.hpp"
+
+namespace hanglab::repro {
+
+// A timeout an incident's log states ("Timeout(ms)=1800000"), with the line that states it.
+struct StatedTimeout {
+  std::string what;  // collective | store | heartbeat
+  double seconds = 0;
+  std::string ref;   // file:line
+};
+
+struct Candidate {
+  std::string name;            // scenario name: repro_<incident>_<recipe id>
+  Recipe recipe;
+  int world = 4;
+  std::vector<int> fault_ranks;  // the [[fault]] ranks (empty: nodes = [..] instead)
+  std::vector<int> culprits;     // the ranks the reproduction's triage should name
+  std::string role;              // the culprit's role in the reproduction
+  std::string rank_why;          // why this candidate is ranked where it is
+};
+
+struct Plan {
+  std::string incident;          // a name for it: the directory or first file's stem
+  std::vector<std::string> inputs;
+  TriageResult answer;           // the incident's triage
+  std::vector<int> culprits;     // the incident's culprit rank(s)
+  std::string role;              // first | middle | last | only | all | unnamed | unknown
+  std::vector<std::string> cites;  // "file:line: text", the lines the plan is based on
+  std::vector<StatedTimeout> timeouts;
+  std::vector<Candidate> candidates;  // most plausible first
+  bool absence = false;          // candidates are the missing-by-absence set
+  std::string not_here;          // set when nothing here reproduces it: the plain reason
+};
+
+struct PlanOptions {
+  std::optional<int> world_size;  // the reproduction's world size (default: the incident's, at most 4)
+  std::string backend = "gloo";   // gloo | nccl
+};
+
+// The culprit's role in a job of `world` ranks (world 0: unknown).
+std::string role_of(int rank, int world);
+// The incident's culprits and their role, by the rules in plan.cpp.
+std::vector<int> culprits_of(const TriageResult& r);
+std::string role_of_culprits(const TriageResult& r, const std::vector<int>& culprits);
+
+// The timeouts stated in the incident's files (files and directories, searched recursively).
+std::vector<StatedTimeout> stated_timeouts(const std::vector<std::filesystem::path>& inputs);
+
+Plan make_plan(const TriageResult& answer, const std::vector<std::filesystem::path>& inputs, const PlanOptions& opts);
+
+// The scenario file of one candidate: commented TOML for the scenario loader.
+std::string render_scenario(const Plan& plan, const Candidate& c, const PlanOptions& opts);
+
+}  // namespace hanglab::repro

@@ -1,0 +1,245 @@
+// Unit tests of `hanglab repro`'s parts: the cause table (every row runnable or honestly not),
+// culprit roles, stated timeouts, the comparison and its refinements, and every real-log corpus
+// case's scenarios loading with the scenario loader.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+
+#include "injector.hpp"
+#include "repro/cause_table.hpp"
+#include "repro/compare.hpp"
+#include "repro/plan.hpp"
+#include "run/runner.hpp"
+#include "triage/triage.hpp"
+#include "util.hpp"
+
+namespace fs = std::filesystem;
+using namespace hanglab;
+using namespace hanglab::repro;
+
+namespace {
+
+fs::path corpus_dir() { return fs::path(HANGLAB_SOURCE_DIR) / "harness/testdata/reallogs"; }
+
+fs::path scratch(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("hanglab-repro-test-" + std::to_string(::getpid())) / name;
+  fs::create_directories(d);
+  return d;
+}
+
+TriageResult answer(const std::string& cat, const std::string& cause, int world, std::vector<int> missing,
+                    const std::string& phase = "training", const std::string& scope = "subset") {
+  TriageResult r;
+  r.category = cat;
+  r.cause = cause;
+  r.world_size = world;
+  r.missing_ranks = std::move(missing);
+  r.phase = phase;
+  r.scope = scope;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("cause table: every row is runnable here or says what it needs and which fault is missing", "[repro]") {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const auto& row : cause_table()) {
+    INFO(row.category << "/" << row.cause);
+    CHECK(seen.insert({row.category, row.cause}).second);
+    if (row.recipes.empty()) {
+      CHECK(!row.needs.empty());
+      CHECK(!row.missing_fault.empty());
+    }
+    for (const auto& r : row.recipes) {
+      INFO("recipe " << r.id);
+      CHECK(find_injector(r.fault) != nullptr);
+      CHECK(!r.why.empty());
+      CHECK(!r.detector.empty());
+      CHECK(!r.category.empty());
+      CHECK(!r.cause.empty());
+      CHECK((r.targets == "culprit" || r.targets == "all" || r.targets == "node"));
+      if (r.targets == "node") CHECK(r.nodes > 1);
+      if (r.at_step) CHECK((r.fault_step >= 1 && r.fault_step <= r.steps));
+    }
+  }
+  // GPU-only causes are never mapped to a CPU fault.
+  for (const char* c : {"nccl_shm", "ib_error", "efa_error", "cuda_oom", "unique_id_exchange"}) {
+    bool found = false;
+    for (const auto& row : cause_table())
+      if (row.cause == c) {
+        found = true;
+        CHECK(row.recipes.empty());
+      }
+    CHECK(found);
+  }
+  for (const auto& r : absence_recipes()) CHECK(find_injector(r.fault) != nullptr);
+}
+
+TEST_CASE("culprit roles survive scaling down", "[repro]") {
+  CHECK(role_of(0, 8) == "first");
+  CHECK(role_of(7, 8) == "last");
+  CHECK(role_of(3, 8) == "middle");
+  CHECK(role_of(0, 1) == "only");
+  CHECK(role_of(5, 0) == "unknown");
+  PlanOptions o;
+  {
+    Plan p = make_plan(answer("rank_exit", "killed", 8, {7}), {}, o);
+    REQUIRE(p.candidates.size() == 1);
+    CHECK(p.role == "last");
+    CHECK(p.candidates[0].world == 4);
+    CHECK(p.candidates[0].culprits == std::vector<int>{3});
+    CHECK(p.candidates[0].role == "last");
+  }
+  {
+    Plan p = make_plan(answer("rank_exit", "killed", 287, {100}), {}, o);
+    REQUIRE(p.candidates.size() == 1);
+    CHECK(p.candidates[0].role == "middle");
+    CHECK(p.candidates[0].culprits.front() != 0);
+  }
+  {
+    o.world_size = 6;
+    Plan p = make_plan(answer("rank_exit", "killed", 8, {0}), {}, o);
+    CHECK(p.candidates[0].world == 6);
+    CHECK(p.candidates[0].culprits == std::vector<int>{0});
+    o.world_size.reset();
+  }
+  {
+    Plan p = make_plan(answer("rank_exit", "killed", 1, {0}, "unknown", "all"), {}, o);
+    CHECK(p.role == "only");
+    CHECK(p.candidates[0].world == 1);
+  }
+  {
+    // Every rank failed alike: the first failure is order, not a culprit.
+    TriageResult r = answer("network", "wrong_ifname", 9, {}, "init", "all");
+    r.first_failure = Failure{8, 0, "Unable to find address", "a.log:3"};
+    Plan p = make_plan(r, {}, o);
+    CHECK(p.role == "all");
+    REQUIRE(p.candidates.size() == 1);
+    CHECK(p.candidates[0].fault_ranks.size() == 4);
+  }
+}
+
+TEST_CASE("GPU-only and unknown causes say plainly why they are not reproducible", "[repro]") {
+  PlanOptions o;
+  Plan p = make_plan(answer("resource_limit", "nccl_shm", 0, {}, "init", "unknown"), {}, o);
+  CHECK(p.candidates.empty());
+  CHECK(p.not_here.find("not reproducible here: needs") == 0);
+  CHECK(p.not_here.find("missing fault: nccl_shm") != std::string::npos);
+  Plan u = make_plan(answer("unknown", "unknown", 4, {}, "training", "unknown"), {}, o);
+  CHECK(u.candidates.empty());
+  CHECK(u.not_here.find("names no cause") != std::string::npos);
+  Plan x = make_plan(answer("network", "quantum_foam", 4, {}, "training", "all"), {}, o);
+  CHECK(x.candidates.empty());
+  CHECK(x.not_here.find("missing fault: quantum_foam") != std::string::npos);
+}
+
+TEST_CASE("a rank missing by absence gives one candidate per mechanism, ranked by its liveness", "[repro]") {
+  PlanOptions o;
+  TriageResult r = answer("unknown", "unknown", 4, {1});
+  Plan p = make_plan(r, {}, o);
+  REQUIRE(p.absence);
+  REQUIRE(p.candidates.size() == 3);
+  CHECK(p.candidates[0].recipe.fault == "kill_rank");
+  RankTimeline t;
+  t.rank = 1;
+  t.liveness = "hung";
+  r.per_rank.push_back(t);
+  Plan q = make_plan(r, {}, o);
+  REQUIRE(q.candidates.size() == 3);
+  CHECK(q.candidates[0].recipe.fault == "freeze_rank");
+  CHECK(q.candidates[2].recipe.fault == "kill_rank");
+  for (const auto& c : q.candidates) CHECK(!c.rank_why.empty());
+}
+
+TEST_CASE("stated timeouts are read with the line that states them", "[repro]") {
+  const fs::path d = scratch("timeouts");
+  std::ofstream(d / "rank7.log") << "noise\n"
+                                 << "[Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=923, "
+                                    "OpType=REDUCE, Timeout(ms)=1800000) ran for 1806745 milliseconds before timing out.\n"
+                                 << "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients.\n";
+  std::ofstream(d / "notes.md") << "Timeout(ms)=5\n";
+  const auto t = stated_timeouts({d});
+  REQUIRE(t.size() == 3);
+  CHECK(t[0].what == "collective");
+  CHECK(t[0].seconds == Approx(1800));
+  CHECK(t[0].ref.find("rank7.log:2") != std::string::npos);
+  CHECK(t[1].what == "collective");  // 1806.745 s: what it ran for, stated beside the setting
+  CHECK(t[2].what == "store");
+  CHECK(t[2].seconds == Approx(601));
+}
+
+TEST_CASE("comparison: category, cause, role, phase and scope decide; refinements need their fact", "[repro]") {
+  PlanOptions o;
+  Plan p = make_plan(answer("rank_exit", "segfault", 45, {44}, "training", "subset"), {}, o);
+  REQUIRE(p.candidates.size() == 1);
+  const Candidate& c = p.candidates[0];
+  Observed obs;
+  obs.reader = "run record";
+  obs.answer = answer("rank_exit", "crashed", 4, {3}, "training", "subset");
+  RankTimeline t;
+  t.rank = 3;
+  t.signal = 11;
+  obs.answer.per_rank.push_back(t);
+  obs.detectors = {"exit_monitor", "backend_error"};
+  Comparison ok = compare_one(p, c, obs);
+  CHECK(ok.reproduced);
+  CHECK(ok.line().find("reproduced (") == 0);
+  // Without the signal the trace's "crashed" is no segfault.
+  obs.answer.per_rank[0].signal = 6;
+  Comparison no = compare_one(p, c, obs);
+  CHECK(!no.reproduced);
+  CHECK(no.line().find("not reproduced: differs in cause") == 0);
+  // The wrong rank's role.
+  obs.answer.per_rank[0].signal = 11;
+  obs.answer.missing_ranks = {0};
+  obs.answer.per_rank[0].rank = 0;
+  Comparison role = compare_one(p, c, obs);
+  CHECK(!role.reproduced);
+  CHECK(role.line().find("culprit role (incident last, reproduction first)") != std::string::npos);
+  // Either reader may agree; the line says which.
+  Observed logs = obs;
+  logs.reader = "logs";
+  logs.answer.missing_ranks = {3};
+  logs.answer.per_rank[0].rank = 3;
+  Comparison both = compare(p, c, {obs, logs});
+  CHECK(both.reproduced);
+  CHECK(both.reader == "logs");
+}
+
+TEST_CASE("every corpus case: a plan, and each candidate's scenario loads with the scenario loader", "[repro]") {
+  REQUIRE(fs::is_directory(corpus_dir()));
+  const fs::path out = scratch("corpus");
+  int cases = 0, with_candidates = 0, not_here = 0;
+  for (const auto& e : fs::directory_iterator(corpus_dir())) {
+    if (!e.is_directory()) continue;
+    ++cases;
+    INFO("case " << e.path().filename().string());
+    const TriageResult r = triage_paths({e.path()});
+    PlanOptions o;
+    const Plan p = make_plan(r, {e.path()}, o);
+    if (p.candidates.empty()) {
+      ++not_here;
+      CHECK(!p.not_here.empty());
+      continue;
+    }
+    ++with_candidates;
+    for (const auto& c : p.candidates) {
+      const std::string text = render_scenario(p, c, o);
+      CHECK(text.rfind("# Reproduces: incident " + p.incident, 0) == 0);
+      CHECK(text.find("# Expected:") != std::string::npos);
+      const fs::path f = out / (c.name + ".toml");
+      write_file(f, text);
+      INFO(text);
+      PreparedScenario ps;
+      REQUIRE_NOTHROW(ps = prepare_scenario(f));
+      CHECK(ps.scenario.name == c.name);
+      CHECK(ps.scenario.workload.world_size == c.world);
+    }
+  }
+  CHECK(cases >= 100);
+  CHECK(with_candidates > not_here);
+  fs::remove_all(out.parent_path());
+}
