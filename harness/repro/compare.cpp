@@ -70,7 +70,7 @@ Comparison compare_one(const Plan& plan, const Candidate& c, const Observed& obs
   cmp.consistent_only = !cause_known;
   const auto field = [&](const std::string& name, const std::string& a, const std::string& b, bool same) {
     if (same)
-      cmp.matched.push_back(name + " " + b);
+      cmp.matched.push_back(a == b ? name + " " + a : fmt::format("{} {} (reproduction: {})", name, a, b));
     else
       cmp.differs.push_back(fmt::format("{} (incident {}, reproduction {})", name, a.empty() ? "-" : a,
                                         b.empty() ? "-" : b));

@@ -52,7 +52,6 @@ struct TimeoutPattern {
 };
 const TimeoutPattern kTimeoutPatterns[] = {
     {R"(Timeout\(ms\)=(\d+))", "collective", 1e-3},                              // NCCL watchdog
-    {R"(ran for (\d+) milliseconds before timing out)", "collective", 1e-3},     // NCCL watchdog
     {R"(Timed out waiting (\d+)ms for (?:recv|send))", "collective", 1e-3},      // Gloo
     {R"(Timed out after (\d+) seconds waiting for clients)", "store", 1},        // TCPStore server
     {R"(client socket has timed out after (\d+)ms)", "store", 1e-3},             // TCPStore client
@@ -142,6 +141,11 @@ std::vector<StatedTimeout> stated_timeouts(const std::vector<fs::path>& inputs) 
   std::vector<std::regex> res;
   for (const auto& p : kTimeoutPatterns) res.emplace_back(p.re, std::regex::icase);
   for (const auto& f : incident_files(inputs)) {
+    // Cited as triage cites: relative to the directory given, else as given.
+    std::string shown = f.string();
+    for (const auto& in : inputs)
+      if (std::error_code ec; fs::is_directory(in, ec) && f.string().rfind(in.string(), 0) == 0)
+        shown = f.lexically_relative(in).string();
     const auto ext = f.extension().string();
     if (ext == ".md" || ext == ".json" || ext == ".pkl") continue;  // notes and dumps, not log lines
     std::ifstream in(f);
@@ -156,7 +160,7 @@ std::vector<StatedTimeout> stated_timeouts(const std::vector<fs::path>& inputs) 
         const double s = std::stod(m[1].str()) * kTimeoutPatterns[i].scale;
         const std::string key = fmt::format("{}:{:.0f}", kTimeoutPatterns[i].what, s);
         if (!seen.insert(key).second) break;
-        out.push_back({kTimeoutPatterns[i].what, s, fmt::format("{}:{}", f.string(), n)});
+        out.push_back({kTimeoutPatterns[i].what, s, fmt::format("{}:{}", shown, n)});
         break;
       }
     }
@@ -178,10 +182,13 @@ Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, 
   p.role = role_of_culprits(answer, p.culprits);
   if (answer.first_failure && !answer.first_failure->evidence.empty())
     p.cites.push_back(answer.first_failure->evidence + ": " + one_line(answer.first_failure->what, 140));
+  // One citation per line of the incident (several claims may rest on the same line).
+  std::set<std::string> refs;
+  if (answer.first_failure) refs.insert(answer.first_failure->evidence);
   for (const auto& e : answer.evidence) {
     if (p.cites.size() >= 5) break;
-    const std::string c = e.ref + ": " + one_line(e.text, 140);
-    if (std::find(p.cites.begin(), p.cites.end(), c) == p.cites.end()) p.cites.push_back(c);
+    if (e.ref.empty() || !refs.insert(e.ref).second) continue;
+    p.cites.push_back(e.ref + ": " + one_line(e.text, 140));
   }
   p.timeouts = stated_timeouts(inputs);
 

@@ -99,6 +99,14 @@ int repro_command(const ReproCommand& cmd) {
   popts.backend = cmd.backend;
   const Plan plan = make_plan(answer, std::vector<fs::path>(cmd.inputs.begin(), cmd.inputs.end()), popts);
 
+  const fs::path default_dir = fs::path(cmd.results) / "repro" / (plan.incident + "-" + utc_stamp(unix_now()));
+  std::vector<fs::path> targets;
+  for (size_t i = 0; i < plan.candidates.size(); ++i) {
+    targets.push_back(target_for(cmd, default_dir, plan, i));
+    std::error_code ec;
+    if (!cmd.out.empty() && fs::exists(targets.back(), ec) && !cmd.force)
+      return usage_error(targets.back().string() + ": exists (--force replaces it)");
+  }
   std::cout << fmt::format("incident {}: {}/{}, culprit {}{}, phase {}, scope {}, world {}\n", plan.incident,
                            answer.category.empty() ? "unknown" : answer.category,
                            answer.cause.empty() ? "unknown" : answer.cause, plan.role,
@@ -119,14 +127,6 @@ int repro_command(const ReproCommand& cmd) {
                              rank_ranges(plan.culprits), plan.candidates.size());
 
   // ---- write the scenarios: each checked by the loader under a temporary name, then renamed
-  const fs::path default_dir = fs::path(cmd.results) / "repro" / (plan.incident + "-" + utc_stamp(unix_now()));
-  std::vector<fs::path> targets;
-  for (size_t i = 0; i < plan.candidates.size(); ++i) {
-    targets.push_back(target_for(cmd, default_dir, plan, i));
-    std::error_code ec;
-    if (!cmd.out.empty() && fs::exists(targets.back(), ec) && !cmd.force)
-      return usage_error(targets.back().string() + ": exists (--force replaces it)");
-  }
   for (size_t i = 0; i < plan.candidates.size(); ++i) {
     const fs::path& t = targets[i];
     std::error_code ec;
