@@ -13,6 +13,7 @@ Recipe kill(std::string id, std::string signal, std::string cause, std::string w
   r.id = std::move(id);
   r.fault = "kill_rank";
   r.keys = "signal = \"" + signal + "\"";
+  r.every_rank = true;
   r.outcome = "crash";
   r.detector = "exit_monitor";
   r.category = "rank_exit";
@@ -52,6 +53,7 @@ std::vector<CauseRow> build_table() {
   oom.fault = "oom_rank";
   oom.fault_step = 4;
   oom.keys = "limit_mb = 300\nmb_per_step = 64";
+  oom.every_rank = true;
   oom.tags = {"cgroup"};
   oom.outcome = "crash";
   oom.detector = "exit_monitor";

@@ -23,6 +23,9 @@ struct Recipe {
   std::string targets = "culprit";
   // The culprit's role when the incident names no rank: first | middle | last | all.
   std::string default_role = "middle";
+  // The fault may take every rank when the incident's culprits are all of them (every rank died
+  // of the same signal); false where the fault is only defined against peers (a mismatch).
+  bool every_rank = false;
   bool at_step = true;        // trigger at_step (else: from launch, as the fault's default)
   std::string keys;           // extra [[fault]] lines, TOML ("signal = \"SIGKILL\"")
   std::string args;           // [workload.args] lines, TOML

@@ -23,11 +23,17 @@ std::string role_of(int rank, int world) {
   return "middle";
 }
 
-// The ranks the answer blames: its missing ranks, else the first failure's rank unless every rank
-// failed alike (scope all: the first to fail is order, not a culprit).
+// Categories whose first failure is the failing rank's own (it died, its disk or memory ran out);
+// in the others the first to report is a witness: the store host timing out waiting for clients,
+// a rank timing out in a collective its peer never entered.
+const std::set<std::string> kOwnFailure = {"rank_exit", "resource_limit", "data_loading"};
+
+// The ranks the answer blames: its missing ranks, else the first failure's rank where that is the
+// failing rank's own and not every rank failed alike (scope all: the first is order, not a culprit).
 std::vector<int> culprits_of(const TriageResult& r) {
   if (!r.missing_ranks.empty()) return r.missing_ranks;
-  if (r.first_failure && r.first_failure->rank >= 0 && r.scope != "all") return {r.first_failure->rank};
+  if (r.first_failure && r.first_failure->rank >= 0 && r.scope != "all" && kOwnFailure.count(r.category))
+    return {r.first_failure->rank};
   return {};
 }
 
@@ -229,7 +235,7 @@ Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, 
     std::string role = p.role;
     if (role == "unnamed" || role == "unknown") role = rec.default_role;
     if (role == "only" && w > 1) role = "first";
-    if (rec.targets == "all") {
+    if (rec.targets == "all" || (role == "all" && rec.every_rank)) {
       for (int r = 0; r < w; ++r) c.fault_ranks.push_back(r);
       c.culprits = c.fault_ranks;
       c.role = "all";

@@ -88,10 +88,11 @@ int repro_command(const ReproCommand& cmd) {
   } catch (const std::exception& e) {
     return usage_error(cmd.inputs.front() + ": " + e.what());
   }
+  const auto unknown = [](const std::string& v) { return v.empty() || v == "unknown" || v == "none"; };
   if (answer.evidence.empty() && !answer.first_failure && answer.missing_ranks.empty() &&
-      !answer.stuck_collective && (answer.category.empty() || answer.category == "unknown" || answer.category == "none"))
-    return usage_error(fmt::format("{}: no recognizable incident (triage found no failure, missing rank or stuck "
-                                   "collective in it)",
+      !answer.stuck_collective && unknown(answer.category) && unknown(answer.phase))
+    return usage_error(fmt::format("{}: no recognizable incident (triage found no failure, missing rank, stuck "
+                                   "collective or phase in it)",
                                    cmd.inputs.front()));
 
   PlanOptions popts;

@@ -120,6 +120,26 @@ TEST_CASE("culprit roles survive scaling down", "[repro]") {
     REQUIRE(p.candidates.size() == 1);
     CHECK(p.candidates[0].fault_ranks.size() == 4);
   }
+  {
+    // The store host that timed out waiting for its clients is a witness, not the culprit.
+    TriageResult r = answer("rendezvous", "rendezvous_timeout", 8, {}, "init", "subset");
+    r.first_failure = Failure{0, 0, "Timed out after 601 seconds waiting for clients. 1/8 clients joined.", "a.log:1"};
+    CHECK(culprits_of(r).empty());
+    r.category = "rank_exit";
+    r.cause = "crashed";
+    CHECK(culprits_of(r) == std::vector<int>{0});
+  }
+  {
+    // Every rank died of the same signal: a fault that may take every rank takes them all.
+    Plan p = make_plan(answer("rank_exit", "segfault", 2, {0, 1}, "unknown", "all"), {}, o);
+    CHECK(p.role == "all");
+    REQUIRE(p.candidates.size() == 1);
+    CHECK(p.candidates[0].fault_ranks == std::vector<int>{0, 1});
+    // ... a mismatch never: it is defined against peers.
+    Plan m = make_plan(answer("collective_mismatch", "mismatched_collective", 4, {0, 1, 2, 3}, "training", "all"), {}, o);
+    REQUIRE(m.candidates.size() == 1);
+    CHECK(m.candidates[0].fault_ranks.size() == 1);
+  }
 }
 
 TEST_CASE("GPU-only and unknown causes say plainly why they are not reproducible", "[repro]") {
@@ -170,7 +190,7 @@ TEST_CASE("stated timeouts are read with the line that states them", "[repro]") 
   CHECK(t[1].seconds == Approx(601));
 }
 
-TEST_CASE("comparison: category, cause, role, phase and scope decide; refinements need their fact", "[repro]") {
+TEST_CASE("comparison: category, cause, role, phase and scope decide, and refinements need their fact", "[repro]") {
   PlanOptions o;
   Plan p = make_plan(answer("rank_exit", "segfault", 45, {44}, "training", "subset"), {}, o);
   REQUIRE(p.candidates.size() == 1);
