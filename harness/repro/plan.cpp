@@ -265,8 +265,12 @@ std::string render_scenario(const Plan& p, const Candidate& c, const PlanOptions
                    a.world_size > 0 ? std::to_string(a.world_size) : std::string("an unstated world"),
                    a.phase.empty() ? "unknown" : a.phase, a.scope.empty() ? "unknown" : a.scope);
   for (const auto& cite : p.cites) o += "#   " + cite + "\n";
-  for (const auto& t : p.timeouts)
-    o += fmt::format("#   stated {} timeout {:g} s ({}); scaled down below\n", t.what, t.seconds, t.ref);
+  for (const auto& t : p.timeouts) {
+    const std::string here = t.what == "collective" ? fmt::format("collective_s = {:g}", r.collective_s)
+                             : t.what == "store"    ? fmt::format("init_s = {:g}", r.init_s)
+                                                    : std::string("heartbeat_s = 1");
+    o += fmt::format("#   stated {} timeout {:g} s ({}); scaled down here to {}\n", t.what, t.seconds, t.ref, here);
+  }
   o += fmt::format("# Candidate \"{}\" ({}): {}\n", r.id, r.fault, one_line(r.why, 400));
   o += fmt::format("#   Ranked: {}\n", c.rank_why);
   o += fmt::format("#   Scaled: world {} -> {}; the culprit keeps its role ({}): {} {}.\n",

@@ -187,7 +187,8 @@ int repro_command(const ReproCommand& cmd) {
     if (cmp.reproduced) ++reproduced;
     std::cout << "  " << c.recipe.id << ": " << cmp.line() << "\n";
     for (const auto& n : cmp.notes) std::cout << "    " << n << "\n";
-    std::cout << "    run record: " << run_dir.string() << "\n";
+    std::cout << "    its [expect]: " << (tr.status == 0 ? "met" : fmt::format("not met (hanglab run exit {})", tr.status))
+              << "; run record: " << run_dir.string() << "\n";
   }
   if (!cmd.run) return 0;
   if (reproduced > 0) return 0;
