@@ -31,6 +31,7 @@ struct Recipe {
   std::string args;           // [workload.args] lines, TOML
   std::vector<std::string> tags;  // scenario tags beyond cpu/gloo (cgroup, namespace, fuse, net)
   int nodes = 1;              // [topology] nodes (> 1: network namespaces, needs root)
+  int min_world = 1;          // ranks the mechanism needs (a mismatch needs peers, a lost store a host)
   int steps = 12;
   int fault_step = 6;         // at_step when at_step
   double init_s = 30, collective_s = 5, progress_s = 10;
@@ -40,6 +41,7 @@ struct Recipe {
   std::string category, cause;  // what the reproduction's triage says (the row's unless noted)
   std::string phase;          // the phase the reproduction's triage names
   std::string why;            // why this fault is the incident's mechanism
+  std::string ranked;         // why it stands where it does among the row's recipes ("" = first, the usual one)
 };
 
 struct CauseRow {

@@ -204,10 +204,13 @@ Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, 
       p.not_here = fmt::format("not reproducible here: needs {}; missing fault: {}", row->needs, row->missing_fault);
       return p;
     }
-    for (size_t i = 0; i < row->recipes.size(); ++i)
-      recipes.push_back({row->recipes[i], i == 0 ? "the cause table's first recipe for " + answer.category + "/" +
-                                                       answer.cause
-                                                 : "an alternative mechanism for the same answer"});
+    for (size_t i = 0; i < row->recipes.size(); ++i) {
+      const Recipe& rec = row->recipes[i];
+      std::string why = !rec.ranked.empty() ? rec.ranked
+                        : i == 0 ? "the cause table's first recipe for " + answer.category + "/" + answer.cause
+                                 : "an alternative mechanism for the same answer";
+      recipes.push_back({rec, why});
+    }
   } else if ((answer.category == "unknown" || answer.category.empty()) && !p.culprits.empty()) {
     p.absence = true;
     recipes = rank_absence(answer, p.culprits);
@@ -231,6 +234,7 @@ Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, 
     int w = opts.world_size.value_or(answer.world_size >= 1 && answer.world_size <= 4 ? answer.world_size : 4);
     if (rec.nodes > 1) w = std::max(w, 2 * rec.nodes) / rec.nodes * rec.nodes;  // whole nodes, >= 2 ranks each
     if (rec.targets == "node" || rec.targets == "all") w = std::max(w, 2);
+    w = std::max(w, rec.min_world);
     c.world = w;
     std::string role = p.role;
     if (role == "unnamed" || role == "unknown") role = rec.default_role;

@@ -12,7 +12,6 @@
 #include "repro/compare.hpp"
 #include "repro/plan.hpp"
 #include "run/runner.hpp"
-#include "scenario/config_error.hpp"
 #include "triage/triage.hpp"
 #include "util.hpp"
 
