@@ -64,8 +64,13 @@ mkdir -p "$work/empty"
 echo "hello world" > "$work/empty/notes.txt"
 bad "no incident" "$work/empty" --run --results "$work/bad"
 echo "keep me" > "$work/existing.toml"
-bad "existing --out" "$corpus/gh-horovod-469" --out "$work/existing.toml" --results "$work/bad"
+bad "existing --out" "$corpus/gh-dolly-139" --out "$work/existing.toml" --results "$work/bad"
 [ "$(cat "$work/existing.toml")" = "keep me" ] || fail "--out overwrote an existing file"
+# Several candidates write <stem>.<candidate>.toml; an existing one of those is refused alike.
+echo "keep me" > "$work/multi.kill.toml"
+bad "existing --out (one of several)" "$corpus/gh-horovod-469" --out "$work/multi.toml" --results "$work/bad"
+[ ! -e "$work/multi.oom.toml" ] || fail "a sibling candidate was written although one target exists"
+[ "$(cat "$work/multi.kill.toml")" = "keep me" ] || fail "--out overwrote an existing candidate file"
 # A GPU-only cause: plain reason and the missing fault, exit 1, nothing run.
 o=$("$hanglab" repro "$corpus/gh-nccl-342" --run --results "$work/gpu" 2>&1); r=$?
 [ $r -eq 1 ] || fail "GPU-only cause: exit $r, want 1: $o"
