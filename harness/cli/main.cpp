@@ -416,6 +416,7 @@ int main(int argc, char** argv) {
     if (*repro_sub) {
       if (repro_sub->count("--world-size")) rp.world_size = repro_world;
       install_interrupt_handlers();
+      rp.interrupted = &g_interrupted;
       return repro::repro_command(rp);
     }
     if (*list) return cmd_list();

@@ -71,9 +71,11 @@ Comparison compare_one(const Plan& plan, const Candidate& c, const Observed& obs
   const auto field = [&](const std::string& name, const std::string& a, const std::string& b, bool same) {
     if (same)
       cmp.matched.push_back(a == b ? name + " " + a : fmt::format("{} {} (reproduction: {})", name, a, b));
-    else
+    else {
       cmp.differs.push_back(fmt::format("{} (incident {}, reproduction {})", name, a.empty() ? "-" : a,
                                         b.empty() ? "-" : b));
+      cmp.differ_fields.push_back(name);
+    }
   };
   const std::vector<int> rep_culprits = culprits_of(rep);
   if (cause_known) {

@@ -28,7 +28,8 @@ struct Comparison {
   bool consistent_only = false;        // the incident states no cause: only its stated facts compared
   std::string reader;                  // the reader that agreed (or the run record's, when none did)
   std::vector<std::string> matched;    // "category rank_exit", ...
-  std::vector<std::string> differs;    // "cause: incident segfault, reproduction killed"
+  std::vector<std::string> differs;    // "cause (incident segfault, reproduction killed)"
+  std::vector<std::string> differ_fields;  // "cause", "phase", ...
   std::vector<std::string> notes;      // stuck call, detector, refinements used
   std::string line() const;            // "reproduced (...)" | "not reproduced: differs in ..."
 };

@@ -2,6 +2,7 @@
 #include "repro/plan.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <regex>
 #include <set>

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -127,24 +128,38 @@ int repro_command(const ReproCommand& cmd) {
                              rank_ranges(plan.culprits), plan.candidates.size());
 
   // ---- write the scenarios: each checked by the loader under a temporary name, then renamed
+  // Every file is loaded under its temporary name first; only when all load are they renamed
+  // into place, so a failure leaves none of them behind.
+  std::vector<fs::path> tmps;
+  const auto drop_tmps = [&] {
+    std::error_code ec;
+    for (const auto& t : tmps) fs::remove(t, ec);
+  };
   for (size_t i = 0; i < plan.candidates.size(); ++i) {
     const fs::path& t = targets[i];
     std::error_code ec;
     if (!t.parent_path().empty()) fs::create_directories(t.parent_path(), ec);
-    const fs::path tmp = t.parent_path() / (".repro-" + std::to_string(::getpid()) + "-" + t.filename().string());
-    write_file(tmp, render_scenario(plan, plan.candidates[i], popts));
+    tmps.push_back(t.parent_path() / (".repro-" + std::to_string(::getpid()) + "-" + t.filename().string()));
     try {
-      (void)prepare_scenario(tmp);
+      write_file(tmps.back(), render_scenario(plan, plan.candidates[i], popts));
+      (void)prepare_scenario(tmps.back());
     } catch (const std::exception& e) {
-      fs::remove(tmp, ec);
-      std::cerr << "hanglab repro: internal error: the generated scenario does not load: " << e.what() << "\n";
+      drop_tmps();
+      std::cerr << "hanglab repro: internal error: the generated scenario " << t.string() << " does not load: "
+                << e.what() << "\n";
       return 3;
     }
-    fs::rename(tmp, t);
   }
+  for (size_t i = 0; i < tmps.size(); ++i) fs::rename(tmps[i], targets[i]);
 
   int reproduced = 0, ran = 0, skipped = 0;
+  std::set<std::string> missing_in;  // fields some run differed in
+  std::vector<std::string> nearest;  // the faults that ran
   for (size_t i = 0; i < plan.candidates.size(); ++i) {
+    if (cmd.interrupted && *cmd.interrupted) {
+      std::cerr << "hanglab repro: interrupted; the remaining candidates were not run\n";
+      return 130;
+    }
     const Candidate& c = plan.candidates[i];
     std::cout << fmt::format("candidate {}/{} {} ({}, rank(s) {} of {}, role {}): {}\n", i + 1, plan.candidates.size(),
                              c.recipe.id, c.recipe.fault, rank_ranges(c.culprits), c.world, c.role, c.rank_why);
@@ -184,6 +199,8 @@ int repro_command(const ReproCommand& cmd) {
     readings.push_back(logs);
     const Comparison cmp = compare(plan, c, readings);
     if (cmp.reproduced) ++reproduced;
+    for (const auto& f : cmp.differ_fields) missing_in.insert(f);
+    nearest.push_back(c.recipe.fault);
     std::cout << "  " << c.recipe.id << ": " << cmp.line() << "\n";
     for (const auto& n : cmp.notes) std::cout << "    " << n << "\n";
     std::cout << "    its [expect]: " << (tr.status == 0 ? "met" : fmt::format("not met (hanglab run exit {})", tr.status))
@@ -191,6 +208,20 @@ int repro_command(const ReproCommand& cmd) {
   }
   if (!cmd.run) return 0;
   if (reproduced > 0) return 0;
+  if (ran > 0) {
+    // Say what the catalog lacks: a fault whose run gives the incident's answer, or one that acts
+    // in the incident's phase or on every rank alike.
+    std::string lacks;
+    if (missing_in.count("category") || missing_in.count("cause"))
+      lacks = fmt::format("a fault whose run triage reads as {}/{}", answer.category, answer.cause);
+    else if (missing_in.count("phase"))
+      lacks = fmt::format("{} acting in phase {}", fmt::join(nearest, ", "), answer.phase);
+    else
+      lacks = fmt::format("{} with the incident's culprit role ({}) and scope ({})", fmt::join(nearest, ", "),
+                          plan.role, answer.scope);
+    std::cout << fmt::format("not reproduced by any candidate (nearest: {}); missing fault: {}\n",
+                             fmt::join(nearest, ", "), lacks);
+  }
   if (ran == 0 && skipped > 0) return 4;
   return 1;
 }

@@ -11,9 +11,11 @@
 // Exit: 0 scenarios written (without --run) or one candidate reproduced; 1 none reproduced, or
 // the incident's cause is not reproducible here (the line says why and names the missing fault);
 // 2 bad input (missing path, no recognizable incident, bad option, --out exists without --force):
-// nothing spawned, nothing written; 4 every candidate was skipped here (unsupported).
+// nothing spawned, nothing written; 3 a generated scenario did not load (a bug: none is left
+// behind); 4 every candidate was skipped here (unsupported); 130 interrupted.
 #pragma once
 
+#include <csignal>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +31,9 @@ struct ReproCommand {
   bool force = false;              // --out may replace existing files
   std::string results = "results"; // run records, and the scenarios when --out is not given
   std::string hanglab;             // the hanglab binary for `hanglab run` (default: this process's)
+  // Set by the CLI's SIGINT/SIGTERM handler: a `hanglab run` child tears its run down itself
+  // (it gets the terminal's signal too); repro then runs no further candidate (exit 130).
+  volatile sig_atomic_t* interrupted = nullptr;
 };
 
 int repro_command(const ReproCommand& cmd);
