@@ -77,4 +77,12 @@ o=$("$hanglab" repro "$corpus/gh-nccl-342" --run --results "$work/gpu" 2>&1); r=
 echo "$o" | grep -q "not reproducible here: needs .*; missing fault: nccl_shm" || fail "GPU-only cause: $o"
 [ ! -e "$work/gpu" ] || fail "GPU-only cause: something was written"
 echo "ok (GPU-only cause): $(echo "$o" | tail -1)"
+# --backend nccl on a host without a GPU: written, loadable, skipped when run (exit 4), never passed.
+if [ ! -e /dev/nvidia0 ]; then
+  o=$("$hanglab" repro "$corpus/gh-dolly-139" --backend nccl --run --results "$work/nccl" --out "$work/nccl.toml" 2>&1); r=$?
+  [ $r -eq 4 ] || fail "nccl without a GPU: exit $r, want 4: $o"
+  echo "$o" | grep -q "not run here: tagged gpu" || fail "nccl without a GPU: $o"
+  grep -q 'backend = "nccl"' "$work/nccl.toml" || fail "nccl scenario not written"
+  echo "ok (nccl without a GPU): $(echo "$o" | grep 'not run here')"
+fi
 echo PASS

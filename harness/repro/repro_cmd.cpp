@@ -169,9 +169,17 @@ int repro_command(const ReproCommand& cmd) {
     ToolResult tr = run_tool({exe, "run", targets[i].string(), "-j", "1", "--results", cmd.results});
     if (tr.status == 4) {
       ++skipped;
+      // hanglab run's verdict line: "SKIPPED  <name>  <reason>".
       std::string why = tr.output;
-      if (auto pos = why.find("skipped"); pos != std::string::npos) why = why.substr(pos);
-      std::cout << "  " << c.recipe.id << ": not run here: " << one_line_of(why) << "\n";
+      if (auto pos = why.find("SKIPPED"); pos != std::string::npos) {
+        why = why.substr(pos);
+        why = why.substr(0, why.find('\n'));
+        if (auto n = why.find(c.name); n != std::string::npos) why = why.substr(n + c.name.size());
+        why.erase(0, why.find_first_not_of(" \t"));
+      } else {
+        why = one_line_of(why);
+      }
+      std::cout << "  " << c.recipe.id << ": not run here: " << why << "\n";
       continue;
     }
     const fs::path run_dir = newest_run(cmd.results, c.name);
