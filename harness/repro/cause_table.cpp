@@ -14,6 +14,7 @@ Recipe kill(std::string id, std::string signal, std::string cause, std::string w
   r.fault = "kill_rank";
   r.keys = "signal = \"" + signal + "\"";
   r.every_rank = true;
+  r.incident_signal = true;
   r.outcome = "crash";
   r.detector = "exit_monitor";
   r.category = "rank_exit";
@@ -75,7 +76,7 @@ std::vector<CauseRow> build_table() {
                      "trace reader calls a crash signal \"crashed\" and records the signal (11)")},
                "", ""});
   t.push_back({"rank_exit", "crashed",
-               {kill("abort", "SIGABRT", "crashed",
+               {kill("crash", "SIGABRT", "crashed",
                      "the rank dies of SIGABRT (status 134), as after glibc's heap-corruption check or an abort() in "
                      "a library; peers see the connection closed")},
                "", ""});

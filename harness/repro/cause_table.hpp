@@ -26,6 +26,9 @@ struct Recipe {
   // The fault may take every rank when the incident's culprits are all of them (every rank died
   // of the same signal); false where the fault is only defined against peers (a mismatch).
   bool every_rank = false;
+  // The recipe's `signal = ...` key is replaced by the signal the incident's culprit died of,
+  // where the answer records it (a run directory, or a log with "exited on signal 7").
+  bool incident_signal = false;
   bool at_step = true;        // trigger at_step (else: from launch, as the fault's default)
   std::string keys;           // extra [[fault]] lines, TOML ("signal = \"SIGKILL\"")
   std::string args;           // [workload.args] lines, TOML

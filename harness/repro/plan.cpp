@@ -67,6 +67,10 @@ const TimeoutPattern kTimeoutPatterns[] = {
     {R"(heartbeat[^\n]*?(\d+) seconds)", "heartbeat", 1},
 };
 
+// The signals kill_rank sends (`hanglab describe kill_rank`).
+const std::pair<int, const char*> kKillSignals[] = {{9, "SIGKILL"}, {15, "SIGTERM"}, {11, "SIGSEGV"}, {7, "SIGBUS"},
+                                                    {6, "SIGABRT"}, {2, "SIGINT"},  {3, "SIGQUIT"},  {10, "SIGUSR1"}};
+
 std::vector<fs::path> incident_files(const std::vector<fs::path>& inputs) {
   std::vector<fs::path> out;
   for (const auto& p : inputs) {
@@ -183,6 +187,13 @@ Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, 
     fs::path first = inputs.front();
     p.incident = sanitize_name(fs::is_directory(first) ? fs::absolute(first).lexically_normal().filename().string()
                                                        : first.stem().string());
+    // A hanglab run directory is named by its stamp: the scenario's name says more.
+    std::error_code ec;
+    if (fs::is_directory(first, ec) && fs::exists(first / "run.json", ec)) {
+      const fs::path abs = fs::absolute(first).lexically_normal();
+      const fs::path dir = abs.filename().empty() ? abs.parent_path() : abs;
+      p.incident = sanitize_name(dir.parent_path().filename().string() + "_" + dir.filename().string());
+    }
     if (p.incident.empty()) p.incident = sanitize_name(fs::absolute(first).lexically_normal().parent_path().filename().string());
   }
   p.culprits = culprits_of(answer);
@@ -227,10 +238,19 @@ Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, 
     return p;
   }
 
+  // The culprit's death signal, where the answer records it.
+  std::optional<int> culprit_sig;
+  for (const auto& pr : answer.per_rank)
+    if (!p.culprits.empty() && pr.rank == p.culprits.front()) culprit_sig = pr.signal;
   for (auto& [rec, why] : recipes) {
     Candidate c;
     c.recipe = rec;
     c.rank_why = why;
+    c.keys = rec.keys;
+    if (rec.incident_signal && culprit_sig) {
+      for (const auto& [num, name] : kKillSignals)
+        if (num == *culprit_sig) c.keys = fmt::format("signal = \"{}\"  # the incident's culprit died of it", name);
+    }
     c.name = sanitize_name("repro_" + p.incident + "_" + rec.id);
     int w = opts.world_size.value_or(answer.world_size >= 1 && answer.world_size <= 4 ? answer.world_size : 4);
     if (rec.nodes > 1) w = std::max(w, 2 * rec.nodes) / rec.nodes * rec.nodes;  // whole nodes, >= 2 ranks each
@@ -310,7 +330,7 @@ std::string render_scenario(const Plan& p, const Candidate& c, const PlanOptions
   else
     o += "ranks = " + int_list(c.fault_ranks) + "\n";
   if (r.at_step) o += fmt::format("at_step = {}\n", r.fault_step);
-  if (!r.keys.empty()) o += r.keys + "\n";
+  if (!c.keys.empty()) o += c.keys + "\n";
   o += "\n[expect]\n";
   if (!r.outcome.empty()) o += "outcome = " + toml_str(r.outcome) + "\n";
   o += "detected_by = [" + toml_str(r.detector) + "]\n";

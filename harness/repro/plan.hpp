@@ -34,6 +34,7 @@ struct Candidate {
   std::vector<int> culprits;     // the ranks the reproduction's triage should name
   std::string role;              // the culprit's role in the reproduction
   std::string rank_why;          // why this candidate is ranked where it is
+  std::string keys;              // the recipe's fault keys, as adapted to the incident
 };
 
 struct Plan {

@@ -145,6 +145,21 @@ TEST_CASE("culprit roles survive scaling down", "[repro]") {
   }
 }
 
+TEST_CASE("a kill recipe sends the signal the incident's culprit died of", "[repro]") {
+  PlanOptions o;
+  TriageResult r = answer("rank_exit", "crashed", 4, {2});
+  Plan plain = make_plan(r, {}, o);
+  REQUIRE(!plain.candidates.empty());
+  CHECK(plain.candidates[0].keys.find("SIGABRT") != std::string::npos);  // the recipe's own
+  RankTimeline t;
+  t.rank = 2;
+  t.signal = 11;
+  r.per_rank.push_back(t);
+  Plan p = make_plan(r, {}, o);
+  CHECK(p.candidates[0].keys.find("SIGSEGV") != std::string::npos);
+  CHECK(render_scenario(p, p.candidates[0], o).find("signal = \"SIGSEGV\"") != std::string::npos);
+}
+
 TEST_CASE("GPU-only and unknown causes say plainly why they are not reproducible", "[repro]") {
   PlanOptions o;
   Plan p = make_plan(answer("resource_limit", "nccl_shm", 0, {}, "init", "unknown"), {}, o);
