@@ -162,6 +162,15 @@ const std::vector<LinePattern>& line_patterns() {
        PatternFields::kNone,
        "RuntimeError: Rank 2 successfully reached monitoredBarrier, but received errors while waiting for send/recv "
        "from rank 0. Please check rank 0 logs for faulty rank."},
+      // Horovod's SHUT_DOWN_ERROR, raised on every rank once Horovod's background loop stopped: its own
+      // text says the cause is elsewhere (an exception on some rank, printed before it, or a rank that
+      // finished while its peers still submitted collectives). An echo, never the rank's own failure
+      // (the line is from a public TensorFlow + Horovod traceback).
+      {{"Horovod has been shut down. This was caused by"}, {}, LogKind::kCommException, "", "", PatternFields::kNone,
+       "tensorflow.python.framework.errors_impl.UnknownError:  Horovod has been shut down. This was caused by an "
+       "exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the "
+       "ranks finished execution. If the shutdown was caused by an exception, you should see the exception in the log "
+       "before the first shutdown message."},
       // Slurm cancelled the job at its time limit (gh-zetta_utils-671).
       {{"DUE TO TIME LIMIT"}, {"CANCELLED"}, LogKind::kResourceLimit, "resource_limit", "time_limit",
        PatternFields::kNone,

@@ -93,3 +93,29 @@ TEST_CASE("monitored_barrier: a non-zero rank's error from rank 0 blames no one"
   CHECK(r.missing_ranks.empty());
   CHECK((!r.first_failure || r.first_failure->rank == -1 || r.first_failure->rank == 2));
 }
+
+TEST_CASE("Horovod's 'has been shut down' is an echo, never its rank's own failure", "[triage_logs]") {
+  const std::string shut =
+      "tensorflow.python.framework.errors_impl.UnknownError:  Horovod has been shut down. This was caused by an "
+      "exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the "
+      "ranks finished execution. If the shutdown was caused by an exception, you should see the exception in the "
+      "log before the first shutdown message.\n";
+  {
+    TempDir t("hvd_shut_alone");
+    write_file(t.dir / "rank-3.log", "step 1 loss 0.5\n" + shut);
+    TriageOptions o;
+    o.world_size = 4;
+    auto r = triage_logs({t.dir}, o);
+    CHECK(r.missing_ranks.empty());
+    CHECK((!r.first_failure || r.first_failure->rank != 3));
+  }
+  {
+    TempDir t("hvd_shut_root");
+    write_file(t.dir / "rank-0.log", "step 1 loss 0.5\n" + shut);
+    write_file(t.dir / "rank-1.log", "step 1 loss 0.5\nValueError: bad shape in batch 17\n");
+    auto r = triage_logs({t.dir});
+    CHECK(r.category == "rank_exit");
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 1);
+  }
+}
