@@ -257,9 +257,21 @@ void LogTimeline::describe_kind(const LogEvent& e, Fail& f) const {
         return;
       }
       [[fallthrough]];
+    case LogKind::kMpiExit:
+      // "MPI_ABORT was invoked on rank N in communicator MPI_COMM_WORLD": the rank gave up on its own
+      // (an uncaught error), and Open MPI kills the rest: a cause, as weak as an exception line (a
+      // rank's own exception or crash printed before it is the story).
+      if (e.kind == LogKind::kMpiExit && e.word == "MPI_ABORT") {
+        f.role = Role::kRoot;
+        f.category = "rank_exit";
+        f.cause = "nonzero_exit";
+        f.strength = 1;
+        f.what = "called MPI_Abort (" + txt + ")";
+        return;
+      }
+      [[fallthrough]];
     case LogKind::kLauncherExit:
     case LogKind::kSignalReceived:
-    case LogKind::kMpiExit:
     case LogKind::kExitStatus:
       f.role = Role::kExit;
       exit_meaning(e.signal, e.code, f);

@@ -165,12 +165,19 @@ const std::vector<LinePattern>& line_patterns() {
       // Horovod's SHUT_DOWN_ERROR, raised on every rank once Horovod's background loop stopped: its own
       // text says the cause is elsewhere (an exception on some rank, printed before it, or a rank that
       // finished while its peers still submitted collectives). An echo, never the rank's own failure
-      // (the line is from a public TensorFlow + Horovod traceback).
-      {{"Horovod has been shut down. This was caused by"}, {}, LogKind::kCommException, "", "", PatternFields::kNone,
+      // (the line is from a public TensorFlow + Horovod traceback; Horovod before 0.13.9 said "This has
+      // been caused by an exception on one of the rank", horovod#243).
+      {{"Horovod has been shut down"}, {}, LogKind::kCommException, "", "", PatternFields::kNone,
        "tensorflow.python.framework.errors_impl.UnknownError:  Horovod has been shut down. This was caused by an "
        "exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the "
        "ranks finished execution. If the shutdown was caused by an exception, you should see the exception in the log "
        "before the first shutdown message."},
+      // Open MPI's notice that a process called MPI_Abort (mpi4py's and most MPI programs' way out of an
+      // uncaught error): that rank of MPI_COMM_WORLD gave up first and Open MPI kills the others. Its
+      // exit, as mpirun's "process rank N ... exited" lines are; a rank of another communicator is no
+      // global rank, so only MPI_COMM_WORLD's is read (an Open MPI users' list post).
+      {{"MPI_ABORT was invoked on rank ", " in communicator MPI_COMM_WORLD"}, {}, LogKind::kMpiExit, "", "",
+       PatternFields::kMpiAbort, "MPI_ABORT was invoked on rank 52 in communicator MPI_COMM_WORLD"},
       // Slurm cancelled the job at its time limit (gh-zetta_utils-671).
       {{"DUE TO TIME LIMIT"}, {"CANCELLED"}, LogKind::kResourceLimit, "resource_limit", "time_limit",
        PatternFields::kNone,
@@ -397,6 +404,10 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
         o.local_rank = bounded_rank(int_after(m, "--local_rank="));
         break;
       }
+      case PatternFields::kMpiAbort:
+        o.other_rank = bounded_rank(int_after(m, "invoked on rank "));
+        o.word = "MPI_ABORT";
+        break;
       case PatternFields::kFailedRanks: {
         // "... Rank 1 failed to pass" / "... Ranks 4, 5, 6, 7 failed to pass": the list between the
         // last "Rank"/"Ranks" and " failed"; anything but digits, commas and spaces there: no list.

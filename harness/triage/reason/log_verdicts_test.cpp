@@ -119,3 +119,26 @@ TEST_CASE("Horovod's 'has been shut down' is an echo, never its rank's own failu
     CHECK(r.first_failure->rank == 1);
   }
 }
+
+TEST_CASE("Open MPI's 'MPI_ABORT was invoked on rank N in MPI_COMM_WORLD' is rank N's exit", "[triage_logs]") {
+  auto l = parse("MPI_ABORT was invoked on rank 52 in communicator MPI_COMM_WORLD");
+  CHECK(l.kind == LogKind::kMpiExit);
+  CHECK(l.other_rank == 52);
+  // Another communicator's rank is no global rank.
+  auto sub = parse("MPI_ABORT was invoked on rank 1 in communicator MPI COMMUNICATOR 3 SPLIT FROM 0");
+  CHECK(sub.kind != LogKind::kMpiExit);
+  TempDir t("mpi_abort");
+  write_file(t.dir / "mpirun.log",
+             "--------------------------------------------------------------------------\n"
+             "MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD\n"
+             "with errorcode 1.\n"
+             "\n"
+             "NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n"
+             "You may or may not see output from other processes, depending on\n"
+             "exactly when Open MPI kills them.\n"
+             "--------------------------------------------------------------------------\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == 3);
+}
