@@ -142,3 +142,30 @@ TEST_CASE("Open MPI's 'MPI_ABORT was invoked on rank N in MPI_COMM_WORLD' is ran
   REQUIRE(r.first_failure);
   CHECK(r.first_failure->rank == 3);
 }
+
+TEST_CASE("Slurm's own 'Connection refused' is no rendezvous store's", "[triage_logs]") {
+  auto l = parse("slurmstepd: error: Failed to send MESSAGE_TASK_EXIT: Connection refused");
+  CHECK(l.kind == LogKind::kNone);
+  TempDir t("slurm_refused");
+  write_file(t.dir / "job.out",
+             "slurmstepd: error: *** JOB 37361369 ON learnfair5146 CANCELLED AT 2021-03-15T18:00:46 DUE TO PREEMPTION "
+             "***\n"
+             "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+             "slurmstepd: error: Failed to send MESSAGE_TASK_EXIT: Connection refused\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "preemption");
+}
+
+TEST_CASE("a store barrier counting more ranks than the world is a stale rendezvous", "[triage_logs]") {
+  TempDir t("stale_store");
+  write_file(t.dir / "job.out",
+             "Traceback (most recent call last):\n"
+             "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+             "store_based_barrier_key:1 (world_size=8, worker_count=16, timeout=0:30:00)\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "stale_rendezvous");
+  CHECK(r.phase == "init");
+  CHECK(r.missing_ranks.empty());
+}

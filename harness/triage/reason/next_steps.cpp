@@ -48,6 +48,12 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
             "join_timeout=..., init_process_group timeout).",
             who));
       }
+      if (k == "stale_rendezvous") {
+        n.push_back(
+            "The store counted arrivals of an earlier run: give each (re)start a fresh rendezvous (a new "
+            "MASTER_PORT or --rdzv_id per attempt, delete a file:// init file before restarting, make sure the old "
+            "job's processes are gone) so a requeued or restarted job does not reuse its predecessor's store.");
+      }
       if (!r_.missing_ranks.empty() && k != "wrong_master_addr" && k != "late_joiner") {
         n.push_back(
             fmt::format("Find out why {} never joined: its launcher/pod events, its stderr, whether the "
