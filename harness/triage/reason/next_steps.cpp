@@ -142,6 +142,12 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
             "Reduce the rank's memory (batch, activation checkpointing) or raise its memory limit; check "
             "for growth over steps.");
       }
+      if (k == "preemption") {
+        n.push_back(
+            "The scheduler preempted the job (its nodes went to a job of higher priority): run it where it "
+            "cannot be preempted, or make it resumable: checkpoint on the warning signal (sbatch --signal=USR1@120, "
+            "torchrun forwards SIGTERM) and requeue (--requeue) from the last checkpoint with a fresh rendezvous.");
+      }
       if (k == "cuda_error") {
         n.push_back(
             fmt::format("{} hit a CUDA error: check dmesg -T | grep -i -E 'xid|nvrm' on its node, nvidia-smi -q "
