@@ -178,6 +178,12 @@ const std::vector<LinePattern>& line_patterns() {
       // global rank, so only MPI_COMM_WORLD's is read (an Open MPI users' list post).
       {{"MPI_ABORT was invoked on rank ", " in communicator MPI_COMM_WORLD"}, {}, LogKind::kMpiExit, "", "",
        PatternFields::kMpiAbort, "MPI_ABORT was invoked on rank 52 in communicator MPI_COMM_WORLD"},
+      // The kubelet evicted the pod under node memory pressure (kubectl describe pod's Message, its
+      // events): a kill for memory like the OOM killer's, one step earlier (aws/aws-k8s-tester's
+      // changelog quotes this line for an evicted prometheus-server).
+      {{"The node was low on resource: memory."}, {}, LogKind::kOomKill, "", "", PatternFields::kNone,
+       "The node was low on resource: memory. Container prometheus-server was using 3885112Ki, which exceeds its "
+       "request of 0. Container prometheus-server-configmap-reload was using 2100Ki, which exceeds its request of 0."},
       // Slurm cancelled the job at its time limit (gh-zetta_utils-671).
       {{"DUE TO TIME LIMIT"}, {"CANCELLED"}, LogKind::kResourceLimit, "resource_limit", "time_limit",
        PatternFields::kNone,

@@ -169,3 +169,15 @@ TEST_CASE("a store barrier counting more ranks than the world is a stale rendezv
   CHECK(r.phase == "init");
   CHECK(r.missing_ranks.empty());
 }
+
+TEST_CASE("a pod evicted for node memory pressure is an OOM kill", "[triage_logs]") {
+  TempDir t("evicted");
+  write_file(t.dir / "describe-train-worker-1.txt",
+             "Status:       Failed\n"
+             "Reason:       Evicted\n"
+             "Message:      The node was low on resource: memory. Container pytorch was using 61440Mi, which exceeds "
+             "its request of 0.\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "oom");
+}
