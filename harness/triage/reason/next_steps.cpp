@@ -142,6 +142,13 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
             "Reduce the rank's memory (batch, activation checkpointing) or raise its memory limit; check "
             "for growth over steps.");
       }
+      if (k == "crashed" && r_.first_failure && r_.first_failure->what.find("SIGBUS") != std::string::npos) {
+        n.push_back(fmt::format(
+            "{} died of SIGBUS: in a container that is most often a full /dev/shm (DataLoader workers' shared "
+            "memory, NCCL's SHM transport; docker's default is 64 MB): check df -h /dev/shm on its node and raise it "
+            "(docker --shm-size / --ipc=host, a Kubernetes emptyDir with medium: Memory at /dev/shm).",
+            who));
+      }
       if (k == "preemption") {
         n.push_back(
             "The scheduler preempted the job (its nodes went to a job of higher priority): run it where it "
@@ -156,8 +163,9 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
       }
       if (k == "crashed") {
         n.push_back(
-            fmt::format("{} crashed (139 = SIGSEGV): get the core dump / full backtrace; check CUDA/NCCL "
-                        "errors and GPU Xid in dmesg, driver and library versions on that node.",
+            fmt::format("{} crashed (a fatal signal; 139 = SIGSEGV, 135 = SIGBUS, 134 = SIGABRT): get the core dump "
+                        "/ full backtrace; check CUDA/NCCL errors and GPU Xid in dmesg, driver and library versions on "
+                        "that node.",
                         who));
       }
       if (k == "exception" || k == "usage_error" || k == "nonzero_exit") {
