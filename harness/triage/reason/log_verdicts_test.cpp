@@ -82,6 +82,17 @@ TEST_CASE("monitored_barrier: rank 0's verdict names the ranks that never arrive
   CHECK(mentions(r.summary, "monitored_barrier"));
 }
 
+TEST_CASE("monitored_barrier: with wait_all_ranks every per-rank verdict counts", "[triage_logs]") {
+  TempDir t("monitored_all");
+  write_file(t.dir / "rank-0.log",
+             "[E ProcessGroupGloo.cpp:2810] [Rank 0]: Rank 2 failed to pass monitoredBarrier in 5000 ms\n"
+             "[E ProcessGroupGloo.cpp:2810] [Rank 0]: Rank 5 failed to pass monitoredBarrier in 5000 ms\n");
+  TriageOptions o;
+  o.world_size = 8;
+  auto r = triage_logs({t.dir}, o);
+  CHECK(r.missing_ranks == std::vector<int>{2, 5});
+}
+
 TEST_CASE("monitored_barrier: a non-zero rank's error from rank 0 blames no one", "[triage_logs]") {
   TempDir t("monitored_peer");
   write_file(t.dir / "rank-2.log",

@@ -143,6 +143,13 @@ bool LogAnalyzer::try_stall_check() {
   std::vector<int> missing;
   for (int r : last->ranks)
     if (valid_rank(r) && std::find(missing.begin(), missing.end(), r) == missing.end()) missing.push_back(r);
+  // With wait_all_ranks, rank 0 logs one "Rank N failed to pass" line per absent rank before
+  // its summary: every such verdict counts (a stall warning, by contrast, is replaced by the next).
+  if (last->word == "monitored_barrier")
+    for (const auto& e : c_.events)
+      if (e.kind == LogKind::kDesyncMissing && e.word == "monitored_barrier")
+        for (int r : e.ranks)
+          if (valid_rank(r) && std::find(missing.begin(), missing.end(), r) == missing.end()) missing.push_back(r);
   if (missing.empty()) return false;
   std::sort(missing.begin(), missing.end());
   r_.category = "unknown";
