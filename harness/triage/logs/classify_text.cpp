@@ -30,6 +30,14 @@ void classify_text(sv m, LogLine& o) {
     }
   }
   if (starts(m, "hanglab hook ")) return;  // injected ground truth: never evidence
+  // Slurm's own daemons talking to each other ("slurmstepd: error: Failed to send MESSAGE_TASK_EXIT:
+  // Connection refused" once srun is gone after a cancel or preemption): no rendezvous store, no
+  // rank's connection (facebookincubator/submitit#1613).
+  {
+    const sv t = trim(m);
+    if ((starts(t, "slurmstepd") || starts(t, "srun: ") || starts(t, "slurmd")) && has(t, "Connection refused"))
+      return;
+  }
   if (starts(m, "lingering after the training loop") || m == "final barrier") {
     o.kind = LogKind::kLeftLoop;
     return;

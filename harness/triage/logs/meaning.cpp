@@ -244,10 +244,34 @@ void LogTimeline::describe_kind(const LogEvent& e, Fail& f) const {
       f.role = Role::kTeardown;
       f.what = fmt::format("the launcher sent {} (pid {}): teardown", e.word.empty() ? "a signal" : e.word, e.pid);
       return;
+    case LogKind::kSrunTask:
+      // srun's "task 0: Out Of Memory": Slurm's cgroup OOM handler killed the task (the step's
+      // memory limit), the OOM kill itself, not an echo of one.
+      if (e.word.find("Out Of Memory") != std::string::npos) {
+        f.role = Role::kRoot;
+        f.category = "rank_exit";
+        f.cause = "oom";
+        f.strength = 3;
+        f.signal = 9;
+        f.what = "OOM-killed by Slurm's cgroup (" + txt + ")";
+        return;
+      }
+      [[fallthrough]];
+    case LogKind::kMpiExit:
+      // "MPI_ABORT was invoked on rank N in communicator MPI_COMM_WORLD": the rank gave up on its own
+      // (an uncaught error), and Open MPI kills the rest: a cause, as weak as an exception line (a
+      // rank's own exception or crash printed before it is the story).
+      if (e.kind == LogKind::kMpiExit && e.word == "MPI_ABORT") {
+        f.role = Role::kRoot;
+        f.category = "rank_exit";
+        f.cause = "nonzero_exit";
+        f.strength = 1;
+        f.what = "called MPI_Abort (" + txt + ")";
+        return;
+      }
+      [[fallthrough]];
     case LogKind::kLauncherExit:
     case LogKind::kSignalReceived:
-    case LogKind::kMpiExit:
-    case LogKind::kSrunTask:
     case LogKind::kExitStatus:
       f.role = Role::kExit;
       exit_meaning(e.signal, e.code, f);

@@ -137,6 +137,53 @@ const std::vector<LinePattern>& line_patterns() {
       // gh-deepspeed-4000). torchrun's "closing signal" lines name only the survivors.
       {{"Killing subprocess "}, {}, LogKind::kLauncherSignal, "", "launcher_kill_all", PatternFields::kKilledProcess,
        "[2023-04-14 13:11:27,879] [INFO] [launch.py:428:sigkill_handler] Killing subprocess 13266"},
+      // Slurm preempted the job (a job of higher priority, or the nodes' owner, took its nodes): every
+      // task is cancelled alike, like the time limit (the line is from a public cluster's user guide,
+      // "Freecycle Partition", of a job terminated by the node owner's jobs).
+      {{"DUE TO PREEMPTION"}, {"CANCELLED"}, LogKind::kResourceLimit, "resource_limit", "preemption",
+       PatternFields::kNone,
+       "slurmstepd: error: *** STEP 557341.0 ON c4-n12 CANCELLED AT 2025-03-11T13:26:25 DUE TO PREEMPTION ***"},
+      // slurmstepd's own memory enforcement (accounting-based, without the cgroup OOM handler) killed
+      // the step over its --mem: an OOM kill of the job's processes (a public cluster's job-error
+      // example: "slurmstepd: Exceeded job memory limit" follows it).
+      {{"slurmstepd", "exceeded memory limit", "being killed"}, {}, LogKind::kOomKill, "", "", PatternFields::kNone,
+       "slurmstepd: Job 6398 exceeded memory limit (50385312 > 49152000), being killed"},
+      // c10d's monitored_barrier: rank 0 waits for every other rank's ack and names the ones that
+      // never arrived within the timeout (one rank, or all of them with wait_all_ranks=True). Only
+      // rank 0 prints this verdict; another rank's "received errors while waiting for send/recv
+      // from rank 0" is no verdict on rank 0 (it also fires when rank 0 aborts after finding someone
+      // else: pytorch#83289's "circular blame") and is not read as one (NVIDIA/nccl#849's title).
+      {{" failed to pass monitoredBarrier in "}, {}, LogKind::kDesyncMissing, "", "", PatternFields::kFailedRanks,
+       "RuntimeError: [Rank 0]: Ranks 4, 5, 6, 7 failed to pass monitoredBarrier in 2000000 ms"},
+      // The other side of the monitored_barrier: a non-zero rank reached it and then failed in its
+      // exchange with rank 0 (rank 0 timed out on another rank and aborted, or died): an echo of a
+      // failure elsewhere, which rank 0's own lines name (pytorch#121606's title).
+      {{"successfully reached monitoredBarrier, but received errors"}, {}, LogKind::kCommException, "", "",
+       PatternFields::kNone,
+       "RuntimeError: Rank 2 successfully reached monitoredBarrier, but received errors while waiting for send/recv "
+       "from rank 0. Please check rank 0 logs for faulty rank."},
+      // Horovod's SHUT_DOWN_ERROR, raised on every rank once Horovod's background loop stopped: its own
+      // text says the cause is elsewhere (an exception on some rank, printed before it, or a rank that
+      // finished while its peers still submitted collectives). An echo, never the rank's own failure
+      // (the line is from a public TensorFlow + Horovod traceback; Horovod before 0.13.9 said "This has
+      // been caused by an exception on one of the rank", horovod#243).
+      {{"Horovod has been shut down"}, {}, LogKind::kCommException, "", "", PatternFields::kNone,
+       "tensorflow.python.framework.errors_impl.UnknownError:  Horovod has been shut down. This was caused by an "
+       "exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the "
+       "ranks finished execution. If the shutdown was caused by an exception, you should see the exception in the log "
+       "before the first shutdown message."},
+      // Open MPI's notice that a process called MPI_Abort (mpi4py's and most MPI programs' way out of an
+      // uncaught error): that rank of MPI_COMM_WORLD gave up first and Open MPI kills the others. Its
+      // exit, as mpirun's "process rank N ... exited" lines are; a rank of another communicator is no
+      // global rank, so only MPI_COMM_WORLD's is read (an Open MPI users' list post).
+      {{"MPI_ABORT was invoked on rank ", " in communicator MPI_COMM_WORLD"}, {}, LogKind::kMpiExit, "", "",
+       PatternFields::kMpiAbort, "MPI_ABORT was invoked on rank 52 in communicator MPI_COMM_WORLD"},
+      // The kubelet evicted the pod under node memory pressure (kubectl describe pod's Message, its
+      // events): a kill for memory like the OOM killer's, one step earlier (aws/aws-k8s-tester's
+      // changelog quotes this line for an evicted prometheus-server).
+      {{"The node was low on resource: memory."}, {}, LogKind::kOomKill, "", "", PatternFields::kNone,
+       "The node was low on resource: memory. Container prometheus-server was using 3885112Ki, which exceeds its "
+       "request of 0. Container prometheus-server-configmap-reload was using 2100Ki, which exceeds its request of 0."},
       // Slurm cancelled the job at its time limit (gh-zetta_utils-671).
       {{"DUE TO TIME LIMIT"}, {"CANCELLED"}, LogKind::kResourceLimit, "resource_limit", "time_limit",
        PatternFields::kNone,
@@ -361,6 +408,37 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
           if (c >= 0) o.code = static_cast<int>(c);
         }
         o.local_rank = bounded_rank(int_after(m, "--local_rank="));
+        break;
+      }
+      case PatternFields::kMpiAbort:
+        o.other_rank = bounded_rank(int_after(m, "invoked on rank "));
+        o.word = "MPI_ABORT";
+        break;
+      case PatternFields::kFailedRanks: {
+        // "... Rank 1 failed to pass" / "... Ranks 4, 5, 6, 7 failed to pass": the list between the
+        // last "Rank"/"Ranks" and " failed"; anything but digits, commas and spaces there: no list.
+        o.word = "monitored_barrier";
+        const size_t f = m.find(" failed to pass monitoredBarrier in ");
+        const size_t r = m.rfind("Rank", f);
+        if (r == npos) break;
+        size_t p = r + 4;
+        if (p < m.size() && m[p] == 's') ++p;
+        std::vector<int> ranks;
+        bool ok = p < f && m[p] == ' ';
+        while (ok && p < f) {
+          while (p < f && (m[p] == ' ' || m[p] == ',')) ++p;
+          if (p >= f) break;
+          long long v = 0;
+          bool any = false;
+          while (p < f && m[p] >= '0' && m[p] <= '9' && v < 1000000000) {
+            v = v * 10 + (m[p] - '0');
+            ++p;
+            any = true;
+          }
+          if (!any || bounded_rank(v) < 0) ok = false;
+          else ranks.push_back(static_cast<int>(v));
+        }
+        if (ok) o.ranks = std::move(ranks);
         break;
       }
       case PatternFields::kNone:

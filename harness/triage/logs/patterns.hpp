@@ -26,6 +26,9 @@ enum class PatternFields : uint8_t {
   kKernelTask,    // the kernel's "python3[1220]: segfault at 8 ip ..." -> pid, process name, SIGSEGV
   kCalledProcess, // "... '--local_rank=7' ...]' died with <Signals.SIGSEGV: 11>." / "returned non-zero exit
                   // status 1." -> signal or code, local rank
+  kMpiAbort,      // "MPI_ABORT was invoked on rank 52 in communicator MPI_COMM_WORLD" -> the rank (other_rank)
+  kFailedRanks,   // "[Rank 0]: Ranks 4, 5, 6, 7 failed to pass monitoredBarrier in 2000000 ms" -> the ranks named
+                  // before "failed" (word "monitored_barrier")
 };
 
 struct LinePattern {

@@ -63,9 +63,10 @@ void LogTimeline::setup_world() {
                                       : e.rank);
   }
   for (const auto& l : c_.launch_failures) max_rank = std::max(max_rank, l.rank);
-  // Horovod's stall check names ranks of the job (the parser bounds them: kMaxWorld).
+  // Horovod's stall check and c10d's monitored_barrier name ranks of the job (the parser bounds
+  // them: kMaxWorld).
   for (const auto& e : c_.events) {
-    if (e.kind != LogKind::kDesyncMissing || e.word != "stall") continue;
+    if (e.kind != LogKind::kDesyncMissing || (e.word != "stall" && e.word != "monitored_barrier")) continue;
     for (int r : e.ranks) max_rank = std::max(max_rank, r);
   }
   // One node (at most one host named anywhere): torchrun's "local_rank: N" is rank N.

@@ -62,12 +62,17 @@ void LogAnalyzer::set_root(const Fail& root, bool ordered) {
     }
     missing.clear();
   }
-  // The job's time limit ends every rank alike (Slurm's "CANCELLED ... DUE TO TIME LIMIT",
-  // which srun -l shows as task 0's line): the rank whose stream carried it is a witness.
-  if (r_.cause == "time_limit") {
-    if (!missing.empty())
+  // The job's time limit or a preemption ends every rank alike (Slurm's "CANCELLED ... DUE TO
+  // TIME LIMIT" / "DUE TO PREEMPTION", which srun -l shows as task 0's line): the rank whose
+  // stream carried it is a witness.
+  if (r_.cause == "time_limit" || r_.cause == "preemption") {
+    if (!missing.empty() && r_.cause == "time_limit")
       note(fmt::format("{} carried the scheduler's time-limit notice; a time limit ends every rank alike: none is "
                        "missing. What made the job outlast its limit is not in these lines",
+                       reason::ranks_phrase_counted(missing)));
+    else if (!missing.empty())
+      note(fmt::format("{} carried the scheduler's preemption notice; a preemption ends every rank alike: none is "
+                       "missing",
                        reason::ranks_phrase_counted(missing)));
     missing.clear();
   }

@@ -146,6 +146,17 @@ bool LogAnalyzer::try_init() {
     add_evidence(ref(*joined_ev), fmt::format("{} of {} ranks joined the store: {}", joined, of,
                                               short_text(joined_ev->text)));
   }
+  // More arrivals than the world has ranks ("world_size=8, worker_count=16"): the barrier's key
+  // also counts another incarnation's ranks, a restarted or requeued job that found the earlier
+  // run's store (same MASTER_ADDR:PORT or init file), and the count can never equal the world
+  // (submitit#1613, after a preemption).
+  if (joined_ev && of > 0 && joined > of && r_.cause == "rendezvous_timeout") {
+    r_.cause = "stale_rendezvous";
+    note(fmt::format("the store counted {} arrivals for a world of {}: it holds an earlier run's arrivals too (a "
+                     "restarted or requeued job reusing the store's address/port or init file, or two jobs sharing "
+                     "it)",
+                     joined, of));
+  }
   if (world_stated_ && silence_proves(silent.size()) &&
       (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
     r_.missing_ranks = silent;
@@ -181,6 +192,8 @@ bool LogAnalyzer::try_init() {
       {"unique_id_exchange", "a rank timed out fetching the NCCL unique id from rank 0 through the store (rank 0 "
                              "never published it: it failed or was late)"},
       {"rendezvous_timeout", "ranks timed out waiting for each other in rendezvous"},
+      {"stale_rendezvous", "the rendezvous store counted more ranks than the world: an earlier run's arrivals "
+                           "(a restarted job reusing the store)"},
       {"store_timeout", "a client timed out connecting to the TCPStore: nothing listened at MASTER_ADDR:MASTER_PORT"},
       {"store_unreachable", "no address of the TCPStore's host could be reached (MASTER_ADDR, its resolution, or the "
                             "route to it)"},

@@ -128,17 +128,28 @@ bool LogAnalyzer::try_all_waiting() {
 }
 
 // Horovod's stall check ("allreduce.avg_loss [missing ranks: 1]") names the ranks that
-// never submitted a tensor their peers wait on: they are missing, proven by the backend;
-// why (dead, slow, another code path) only other lines could say, and none did.
+// never submitted a tensor their peers wait on, c10d's monitored_barrier ("[Rank 0]: Rank 1
+// failed to pass monitoredBarrier in 2000 ms") the ranks that never reached the barrier: they
+// are missing, proven by the backend; why (dead, slow, another code path) only other lines
+// could say, and none did.
 bool LogAnalyzer::try_stall_check() {
   const LogEvent* last = nullptr;
   for (const auto& e : c_.events) {
-    if (e.kind == LogKind::kDesyncMissing && e.word == "stall" && !e.ranks.empty()) last = &e;
+    if (e.kind == LogKind::kDesyncMissing && (e.word == "stall" || e.word == "monitored_barrier") &&
+        !e.ranks.empty())
+      last = &e;
   }
   if (!last) return false;
   std::vector<int> missing;
   for (int r : last->ranks)
     if (valid_rank(r) && std::find(missing.begin(), missing.end(), r) == missing.end()) missing.push_back(r);
+  // With wait_all_ranks, rank 0 logs one "Rank N failed to pass" line per absent rank before
+  // its summary: every such verdict counts (a stall warning, by contrast, is replaced by the next).
+  if (last->word == "monitored_barrier")
+    for (const auto& e : c_.events)
+      if (e.kind == LogKind::kDesyncMissing && e.word == "monitored_barrier")
+        for (int r : e.ranks)
+          if (valid_rank(r) && std::find(missing.begin(), missing.end(), r) == missing.end()) missing.push_back(r);
   if (missing.empty()) return false;
   std::sort(missing.begin(), missing.end());
   r_.category = "unknown";
@@ -146,6 +157,15 @@ bool LogAnalyzer::try_stall_check() {
   r_.confidence = "low";
   r_.missing_ranks = missing;
   r_.phase = default_phase();
+  if (last->word == "monitored_barrier") {
+    add_evidence(ref(*last), fmt::format("monitored_barrier: {}", short_text(last->text)));
+    note(fmt::format("rank 0's monitored_barrier reports {} as never reaching the barrier; whether it died, is "
+                     "slow or took another code path is not in these logs",
+                     reason::ranks_phrase_counted(missing)));
+    r_.summary = fmt::format("unknown: {} missing from a monitored_barrier; the cause is not in these logs",
+                             reason::ranks_phrase_counted(missing));
+    return true;
+  }
   add_evidence(ref(*last), fmt::format("Horovod's stall check: {}", short_text(last->text)));
   note(fmt::format("Horovod reports {} as never submitting the collective its peers wait on; whether it died, "
                    "is slow or took another code path is not in these logs",

@@ -48,6 +48,12 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
             "join_timeout=..., init_process_group timeout).",
             who));
       }
+      if (k == "stale_rendezvous") {
+        n.push_back(
+            "The store counted arrivals of an earlier run: give each (re)start a fresh rendezvous (a new "
+            "MASTER_PORT or --rdzv_id per attempt, delete a file:// init file before restarting, make sure the old "
+            "job's processes are gone) so a requeued or restarted job does not reuse its predecessor's store.");
+      }
       if (!r_.missing_ranks.empty() && k != "wrong_master_addr" && k != "late_joiner") {
         n.push_back(
             fmt::format("Find out why {} never joined: its launcher/pod events, its stderr, whether the "
@@ -136,6 +142,19 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
             "Reduce the rank's memory (batch, activation checkpointing) or raise its memory limit; check "
             "for growth over steps.");
       }
+      if (k == "crashed" && r_.first_failure && r_.first_failure->what.find("SIGBUS") != std::string::npos) {
+        n.push_back(fmt::format(
+            "{} died of SIGBUS: in a container that is most often a full /dev/shm (DataLoader workers' shared "
+            "memory, NCCL's SHM transport; docker's default is 64 MB): check df -h /dev/shm on its node and raise it "
+            "(docker --shm-size / --ipc=host, a Kubernetes emptyDir with medium: Memory at /dev/shm).",
+            who));
+      }
+      if (k == "preemption") {
+        n.push_back(
+            "The scheduler preempted the job (its nodes went to a job of higher priority): run it where it "
+            "cannot be preempted, or make it resumable: checkpoint on the warning signal (sbatch --signal=USR1@120, "
+            "torchrun forwards SIGTERM) and requeue (--requeue) from the last checkpoint with a fresh rendezvous.");
+      }
       if (k == "cuda_error") {
         n.push_back(
             fmt::format("{} hit a CUDA error: check dmesg -T | grep -i -E 'xid|nvrm' on its node, nvidia-smi -q "
@@ -144,8 +163,9 @@ std::vector<std::string> playbook_next_steps(const TriageResult& r_) {
       }
       if (k == "crashed") {
         n.push_back(
-            fmt::format("{} crashed (139 = SIGSEGV): get the core dump / full backtrace; check CUDA/NCCL "
-                        "errors and GPU Xid in dmesg, driver and library versions on that node.",
+            fmt::format("{} crashed (a fatal signal; 139 = SIGSEGV, 135 = SIGBUS, 134 = SIGABRT): get the core dump "
+                        "/ full backtrace; check CUDA/NCCL errors and GPU Xid in dmesg, driver and library versions on "
+                        "that node.",
                         who));
       }
       if (k == "exception" || k == "usage_error" || k == "nonzero_exit") {

@@ -1,0 +1,194 @@
+// Unit tests of lines where a tool states its own verdict (triage v2, issue 11): Slurm's
+// preemption of a job and its OOM kills (srun's "task N: Out Of Memory", slurmstepd's memory
+// limit), and c10d's monitored_barrier naming the ranks that never reached it (rank 0's
+// verdict only: another rank's "received errors ... from rank 0" names no one).
+#include <catch2/catch.hpp>
+
+#include "triage/log_test_support.hpp"
+#include "triage/logs/patterns.hpp"
+#include "triage/reason/log.hpp"
+#include "triage/triage.hpp"
+
+using namespace hanglab;
+using namespace hanglab::logtest;
+
+TEST_CASE("a Slurm preemption ends every rank alike and names none", "[triage_logs]") {
+  TempDir t("preempt_srun");
+  write_file(t.dir / "slurm-557341.out",
+             "0: step 10/100\n1: step 10/100\n0: step 11/100\n"
+             "srun: Force Terminated job 557341\n"
+             "0: slurmstepd: error: *** STEP 557341.0 ON c4-n12 CANCELLED AT 2025-03-11T13:26:25 DUE TO PREEMPTION ***\n"
+             "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "preemption");
+  CHECK(r.missing_ranks.empty());
+  CHECK(r.scope == "all");
+}
+
+TEST_CASE("srun's 'task N: Out Of Memory' is that task's OOM kill", "[triage_logs]") {
+  auto l = parse("srun: error: o0616: task 0: Out Of Memory");
+  CHECK(l.kind == LogKind::kSrunTask);
+  CHECK(l.other_rank == 0);
+  TempDir t("srun_oom");
+  write_file(t.dir / "slurm-14604003.out",
+             "0: step 1/100\n1: step 1/100\n0: step 2/100\n1: step 2/100\n"
+             "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=14604003.0 cgroup. Some of your processes may "
+             "have been killed by the cgroup out-of-memory handler.\n"
+             "srun: error: o0616: task 1: Out Of Memory\n"
+             "srun: error: o0616: task 0: Terminated\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "oom");
+  CHECK(r.missing_ranks == std::vector<int>{1});
+}
+
+TEST_CASE("slurmstepd's memory-limit kill is an OOM kill", "[triage_logs]") {
+  auto l = parse("slurmstepd: Job 6398 exceeded memory limit (50385312 > 49152000), being killed");
+  CHECK(l.kind == LogKind::kOomKill);
+  TempDir t("slurm_memlimit");
+  write_file(t.dir / "job.err",
+             "slurmstepd: Job 6398 exceeded memory limit (50385312 > 49152000), being killed\n"
+             "slurmstepd: Exceeded job memory limit\n"
+             "slurmstepd: *** JOB 6398 CANCELLED AT 2015-09-04T16:40:47 *** on a1a-u2-c10-b1\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "oom");
+  CHECK(r.missing_ranks.empty());
+}
+
+TEST_CASE("monitored_barrier: rank 0's verdict names the ranks that never arrived", "[triage_logs]") {
+  auto one = parse("RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms");
+  CHECK(one.kind == LogKind::kDesyncMissing);
+  CHECK(one.ranks == std::vector<int>{1});
+  auto all = parse("RuntimeError: [Rank 0]: Ranks 4, 5, 6, 7 failed to pass monitoredBarrier in 2000000 ms");
+  CHECK(all.kind == LogKind::kDesyncMissing);
+  CHECK(all.ranks == std::vector<int>{4, 5, 6, 7});
+  // Not a list before "failed": no ranks.
+  auto odd = parse("Rank of worker x failed to pass monitoredBarrier in 10 ms");
+  CHECK(odd.ranks.empty());
+
+  TempDir t("monitored");
+  write_file(t.dir / "rank-0.log",
+             "step 1 loss 0.5\nstep 2 loss 0.4\n"
+             "RuntimeError: [Rank 0]: Ranks 2, 3 failed to pass monitoredBarrier in 30000 ms\n");
+  write_file(t.dir / "rank-1.log", "step 1 loss 0.5\nstep 2 loss 0.4\n");
+  write_file(t.dir / "rank-2.log", "step 1 loss 0.5\n");
+  write_file(t.dir / "rank-3.log", "step 1 loss 0.5\n");
+  TriageOptions o;
+  o.world_size = 4;
+  auto r = triage_logs({t.dir}, o);
+  CHECK(r.missing_ranks == std::vector<int>{2, 3});
+  CHECK(mentions(r.summary, "monitored_barrier"));
+}
+
+TEST_CASE("monitored_barrier: with wait_all_ranks every per-rank verdict counts", "[triage_logs]") {
+  TempDir t("monitored_all");
+  write_file(t.dir / "rank-0.log",
+             "[E ProcessGroupGloo.cpp:2810] [Rank 0]: Rank 2 failed to pass monitoredBarrier in 5000 ms\n"
+             "[E ProcessGroupGloo.cpp:2810] [Rank 0]: Rank 5 failed to pass monitoredBarrier in 5000 ms\n");
+  TriageOptions o;
+  o.world_size = 8;
+  auto r = triage_logs({t.dir}, o);
+  CHECK(r.missing_ranks == std::vector<int>{2, 5});
+}
+
+TEST_CASE("monitored_barrier: a non-zero rank's error from rank 0 blames no one", "[triage_logs]") {
+  TempDir t("monitored_peer");
+  write_file(t.dir / "rank-2.log",
+             "RuntimeError: Rank 2 successfully reached monitoredBarrier, but received errors while waiting for "
+             "send/recv from rank 0. Please check rank 0 logs for faulty rank.\n");
+  TriageOptions o;
+  o.world_size = 8;
+  auto r = triage_logs({t.dir}, o);
+  CHECK(r.missing_ranks.empty());
+  CHECK((!r.first_failure || r.first_failure->rank == -1 || r.first_failure->rank == 2));
+}
+
+TEST_CASE("Horovod's 'has been shut down' is an echo, never its rank's own failure", "[triage_logs]") {
+  const std::string shut =
+      "tensorflow.python.framework.errors_impl.UnknownError:  Horovod has been shut down. This was caused by an "
+      "exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the "
+      "ranks finished execution. If the shutdown was caused by an exception, you should see the exception in the "
+      "log before the first shutdown message.\n";
+  {
+    TempDir t("hvd_shut_alone");
+    write_file(t.dir / "rank-3.log", "step 1 loss 0.5\n" + shut);
+    TriageOptions o;
+    o.world_size = 4;
+    auto r = triage_logs({t.dir}, o);
+    CHECK(r.missing_ranks.empty());
+    CHECK((!r.first_failure || r.first_failure->rank != 3));
+  }
+  {
+    TempDir t("hvd_shut_root");
+    write_file(t.dir / "rank-0.log", "step 1 loss 0.5\n" + shut);
+    write_file(t.dir / "rank-1.log", "step 1 loss 0.5\nValueError: bad shape in batch 17\n");
+    auto r = triage_logs({t.dir});
+    CHECK(r.category == "rank_exit");
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 1);
+  }
+}
+
+TEST_CASE("Open MPI's 'MPI_ABORT was invoked on rank N in MPI_COMM_WORLD' is rank N's exit", "[triage_logs]") {
+  auto l = parse("MPI_ABORT was invoked on rank 52 in communicator MPI_COMM_WORLD");
+  CHECK(l.kind == LogKind::kMpiExit);
+  CHECK(l.other_rank == 52);
+  // Another communicator's rank is no global rank.
+  auto sub = parse("MPI_ABORT was invoked on rank 1 in communicator MPI COMMUNICATOR 3 SPLIT FROM 0");
+  CHECK(sub.kind != LogKind::kMpiExit);
+  TempDir t("mpi_abort");
+  write_file(t.dir / "mpirun.log",
+             "--------------------------------------------------------------------------\n"
+             "MPI_ABORT was invoked on rank 3 in communicator MPI_COMM_WORLD\n"
+             "with errorcode 1.\n"
+             "\n"
+             "NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n"
+             "You may or may not see output from other processes, depending on\n"
+             "exactly when Open MPI kills them.\n"
+             "--------------------------------------------------------------------------\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == 3);
+}
+
+TEST_CASE("Slurm's own 'Connection refused' is no rendezvous store's", "[triage_logs]") {
+  auto l = parse("slurmstepd: error: Failed to send MESSAGE_TASK_EXIT: Connection refused");
+  CHECK(l.kind == LogKind::kNone);
+  TempDir t("slurm_refused");
+  write_file(t.dir / "job.out",
+             "slurmstepd: error: *** JOB 37361369 ON learnfair5146 CANCELLED AT 2021-03-15T18:00:46 DUE TO PREEMPTION "
+             "***\n"
+             "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+             "slurmstepd: error: Failed to send MESSAGE_TASK_EXIT: Connection refused\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "preemption");
+}
+
+TEST_CASE("a store barrier counting more ranks than the world is a stale rendezvous", "[triage_logs]") {
+  TempDir t("stale_store");
+  write_file(t.dir / "job.out",
+             "Traceback (most recent call last):\n"
+             "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+             "store_based_barrier_key:1 (world_size=8, worker_count=16, timeout=0:30:00)\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "stale_rendezvous");
+  CHECK(r.phase == "init");
+  CHECK(r.missing_ranks.empty());
+}
+
+TEST_CASE("a pod evicted for node memory pressure is an OOM kill", "[triage_logs]") {
+  TempDir t("evicted");
+  write_file(t.dir / "describe-train-worker-1.txt",
+             "Status:       Failed\n"
+             "Reason:       Evicted\n"
+             "Message:      The node was low on resource: memory. Container pytorch was using 61440Mi, which exceeds "
+             "its request of 0.\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "oom");
+}
