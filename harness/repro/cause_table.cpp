@@ -386,6 +386,7 @@ const std::vector<PhaseTrigger>& phase_triggers() {
        {"kill_rank"},
        "after_loop = \"linger\"",
        "lingering after the training loop",
+       "hang",  // the peers linger in their shutdown until the harness watchdog ends the run
        "after its last step each rank enters its shutdown phase and stays there (after_loop = \"linger\"); the "
        "signal is sent once the culprit has printed that it is there, as a teardown crash after training finished"},
   };

@@ -78,6 +78,7 @@ struct PhaseTrigger {
   std::vector<std::string> faults;  // fault kinds that can act there this way (signals from outside)
   std::string args;                 // [workload.args] lines that hold the ranks in the phase
   std::string line;                 // what the culprit prints once in it (after "[rank N] ")
+  std::string outcome;              // the run's outcome there ("" = the recipe's)
   std::string why;
 };
 const std::vector<PhaseTrigger>& phase_triggers();

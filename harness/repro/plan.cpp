@@ -160,6 +160,7 @@ void adapt_phase(const std::string& phase, Candidate& c) {
     c.phase = phase;
     c.at_output = fmt::format("[rank {}] {}", c.fault_ranks.front(), t->line);
     c.args += (c.args.empty() ? "" : "\n") + t->args;
+    if (!t->outcome.empty()) c.outcome = t->outcome;
     c.phase_note = fmt::format("acts in the incident's {} phase, not {}: {}", phase, r.phase, t->why);
     return;
   }
@@ -278,6 +279,7 @@ Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, 
     c.keys = rec.keys;
     c.phase = rec.phase;
     c.args = rec.args;
+    c.outcome = rec.outcome;
     if (rec.incident_signal && culprit_sig) {
       for (const auto& [num, name] : kKillSignals)
         if (num == *culprit_sig) c.keys = fmt::format("signal = \"{}\"  # the incident's culprit died of it", name);
@@ -370,7 +372,7 @@ std::string render_scenario(const Plan& p, const Candidate& c, const PlanOptions
     o += fmt::format("at_step = {}\n", r.fault_step);
   if (!c.keys.empty()) o += c.keys + "\n";
   o += "\n[expect]\n";
-  if (!r.outcome.empty()) o += "outcome = " + toml_str(r.outcome) + "\n";
+  if (!c.outcome.empty()) o += "outcome = " + toml_str(c.outcome) + "\n";
   o += "detected_by = [" + toml_str(r.detector) + "]\n";
   o += "[expect.triage]\n";
   o += "category = " + toml_str(r.category) + "\n";

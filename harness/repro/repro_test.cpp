@@ -297,6 +297,7 @@ TEST_CASE("the incident's phase: reached through a phase trigger, or said plainl
   CHECK(s.find("at_output = \"[rank 0] lingering after the training loop\"") != std::string::npos);
   CHECK(s.find("at_step") == std::string::npos);
   CHECK(s.find("phase = \"shutdown\"") != std::string::npos);
+  CHECK(s.find("outcome = \"hang\"") != std::string::npos);  // the peers linger until the watchdog
   // The same cause in training keeps the recipe's step trigger.
   Plan t = make_plan(answer("rank_exit", "crashed", 4, {2}), {}, o);
   CHECK(t.candidates[0].phase == "training");
