@@ -239,10 +239,30 @@ std::vector<CauseRow> build_table() {
   disk.why = "the saving rank's checkpoint directory is a full tmpfs: torch.save fails with ENOSPC "
              "(scenarios/disk_full.toml)";
   t.push_back({"resource_limit", "disk_full", {disk}, "", ""});
-  t.push_back({"resource_limit", "time_limit", {},
-               "a scheduler's wall-clock limit ending the job (Slurm's CANCELLED ... DUE TO TIME LIMIT); "
-               "scenarios/srun_time_limit.toml runs one, but its record names the hung rank it ended, not the limit",
-               "time_limit"});
+  Recipe limit;
+  limit.id = "time_limit";
+  limit.fault = "freeze_rank";
+  limit.launcher = "srun";
+  limit.time_limit_min = 1;  // Slurm's granularity: the job runs 60-90 s (the limit + slurmctld's 30 s check)
+  limit.min_world = 2;
+  limit.tags = {"srun"};
+  limit.steps = 2000;
+  limit.fault_step = 3;
+  limit.args = "step_ms = 200";
+  limit.collective_s = 300;  // the backend timeout and the watchdog outlast the limit: Slurm ends the job
+  limit.progress_s = 120;
+  limit.deadline_s = 150;
+  limit.outcome = "crash";
+  limit.detector = "heartbeat_loss";
+  limit.category = "straggler";  // the run record names the rank that kept the job from finishing
+  limit.cause = "frozen";
+  limit.phase = "training";
+  limit.why = "a job that does not finish inside its Slurm time limit (srun --time 1; here because one rank is "
+              "frozen): slurmstepd cancels the step \"DUE TO TIME LIMIT\" and SIGTERMs every task "
+              "(scenarios/srun_time_limit.toml). Its logs, read as the incident's were, say resource_limit/"
+              "time_limit; its run record also names the frozen rank. Needs slurmctld/slurmd (a private cluster "
+              "hanglab starts); about 90 s";
+  t.push_back({"resource_limit", "time_limit", {limit}, "", ""});
 
   Recipe ifname;
   ifname.id = "ifname";
@@ -358,6 +378,27 @@ const std::vector<Recipe>& absence_recipes() {
     return a;
   }();
   return v;
+}
+
+const std::vector<PhaseTrigger>& phase_triggers() {
+  static const std::vector<PhaseTrigger> v = {
+      {"shutdown",
+       {"kill_rank"},
+       "after_loop = \"linger\"",
+       "lingering after the training loop",
+       "hang",  // the peers linger in their shutdown until the harness watchdog ends the run
+       "after its last step each rank enters its shutdown phase and stays there (after_loop = \"linger\"); the "
+       "signal is sent once the culprit has printed that it is there, as a teardown crash after training finished"},
+  };
+  return v;
+}
+
+const PhaseTrigger* find_phase_trigger(const std::string& phase, const std::string& fault) {
+  for (const auto& t : phase_triggers())
+    if (t.phase == phase)
+      for (const auto& f : t.faults)
+        if (f == fault) return &t;
+  return nullptr;
 }
 
 const std::vector<Refinement>& refinements() {

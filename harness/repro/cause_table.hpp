@@ -33,6 +33,10 @@ struct Recipe {
   std::string keys;           // extra [[fault]] lines, TOML ("signal = \"SIGKILL\"")
   std::string args;           // [workload.args] lines, TOML
   std::vector<std::string> tags;  // scenario tags beyond cpu/gloo (cgroup, namespace, fuse, net)
+  // The launcher ("" = hanglab's own) and its job time limit in minutes (srun --time; 0 = none).
+  // A recipe under srun is skipped, with hanglab run's reason, where Slurm is not installed.
+  std::string launcher;
+  int time_limit_min = 0;
   int nodes = 1;              // [topology] nodes (> 1: network namespaces, needs root)
   int min_world = 1;          // ranks the mechanism needs (a mismatch needs peers, a lost store a host)
   int steps = 12;
@@ -62,6 +66,23 @@ const std::vector<CauseRow>& cause_table();
 // diverged; the logs leave the choice open. These are the candidates, in the order used when
 // the incident says nothing about the absent rank's liveness; plan.cpp re-ranks them by it.
 const std::vector<Recipe>& absence_recipes();
+
+// Acting in another phase: a recipe acts in its `phase` (a training step, as a rule). Where the
+// incident's triage names another phase, a row here says how a fault reaches it with what the
+// built-in workload already has: workload args that hold every rank in that phase, and the line
+// the culprit itself prints once inside it (the trigger is at_output = "[rank N] <line>", the
+// culprit's own line, so the fault never fires before the culprit is there). A (phase, fault)
+// with no row cannot act in that phase here; the plan says so and keeps the recipe's phase.
+struct PhaseTrigger {
+  std::string phase;                // the incident's phase
+  std::vector<std::string> faults;  // fault kinds that can act there this way (signals from outside)
+  std::string args;                 // [workload.args] lines that hold the ranks in the phase
+  std::string line;                 // what the culprit prints once in it (after "[rank N] ")
+  std::string outcome;              // the run's outcome there ("" = the recipe's)
+  std::string why;
+};
+const std::vector<PhaseTrigger>& phase_triggers();
+const PhaseTrigger* find_phase_trigger(const std::string& phase, const std::string& fault);
 
 // A reproduction's cause that is the incident's, more general in name: the run record's trace
 // reader says "crashed" with the signal where a log reader, seeing "Segmentation fault", says

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end: `hanglab repro --run` on a fixed subset of the real-log corpus, one or more cases of
-# each class (init, collective mismatch, kill/OOM/crash, freeze (missing by absence), shm,
+# each class (init, collective mismatch, kill/OOM/crash, a crash in shutdown, freeze (missing by absence), shm,
 # network interface, checkpoint); each must write its scenario(s) and print a "reproduced" (or,
 # for an incident that states no cause, "consistent with the incident") line, exit 0. Then bad
 # input: one line, exit 2, nothing written or spawned.
@@ -28,6 +28,7 @@ if [ ${#cases[@]} -eq 0 ]; then
     gh-pipedream-32                # network interface at init
     gh-dolly-139                   # checkpoint: torch.save ENOSPC
     gh-ace-851                     # checkpoint: a save some ranks wait for
+    gh-megatron-lm-1874            # shutdown: rank 0 aborts after training (the kill waits for its shutdown line)
   )
 fi
 

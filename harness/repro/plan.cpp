@@ -144,6 +144,36 @@ std::vector<std::pair<Recipe, std::string>> rank_absence(const TriageResult& r, 
           {a[2], "skipped (diverged): the rank would show progress past the collective if it logged it; third"}};
 }
 
+// A phase a log reader names that a reproduction in `acts` matches (compare.cpp's rule: a step's
+// data loading is training to a log without a data-loading marker).
+bool same_phase(const std::string& incident, const std::string& acts) {
+  return incident == acts || (incident == "training" && acts == "data");
+}
+
+// The incident's phase, where its triage names one the recipe does not act in: reached through a
+// PhaseTrigger row where one exists for the fault, else said plainly and left as the recipe's.
+void adapt_phase(const std::string& phase, Candidate& c) {
+  const Recipe& r = c.recipe;
+  if (phase.empty() || phase == "unknown" || phase == "none" || same_phase(phase, r.phase)) return;
+  const PhaseTrigger* t = find_phase_trigger(phase, r.fault);
+  if (t && c.fault_ranks.size() == 1 && r.targets == "culprit") {
+    c.phase = phase;
+    c.at_output = fmt::format("[rank {}] {}", c.fault_ranks.front(), t->line);
+    c.args += (c.args.empty() ? "" : "\n") + t->args;
+    if (!t->outcome.empty()) c.outcome = t->outcome;
+    c.phase_note = fmt::format("acts in the incident's {} phase, not {}: {}", phase, r.phase, t->why);
+    return;
+  }
+  c.phase_note = fmt::format(
+      "{} acts in the {} phase here and cannot act in the incident's {} phase{} (missing fault: {} in the {} phase)",
+      r.fault, r.phase, phase,
+      t ? " on more than one rank"
+        : r.at_step && r.fault != "kill_rank"
+            ? std::string(": it is a hook of the built-in loop's training steps")
+            : std::string(": no trigger here holds the ranks in that phase"),
+      r.fault, phase);
+}
+
 }  // namespace
 
 std::vector<StatedTimeout> stated_timeouts(const std::vector<fs::path>& inputs) {
@@ -247,6 +277,9 @@ Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, 
     c.recipe = rec;
     c.rank_why = why;
     c.keys = rec.keys;
+    c.phase = rec.phase;
+    c.args = rec.args;
+    c.outcome = rec.outcome;
     if (rec.incident_signal && culprit_sig) {
       for (const auto& [num, name] : kKillSignals)
         if (num == *culprit_sig) c.keys = fmt::format("signal = \"{}\"  # the incident's culprit died of it", name);
@@ -274,6 +307,7 @@ Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, 
       c.fault_ranks = c.culprits;
       c.role = role_of(c.culprits.front(), w);
     }
+    adapt_phase(answer.phase, c);
     p.candidates.push_back(std::move(c));
   }
   return p;
@@ -298,12 +332,13 @@ std::string render_scenario(const Plan& p, const Candidate& c, const PlanOptions
   }
   o += fmt::format("# Candidate \"{}\" ({}): {}\n", r.id, r.fault, one_line(r.why, 400));
   o += fmt::format("#   Ranked: {}\n", c.rank_why);
+  if (!c.phase_note.empty()) o += fmt::format("#   Phase: {}\n", one_line(c.phase_note, 400));
   o += fmt::format("#   Scaled: world {} -> {}; the culprit keeps its role ({}): {} {}.\n",
                    a.world_size > 0 ? std::to_string(a.world_size) : "unstated", c.world, c.role,
                    r.targets == "node" ? "node " + std::to_string(r.nodes - 1) + ", ranks" : "rank(s)",
                    rank_ranges(c.culprits));
   o += fmt::format("# Expected: the run's triage says {}/{} in phase {}, naming rank(s) {}; {} fires first.\n",
-                   r.category, r.cause, r.phase, rank_ranges(c.culprits), r.detector);
+                   r.category, r.cause, c.phase, rank_ranges(c.culprits), r.detector);
   if (r.category != a.category || r.cause != a.cause)
     o += fmt::format("#   (the incident's {}/{}: `hanglab repro` compares the two and says where they differ)\n",
                      a.category, a.cause);
@@ -320,7 +355,9 @@ std::string render_scenario(const Plan& p, const Candidate& c, const PlanOptions
   o += "[workload]\nname = \"torch_ddp\"\n";
   o += "backend = " + toml_str(opts.backend) + "\n";
   o += fmt::format("world_size = {}\nsteps = {}\n", c.world, r.steps);
-  if (!r.args.empty()) o += "[workload.args]\n" + r.args + "\n";
+  if (!r.launcher.empty()) o += "launcher = " + toml_str(r.launcher) + "\n";
+  if (r.time_limit_min > 0) o += fmt::format("time_limit_min = {}\n", r.time_limit_min);
+  if (!c.args.empty()) o += "[workload.args]\n" + c.args + "\n";
   if (r.nodes > 1) o += fmt::format("\n[topology]\nnodes = {}\n", r.nodes);
   o += fmt::format("\n[timeouts]\ninit_s = {:g}\ncollective_s = {:g}\nprogress_s = {:g}\nheartbeat_s = 1\n\n",
                    r.init_s, r.collective_s, r.progress_s);
@@ -329,15 +366,18 @@ std::string render_scenario(const Plan& p, const Candidate& c, const PlanOptions
     o += fmt::format("nodes = [{}]\n", r.nodes - 1);
   else
     o += "ranks = " + int_list(c.fault_ranks) + "\n";
-  if (r.at_step) o += fmt::format("at_step = {}\n", r.fault_step);
+  if (!c.at_output.empty())
+    o += "at_output = " + toml_str(c.at_output) + "\n";
+  else if (r.at_step)
+    o += fmt::format("at_step = {}\n", r.fault_step);
   if (!c.keys.empty()) o += c.keys + "\n";
   o += "\n[expect]\n";
-  if (!r.outcome.empty()) o += "outcome = " + toml_str(r.outcome) + "\n";
+  if (!c.outcome.empty()) o += "outcome = " + toml_str(c.outcome) + "\n";
   o += "detected_by = [" + toml_str(r.detector) + "]\n";
   o += "[expect.triage]\n";
   o += "category = " + toml_str(r.category) + "\n";
   o += "cause = " + toml_str(r.cause) + "\n";
-  o += "phase = " + toml_str(r.phase) + "\n";
+  o += "phase = " + toml_str(c.phase) + "\n";
   if (r.targets == "culprit") o += "missing_ranks = " + int_list(c.culprits) + "\n";
   return o;
 }

@@ -35,6 +35,11 @@ struct Candidate {
   std::string role;              // the culprit's role in the reproduction
   std::string rank_why;          // why this candidate is ranked where it is
   std::string keys;              // the recipe's fault keys, as adapted to the incident
+  std::string phase;             // the phase the fault acts in (the recipe's, or the incident's by a PhaseTrigger)
+  std::string at_output;         // trigger: the culprit's own line (a PhaseTrigger), else the recipe's
+  std::string args;              // the recipe's workload args, plus a PhaseTrigger's
+  std::string outcome;           // the run's expected outcome (the recipe's, or a PhaseTrigger's)
+  std::string phase_note;        // the incident's phase differs from the recipe's: how it is reached, or why not
 };
 
 struct Plan {

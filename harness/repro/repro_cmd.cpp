@@ -163,6 +163,7 @@ int repro_command(const ReproCommand& cmd) {
     const Candidate& c = plan.candidates[i];
     std::cout << fmt::format("candidate {}/{} {} ({}, rank(s) {} of {}, role {}): {}\n", i + 1, plan.candidates.size(),
                              c.recipe.id, c.recipe.fault, rank_ranges(c.culprits), c.world, c.role, c.rank_why);
+    if (!c.phase_note.empty()) std::cout << "  phase: " << c.phase_note << "\n";
     std::cout << "  scenario: " << targets[i].string() << "\n";
     if (!cmd.run) continue;
     const std::string exe = cmd.hanglab.empty() ? self_exe() : cmd.hanglab;

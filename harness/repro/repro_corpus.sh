@@ -2,7 +2,7 @@
 # `hanglab repro --run` over the whole real-log corpus (harness/testdata/reallogs), once, by hand:
 # prints each case's outcome and the fraction reproduced among the cases whose root cause is
 # known (expected.json category not "unknown": the thread found the cause). The tool never reads
-# expected.json; this script reads it only to score. Not a CTest test (about 15 minutes on 2 cores).
+# expected.json; this script reads it only to score. Not a CTest test (about 6 minutes on 2 cores).
 # usage: harness/repro/repro_corpus.sh HANGLAB WORK_DIR [CORPUS_DIR]
 set -u
 hanglab=$1 work=$2

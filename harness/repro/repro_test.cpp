@@ -280,3 +280,55 @@ TEST_CASE("every corpus case: a plan, and each candidate's scenario loads with t
   CHECK(with_candidates > not_here);
   fs::remove_all(out.parent_path());
 }
+
+TEST_CASE("the incident's phase: reached through a phase trigger, or said plainly why not", "[repro]") {
+  PlanOptions o;
+  // A crash in the shutdown phase: the kill waits for the culprit's own line in that phase.
+  TriageResult r = answer("rank_exit", "crashed", 8, {}, "shutdown");
+  r.first_failure = Failure{0, 0, "exitcode -6", "a.log:1"};
+  Plan p = make_plan(r, {}, o);
+  REQUIRE(p.candidates.size() == 1);
+  const Candidate& c = p.candidates[0];
+  CHECK(c.phase == "shutdown");
+  CHECK(c.fault_ranks == std::vector<int>{0});
+  CHECK(c.at_output == "[rank 0] lingering after the training loop");
+  const std::string s = render_scenario(p, c, o);
+  CHECK(s.find("after_loop = \"linger\"") != std::string::npos);
+  CHECK(s.find("at_output = \"[rank 0] lingering after the training loop\"") != std::string::npos);
+  CHECK(s.find("at_step") == std::string::npos);
+  CHECK(s.find("phase = \"shutdown\"") != std::string::npos);
+  CHECK(s.find("outcome = \"hang\"") != std::string::npos);  // the peers linger until the watchdog
+  // The same cause in training keeps the recipe's step trigger.
+  Plan t = make_plan(answer("rank_exit", "crashed", 4, {2}), {}, o);
+  CHECK(t.candidates[0].phase == "training");
+  CHECK(t.candidates[0].at_output.empty());
+  CHECK(t.candidates[0].phase_note.empty());
+  // A mismatch during start-up: the hook acts in training steps only; said, not faked.
+  Plan m = make_plan(answer("collective_mismatch", "mismatched_collective", 4, {1}, "init"), {}, o);
+  REQUIRE(m.candidates.size() == 1);
+  CHECK(m.candidates[0].phase == "training");
+  CHECK(m.candidates[0].at_output.empty());
+  CHECK(m.candidates[0].phase_note.find("cannot act in the incident's init phase") != std::string::npos);
+  CHECK(m.candidates[0].phase_note.find("missing fault: mismatched_collective in the init phase") !=
+        std::string::npos);
+  // Every phase trigger names faults the catalog has.
+  for (const auto& pt : phase_triggers())
+    for (const auto& f : pt.faults) CHECK(find_injector(f) != nullptr);
+}
+
+TEST_CASE("a scheduler's time limit runs under srun with its time limit", "[repro]") {
+  PlanOptions o;
+  Plan p = make_plan(answer("resource_limit", "time_limit", 0, {}, "unknown", "all"), {}, o);
+  REQUIRE(p.candidates.size() == 1);
+  const Candidate& c = p.candidates[0];
+  CHECK(c.recipe.launcher == "srun");
+  CHECK(c.world >= 2);
+  const std::string s = render_scenario(p, c, o);
+  CHECK(s.find("launcher = \"srun\"") != std::string::npos);
+  CHECK(s.find("time_limit_min = 1") != std::string::npos);
+  const fs::path f = scratch("time_limit") / (c.name + ".toml");
+  write_file(f, s);
+  PreparedScenario ps;
+  REQUIRE_NOTHROW(ps = prepare_scenario(f));
+  CHECK(ps.scenario.workload.world_size == c.world);
+}
