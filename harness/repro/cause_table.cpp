@@ -312,6 +312,7 @@ std::vector<CauseRow> build_table() {
   store.default_role = "last";
   store.at_step = false;
   store.nodes = 2;
+  store.store_node = false;  // the fault refuses node 0, where the store is
   store.tags = {"net"};
   store.init_s = 5;
   store.progress_s = 20;

@@ -37,6 +37,28 @@ std::optional<int> culprit_signal(const TriageResult& r, const std::vector<int>&
   return std::nullopt;
 }
 
+// "last (whole node)": a node split's culprit node, as compared.
+std::string node_role_text(const NodeSplit& s) {
+  return s.node_role.empty() ? "" : s.node_role + (s.whole_node ? " (whole node)" : " (one rank of a node)");
+}
+
+// The reproduction's node split: from its triage's hosts, else from the candidate's [topology]
+// (rank r runs on node r / ranks_per_node).
+NodeSplit repro_split(const Candidate& c, TriageResult rep, const std::vector<int>& culprits) {
+  NodeSplit s = node_split(rep, culprits);
+  if (s.nodes >= 2 || c.nodes < 2) return s;
+  const int per = c.ranks_per_node > 0 ? c.ranks_per_node : std::max(1, c.world / c.nodes);
+  rep.per_rank.clear();
+  for (int r = 0; r < c.world; ++r) {
+    RankTimeline t;
+    t.rank = r;
+    t.host = "node" + std::to_string(r / per);
+    rep.per_rank.push_back(t);
+  }
+  rep.world_size = c.world;
+  return node_split(rep, culprits);
+}
+
 }  // namespace
 
 std::vector<std::string> detectors_from_run_json(const nlohmann::json& j) {
@@ -104,6 +126,12 @@ Comparison compare_one(const Plan& plan, const Candidate& c, const Observed& obs
     field("culprit role", plan.role, rep_role, rep_role == "only");
   else
     field("culprit role", plan.role, rep_role, rep_role == plan.role || (plan.role == "only" && rep_role == "first"));
+  // The culprit's node: where the incident shows hosts and the reproduction kept its split.
+  if (plan.split.known() && !c.node_role.empty()) {
+    const NodeSplit rs = repro_split(c, rep, rep_culprits);
+    const std::string a = node_role_text(plan.split), b = node_role_text(rs);
+    field("culprit node", a, b, a == b);
+  }
   if (known(inc.phase))
     field("phase", inc.phase, rep.phase, phase_matches(inc.phase, rep.phase));
   else

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -47,6 +48,62 @@ std::string role_of_culprits(const TriageResult& r, const std::vector<int>& culp
   const int hi = *std::max_element(culprits.begin(), culprits.end());
   if (culprits.size() > 1 && r.world_size > 0 && hi == r.world_size - 1) return "last";
   return role_of(*std::min_element(culprits.begin(), culprits.end()), r.world_size);
+}
+
+NodeSplit node_split(const TriageResult& r, const std::vector<int>& culprits) {
+  NodeSplit s;
+  std::map<int, std::string> host_of;
+  std::map<std::string, int> lowest, count;
+  for (const auto& pr : r.per_rank) {
+    if (pr.host.empty() || pr.rank < 0 || !host_of.emplace(pr.rank, pr.host).second) continue;
+    auto [it, fresh] = lowest.emplace(pr.host, pr.rank);
+    if (!fresh) it->second = std::min(it->second, pr.rank);
+    ++count[pr.host];
+  }
+  if (lowest.size() < 2) return s;  // no hosts, or one: a single host, as a plain run
+  std::vector<std::pair<int, std::string>> order;
+  for (const auto& [h, lo] : lowest) order.push_back({lo, h});
+  std::sort(order.begin(), order.end());  // node 0 = rank 0's host, then by lowest rank
+  std::map<std::string, int> node_of;
+  for (const auto& [lo, h] : order) {
+    node_of[h] = static_cast<int>(s.hosts.size());
+    s.hosts.push_back(h);
+  }
+  s.nodes = static_cast<int>(s.hosts.size());
+  for (const auto& [h, n] : count) s.ranks_per_node = std::max(s.ranks_per_node, n);
+  if (culprits.empty()) return s;
+  std::set<int> cn;
+  for (int c : culprits) {
+    auto it = host_of.find(c);
+    if (it == host_of.end()) return s;  // a culprit's host unknown: its node's role is not known
+    cn.insert(node_of[it->second]);
+  }
+  s.culprit_nodes.assign(cn.begin(), cn.end());
+  // A whole node: each culprit node holds as many ranks as the busiest and all of them are
+  // culprits, judged only when every rank's host is known.
+  const std::set<int> cs(culprits.begin(), culprits.end());
+  s.whole_node = r.world_size > 0 && static_cast<int>(host_of.size()) >= r.world_size;
+  for (int n : s.culprit_nodes) {
+    if (count[s.hosts[n]] != s.ranks_per_node) s.whole_node = false;
+    for (const auto& [rank, h] : host_of)
+      if (h == s.hosts[n] && !cs.count(rank)) s.whole_node = false;
+  }
+  if (static_cast<int>(s.culprit_nodes.size()) >= s.nodes)
+    s.node_role = "all";
+  else if (s.culprit_nodes.size() > 1 && s.culprit_nodes.back() == s.nodes - 1)
+    s.node_role = "last";
+  else
+    s.node_role = role_of(s.culprit_nodes.front(), s.nodes);
+  return s;
+}
+
+std::string NodeSplit::describe() const {
+  if (nodes < 2) return "a single host";
+  std::string o = fmt::format("{} nodes x {} rank(s)", nodes, ranks_per_node);
+  if (node_role.empty()) return o + "; the culprit's node is not known";
+  return o + fmt::format("; culprit: {} node(s) {} ({}{})", whole_node ? "the whole" : "one rank on",
+                         rank_ranges(culprit_nodes), node_role,
+                         culprit_nodes.front() == 0 && node_role != "all" ? ", the store's host" : "");
 }
 
 namespace {
@@ -174,6 +231,78 @@ void adapt_phase(const std::string& phase, Candidate& c) {
       r.fault, phase);
 }
 
+// The role of a block of culprit ranks in a world of w (role_of_culprits' rule).
+std::string block_role(const std::vector<int>& ranks, int w) {
+  TriageResult t;
+  t.world_size = w;
+  return role_of_culprits(t, ranks);
+}
+
+// The incident's node split, scaled down: the fewest nodes that keep the culprit node's role
+// (first: node 0, the store's host; last; middle: of three), at most 2 ranks a node (1 where the
+// incident ran 1), the culprit a whole node or one rank on it as in the incident. A node fault
+// takes the culprit's node; a rank fault its rank(s), placed on that node with its rank role.
+void keep_node_split(const Plan& p, const PlanOptions& opts, Candidate& c) {
+  const NodeSplit& s = p.split;
+  const Recipe& rec = c.recipe;
+  int nodes = std::max(s.node_role == "middle" ? 3 : 2, rec.nodes);
+  int per = std::min(s.ranks_per_node, 2);
+  if (opts.world_size && *opts.world_size >= nodes && *opts.world_size % nodes == 0) per = *opts.world_size / nodes;
+  while (nodes * per < std::max(rec.min_world, 2)) ++per;
+  const int w = nodes * per;
+  int k = s.node_role == "first" ? 0 : s.node_role == "last" ? nodes - 1 : nodes / 2;
+  const auto ranks_of = [&](int n) {
+    std::vector<int> v;
+    for (int r = n * per; r < (n + 1) * per; ++r) v.push_back(r);
+    return v;
+  };
+  c.nodes = nodes;
+  c.ranks_per_node = per;
+  c.world = w;
+  c.node_note = fmt::format("incident {}; here {} nodes x {} rank(s)", s.describe(), nodes, per);
+  if (rec.targets == "all" || c.role == "all") {  // every rank: the recipe's, or every rank died alike
+    c.fault_ranks.clear();
+    for (int r = 0; r < w; ++r) c.fault_ranks.push_back(r);
+    c.culprits = c.fault_ranks;
+    c.node_role = s.node_role == "all" ? "all" : "";
+    c.role = "all";
+    return;
+  }
+  if (s.node_role == "all") {  // every node holds a culprit: the rank mapping is the world's, not a node's
+    c.node_note += "; every node holds a culprit, so no node is singled out";
+    if (rec.targets == "node") { c.fault_nodes = {nodes - 1}; c.culprits = ranks_of(nodes - 1); }
+    else c.fault_ranks = c.culprits = {rank_for_role(p.role == "all" ? "middle" : p.role, w)};
+    c.role = block_role(c.culprits, w);
+    return;
+  }
+  if (rec.targets == "node") {
+    if (k == 0 && !rec.store_node) {
+      k = nodes - 1;
+      c.node_note += fmt::format("; {} cannot take node 0 (the store's host): node {} instead", rec.fault, k);
+    }
+    c.fault_nodes = {k};
+    c.culprits = ranks_of(k);
+    c.role = block_role(c.culprits, w);
+    c.node_role = role_of(k, nodes);
+    c.node_note += fmt::format("; the fault takes node {}", k);
+    return;
+  }
+  if (s.whole_node) {
+    c.culprits = ranks_of(k);
+    c.node_note += fmt::format("; the fault takes every rank of node {} ({})", k, rank_ranges(c.culprits));
+  } else {
+    // One rank on the node, keeping its role in the job where the node allows it.
+    const std::string role = p.role;  // first | middle | last: the split knows the culprits' hosts
+    int local = role == "first" && k == 0 ? 0 : role == "last" && k == nodes - 1 ? per - 1 : k == 0 ? per - 1 : 0;
+    if (per == 1) local = 0;
+    c.culprits = {k * per + local};
+    c.node_note += fmt::format("; the fault takes rank {} on node {}", c.culprits.front(), k);
+  }
+  c.fault_ranks = c.culprits;
+  c.role = block_role(c.culprits, w);
+  c.node_role = role_of(k, nodes);
+}
+
 }  // namespace
 
 std::vector<StatedTimeout> stated_timeouts(const std::vector<fs::path>& inputs) {
@@ -228,6 +357,7 @@ Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, 
   }
   p.culprits = culprits_of(answer);
   p.role = role_of_culprits(answer, p.culprits);
+  p.split = node_split(answer, p.culprits);
   if (answer.first_failure && !answer.first_failure->evidence.empty())
     p.cites.push_back(answer.first_failure->evidence + ": " + one_line(answer.first_failure->what, 140));
   // One citation per line of the incident (several claims may rest on the same line).
@@ -301,12 +431,15 @@ Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, 
       const int per = w / rec.nodes;
       for (int r = w - per; r < w; ++r) c.culprits.push_back(r);
       c.role = "last";
+      c.nodes = rec.nodes;
+      c.fault_nodes = {rec.nodes - 1};
     } else {
       if (role == "all") role = rec.default_role == "all" ? "middle" : rec.default_role;
       c.culprits = {rank_for_role(role, w)};
       c.fault_ranks = c.culprits;
       c.role = role_of(c.culprits.front(), w);
     }
+    if (p.split.known()) keep_node_split(p, opts, c);
     adapt_phase(answer.phase, c);
     p.candidates.push_back(std::move(c));
   }
@@ -335,8 +468,9 @@ std::string render_scenario(const Plan& p, const Candidate& c, const PlanOptions
   if (!c.phase_note.empty()) o += fmt::format("#   Phase: {}\n", one_line(c.phase_note, 400));
   o += fmt::format("#   Scaled: world {} -> {}; the culprit keeps its role ({}): {} {}.\n",
                    a.world_size > 0 ? std::to_string(a.world_size) : "unstated", c.world, c.role,
-                   r.targets == "node" ? "node " + std::to_string(r.nodes - 1) + ", ranks" : "rank(s)",
+                   !c.fault_nodes.empty() ? "node " + rank_ranges(c.fault_nodes) + ", ranks" : "rank(s)",
                    rank_ranges(c.culprits));
+  if (!c.node_note.empty()) o += fmt::format("#   Nodes: {}.\n", one_line(c.node_note, 400));
   o += fmt::format("# Expected: the run's triage says {}/{} in phase {}, naming rank(s) {}; {} fires first.\n",
                    r.category, r.cause, c.phase, rank_ranges(c.culprits), r.detector);
   if (r.category != a.category || r.cause != a.cause)
@@ -348,6 +482,7 @@ std::string render_scenario(const Plan& p, const Candidate& c, const PlanOptions
   std::vector<std::string> tags = {"cpu", opts.backend, "repro"};
   if (opts.backend == "nccl") tags[0] = "gpu";
   for (const auto& t : r.tags) tags.push_back(t);
+  if (c.nodes > 1 && std::find(tags.begin(), tags.end(), "net") == tags.end()) tags.push_back("net");
   std::string tl;
   for (const auto& t : tags) tl += (tl.empty() ? "" : ", ") + toml_str(t);
   o += "tags = [" + tl + "]\n";
@@ -358,12 +493,15 @@ std::string render_scenario(const Plan& p, const Candidate& c, const PlanOptions
   if (!r.launcher.empty()) o += "launcher = " + toml_str(r.launcher) + "\n";
   if (r.time_limit_min > 0) o += fmt::format("time_limit_min = {}\n", r.time_limit_min);
   if (!c.args.empty()) o += "[workload.args]\n" + c.args + "\n";
-  if (r.nodes > 1) o += fmt::format("\n[topology]\nnodes = {}\n", r.nodes);
+  if (c.nodes > 1) {
+    o += fmt::format("\n[topology]\nnodes = {}\n", c.nodes);
+    if (c.ranks_per_node > 0) o += fmt::format("ranks_per_node = {}\n", c.ranks_per_node);
+  }
   o += fmt::format("\n[timeouts]\ninit_s = {:g}\ncollective_s = {:g}\nprogress_s = {:g}\nheartbeat_s = 1\n\n",
                    r.init_s, r.collective_s, r.progress_s);
   o += "[[fault]]\nkind = " + toml_str(r.fault) + "\n";
-  if (r.targets == "node")
-    o += fmt::format("nodes = [{}]\n", r.nodes - 1);
+  if (!c.fault_nodes.empty())
+    o += "nodes = " + int_list(c.fault_nodes) + "\n";
   else
     o += "ranks = " + int_list(c.fault_ranks) + "\n";
   if (!c.at_output.empty())

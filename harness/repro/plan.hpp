@@ -26,6 +26,20 @@ struct StatedTimeout {
   std::string ref;   // file:line
 };
 
+// The incident's node split, where its triage says which host each rank ran on (plain logs: NCCL
+// "host:pid:tid" and hostname prefixes; run directories: [topology] nodes). Node 0 is rank 0's
+// host (the store's); the others are ordered by their lowest rank, as a launcher numbers them.
+struct NodeSplit {
+  int nodes = 0;                   // distinct hosts (< 2: no split, a single host as before)
+  int ranks_per_node = 0;          // ranks on the busiest host
+  std::vector<std::string> hosts;  // node k's host name
+  std::vector<int> culprit_nodes;  // the nodes holding the culprit(s)
+  bool whole_node = false;         // the culprits are every rank of their node(s)
+  std::string node_role;           // the culprit node's role: first | middle | last | all ("" = not known)
+  bool known() const { return nodes >= 2 && !node_role.empty(); }
+  std::string describe() const;    // "4 nodes x 8 ranks; culprit: the whole node 3 (last)"
+};
+
 struct Candidate {
   std::string name;            // scenario name: repro_<incident>_<recipe id>
   Recipe recipe;
@@ -40,6 +54,12 @@ struct Candidate {
   std::string args;              // the recipe's workload args, plus a PhaseTrigger's
   std::string outcome;           // the run's expected outcome (the recipe's, or a PhaseTrigger's)
   std::string phase_note;        // the incident's phase differs from the recipe's: how it is reached, or why not
+  // [topology] (nodes 1: none): the incident's node split scaled down, or the recipe's own nodes.
+  int nodes = 1;
+  int ranks_per_node = 0;        // 0: world / nodes
+  std::vector<int> fault_nodes;  // nodes = [..] of a node fault
+  std::string node_role;         // the culprit node's role here ("" = not compared)
+  std::string node_note;         // how the incident's node split was kept, or why not
 };
 
 struct Plan {
@@ -48,6 +68,7 @@ struct Plan {
   TriageResult answer;           // the incident's triage
   std::vector<int> culprits;     // the incident's culprit rank(s)
   std::string role;              // first | middle | last | only | all | unnamed | unknown
+  NodeSplit split;               // the incident's node split (nodes < 2: none shown)
   std::vector<std::string> cites;  // "file:line: text", the lines the plan is based on
   std::vector<StatedTimeout> timeouts;
   std::vector<Candidate> candidates;  // most plausible first
@@ -65,6 +86,9 @@ std::string role_of(int rank, int world);
 // The incident's culprits and their role, by the rules in plan.cpp.
 std::vector<int> culprits_of(const TriageResult& r);
 std::string role_of_culprits(const TriageResult& r, const std::vector<int>& culprits);
+
+// The node split of an answer's per-rank hosts, with the culprits' nodes.
+NodeSplit node_split(const TriageResult& r, const std::vector<int>& culprits);
 
 // The timeouts stated in the incident's files (files and directories, searched recursively).
 std::vector<StatedTimeout> stated_timeouts(const std::vector<std::filesystem::path>& inputs);

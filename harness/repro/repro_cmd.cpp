@@ -115,6 +115,7 @@ int repro_command(const ReproCommand& cmd) {
                            answer.phase.empty() ? "unknown" : answer.phase,
                            answer.scope.empty() ? "unknown" : answer.scope,
                            answer.world_size > 0 ? std::to_string(answer.world_size) : "unstated");
+  if (plan.split.nodes >= 2) std::cout << "  nodes: " << plan.split.describe() << "\n";
   for (const auto& c : plan.cites) std::cout << "  based on " << c << "\n";
   for (const auto& t : plan.timeouts)
     std::cout << fmt::format("  stated {} timeout {:g} s ({})\n", t.what, t.seconds, t.ref);
@@ -164,6 +165,7 @@ int repro_command(const ReproCommand& cmd) {
     std::cout << fmt::format("candidate {}/{} {} ({}, rank(s) {} of {}, role {}): {}\n", i + 1, plan.candidates.size(),
                              c.recipe.id, c.recipe.fault, rank_ranges(c.culprits), c.world, c.role, c.rank_why);
     if (!c.phase_note.empty()) std::cout << "  phase: " << c.phase_note << "\n";
+    if (!c.node_note.empty()) std::cout << "  nodes: " << c.node_note << "\n";
     std::cout << "  scenario: " << targets[i].string() << "\n";
     if (!cmd.run) continue;
     const std::string exe = cmd.hanglab.empty() ? self_exe() : cmd.hanglab;

@@ -332,3 +332,139 @@ TEST_CASE("a scheduler's time limit runs under srun with its time limit", "[repr
   REQUIRE_NOTHROW(ps = prepare_scenario(f));
   CHECK(ps.scenario.workload.world_size == c.world);
 }
+
+namespace {
+
+// An answer whose ranks ran `per` to a host, hosts named h0, h1, ... in rank order.
+TriageResult on_hosts(TriageResult r, int per) {
+  for (int k = 0; k < r.world_size; ++k) {
+    RankTimeline t;
+    t.rank = k;
+    t.host = "h" + std::to_string(k / per);
+    r.per_rank.push_back(t);
+  }
+  return r;
+}
+
+PreparedScenario loads(const Plan& p, const Candidate& c, const PlanOptions& o, const std::string& name) {
+  const fs::path f = scratch(name) / (c.name + ".toml");
+  write_file(f, render_scenario(p, c, o));
+  return prepare_scenario(f);
+}
+
+}  // namespace
+
+TEST_CASE("node split: the incident's hosts give the split, the culprit's node and whether it is whole", "[repro]") {
+  // No hosts, or one host: no split, nothing changes.
+  CHECK(node_split(answer("rank_exit", "killed", 8, {7}), {7}).nodes == 0);
+  CHECK(!node_split(on_hosts(answer("rank_exit", "killed", 8, {7}), 8), {7}).known());
+  // 4 hosts x 8: one rank on the last node; the whole last node; the store's node; a middle one.
+  const TriageResult r = on_hosts(answer("rank_exit", "killed", 32, {}), 8);
+  NodeSplit s = node_split(r, {30});
+  CHECK(s.nodes == 4);
+  CHECK(s.ranks_per_node == 8);
+  CHECK(s.culprit_nodes == std::vector<int>{3});
+  CHECK(s.node_role == "last");
+  CHECK(!s.whole_node);
+  s = node_split(r, {24, 25, 26, 27, 28, 29, 30, 31});
+  CHECK(s.whole_node);
+  CHECK(s.describe() == "4 nodes x 8 rank(s); culprit: the whole node(s) 3 (last)");
+  s = node_split(r, {3});
+  CHECK(s.node_role == "first");
+  CHECK(s.describe().find("store's host") != std::string::npos);
+  CHECK(node_split(r, {9}).node_role == "middle");
+  CHECK(node_split(r, {0, 8, 16, 24}).node_role == "all");
+  // Node 0 is rank 0's host whatever the hosts are called; a culprit without a host: role unknown.
+  TriageResult named = r;
+  for (auto& pr : named.per_rank) pr.host = pr.rank < 8 ? "zz-store" : "aa-" + std::to_string(pr.rank / 8);
+  CHECK(node_split(named, {1}).hosts.front() == "zz-store");
+  CHECK(node_split(named, {1}).node_role == "first");
+  named.per_rank[5].host.clear();
+  CHECK(node_split(named, {5}).node_role.empty());
+  CHECK(!node_split(named, {8, 9, 10, 11, 12, 13, 14, 15}).whole_node);  // rank 5's host unknown: not judged
+}
+
+TEST_CASE("node split: scaled down keeping the culprit node's role, and compared", "[repro]") {
+  PlanOptions o;
+  {
+    // One rank (not the last) on the last of 4 nodes: 2 nodes x 2, rank 2 on node 1.
+    Plan p = make_plan(on_hosts(answer("rank_exit", "killed", 32, {26}), 8), {}, o);
+    REQUIRE(!p.candidates.empty());
+    const Candidate& c = p.candidates[0];
+    CHECK(c.nodes == 2);
+    CHECK(c.ranks_per_node == 2);
+    CHECK(c.world == 4);
+    CHECK(c.culprits == std::vector<int>{2});
+    CHECK(c.role == "middle");
+    CHECK(c.node_role == "last");
+    const std::string text = render_scenario(p, c, o);
+    CHECK(text.find("[topology]\nnodes = 2\nranks_per_node = 2\n") != std::string::npos);
+    CHECK(text.find("#   Nodes: incident 4 nodes x 8 rank(s); culprit: one rank on node(s) 3 (last)") !=
+          std::string::npos);
+    CHECK(text.find("missing_ranks = [2]") != std::string::npos);
+    CHECK(loads(p, c, o, "split1").scenario.topology.node_of(2) == 1);
+    // Compared: the reproduction's culprit on the last node (from its [topology]) matches.
+    Observed obs;
+    obs.reader = "run record";
+    obs.answer = answer("rank_exit", "killed", 4, {2});
+    Comparison ok = compare_one(p, c, obs);
+    CHECK(ok.reproduced);
+    CHECK(ok.line().find("culprit node last (one rank of a node)") != std::string::npos);
+    // The reproduction's own hosts decide where it has them: rank 2 on the store's node differs.
+    for (int k = 0; k < 4; ++k) {
+      RankTimeline t;
+      t.rank = k;
+      t.host = k == 3 ? "node1" : "node0";
+      obs.answer.per_rank.push_back(t);
+    }
+    Comparison no = compare_one(p, c, obs);
+    CHECK(!no.reproduced);
+    CHECK(no.line().find("culprit node (incident last (one rank of a node), reproduction first") != std::string::npos);
+  }
+  {
+    // A whole middle node frozen: 3 nodes, every rank of node 1.
+    Plan p = make_plan(on_hosts(answer("straggler", "frozen", 32, {8, 9, 10, 11, 12, 13, 14, 15}), 8), {}, o);
+    REQUIRE(!p.candidates.empty());
+    const Candidate& c = p.candidates[0];
+    CHECK(c.nodes == 3);
+    CHECK(c.culprits == std::vector<int>{2, 3});
+    CHECK(c.fault_ranks == std::vector<int>{2, 3});
+    CHECK(c.node_role == "middle");
+    CHECK(loads(p, c, o, "split2").scenario.workload.world_size == 6);
+  }
+  {
+    // A rank on the store's node (not rank 0): rank 1 of node 0.
+    Plan p = make_plan(on_hosts(answer("rank_exit", "killed", 16, {3}), 8), {}, o);
+    CHECK(p.candidates[0].culprits == std::vector<int>{1});
+    CHECK(p.candidates[0].node_role == "first");
+  }
+  {
+    // A node fault takes the culprit's node; one that cannot take the store's node says so.
+    Plan p = make_plan(on_hosts(answer("rank_exit", "node_failure", 16, {0, 1, 2, 3, 4, 5, 6, 7}), 8), {}, o);
+    REQUIRE(p.candidates[0].recipe.targets == "node");
+    CHECK(p.candidates[0].fault_nodes == std::vector<int>{0});
+    CHECK(p.candidates[0].culprits == std::vector<int>{0, 1});
+    CHECK(render_scenario(p, p.candidates[0], o).find("nodes = [0]\n") != std::string::npos);
+    Plan st = make_plan(on_hosts(answer("rendezvous", "rendezvous_timeout", 16, {0, 1, 2, 3, 4, 5, 6, 7}), 8), {}, o);
+    REQUIRE(st.candidates[0].recipe.fault == "store_unreachable");
+    CHECK(st.candidates[0].fault_nodes == std::vector<int>{1});
+    CHECK(st.candidates[0].node_note.find("cannot take node 0") != std::string::npos);
+  }
+  {
+    // Every rank of every node died alike: every rank here, on every node.
+    std::vector<int> all;
+    for (int k = 0; k < 16; ++k) all.push_back(k);
+    Plan p = make_plan(on_hosts(answer("rank_exit", "killed", 16, all, "training", "all"), 8), {}, o);
+    CHECK(p.split.node_role == "all");
+    CHECK(p.candidates[0].fault_ranks == std::vector<int>{0, 1, 2, 3});
+    CHECK(p.candidates[0].role == "all");
+    CHECK(p.candidates[0].node_role == "all");
+  }
+  {
+    // No hosts: single host as before.
+    Plan p = make_plan(answer("rank_exit", "killed", 32, {26}), {}, o);
+    CHECK(p.candidates[0].nodes == 1);
+    CHECK(p.candidates[0].node_note.empty());
+    CHECK(render_scenario(p, p.candidates[0], o).find("[topology]") == std::string::npos);
+  }
+}
