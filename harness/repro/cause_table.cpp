@@ -55,6 +55,8 @@ std::vector<CauseRow> build_table() {
   oom.keys = "limit_mb = 300\nmb_per_step = 64";
   oom.every_rank = true;
   oom.tags = {"cgroup"};
+  // Run in a node: "cannot create /sys/fs/cgroup/memory/.../cgroup.procs: Directory nonexistent".
+  oom.not_in_node = "its memory cgroup's path under /sys is not there inside a node (ip netns exec remounts /sys)";
   oom.outcome = "crash";
   oom.detector = "exit_monitor";
   oom.category = "rank_exit";
