@@ -56,7 +56,6 @@ std::vector<CauseRow> build_table() {
   oom.every_rank = true;
   oom.tags = {"cgroup"};
   // Run in a node: "cannot create /sys/fs/cgroup/memory/.../cgroup.procs: Directory nonexistent".
-  oom.not_in_node = "its memory cgroup's path under /sys is not there inside a node (ip netns exec remounts /sys)";
   oom.outcome = "crash";
   oom.detector = "exit_monitor";
   oom.category = "rank_exit";

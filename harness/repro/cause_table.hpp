@@ -38,9 +38,6 @@ struct Recipe {
   std::string launcher;
   int time_limit_min = 0;
   int nodes = 1;              // [topology] nodes (> 1: network namespaces, needs root)
-  // Why the fault cannot run inside a [topology] node ("" = it can): the plan then keeps one
-  // host and says this.
-  std::string not_in_node;
   bool store_node = true;     // a node fault may take node 0, the store's host (false: it cuts nodes off the store)
   int min_world = 1;          // ranks the mechanism needs (a mismatch needs peers, a lost store a host)
   int steps = 12;

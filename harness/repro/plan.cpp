@@ -439,11 +439,7 @@ Plan make_plan(const TriageResult& answer, const std::vector<fs::path>& inputs, 
       c.fault_ranks = c.culprits;
       c.role = role_of(c.culprits.front(), w);
     }
-    if (p.split.known() && rec.not_in_node.empty())
-      keep_node_split(p, opts, c);
-    else if (p.split.known())
-      c.node_note = fmt::format("incident {}; kept on one host: {} cannot run in a node here: {}", p.split.describe(),
-                                rec.fault, rec.not_in_node);
+    if (p.split.known()) keep_node_split(p, opts, c);
     adapt_phase(answer.phase, c);
     p.candidates.push_back(std::move(c));
   }

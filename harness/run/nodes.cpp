@@ -111,7 +111,9 @@ std::string NodeNet::run(int node, const std::vector<std::string>& argv) const {
   return run_tool_checked(full);
 }
 
-std::vector<std::string> NodeNet::wrapper(int node) const { return {"ip", "netns", "exec", ns(node)}; }
+std::vector<std::string> NodeNet::wrapper(int node) const {
+  return {"nsenter", "--net=" + (fs::path("/run/netns") / ns(node)).string(), "--"};
+}
 
 void NodeNet::apply_env(int rank, std::map<std::string, std::string>& env) const {
   const int node = node_of(rank);

@@ -50,8 +50,11 @@ class NodeNet : public NodeNetView {
   std::string second_addr(int node) const;
   std::string node_name(int node) const { return "node" + std::to_string(node); }
   std::string name(int node) const override { return node_name(node); }
-  // The argv wrapper that runs a rank in its node: `ip netns exec NS` (which execs, so the
-  // rank keeps the pid the supervisor started, and binds /etc/netns/NS/* over /etc).
+  // The argv wrapper that runs a rank in its node: `nsenter --net=/run/netns/NS --`, which
+  // joins the network namespace only and execs, so the rank keeps the pid the supervisor
+  // started. Not `ip netns exec`: that also enters a new mount namespace and remounts /sys
+  // for the node, which hides the host's cgroup v1 hierarchies under /sys/fs/cgroup from
+  // the rank's wrappers (oom_rank's `echo $$ > .../cgroup.procs` found no such directory).
   std::vector<std::string> wrapper(int node) const override;
   // The environment of a rank on `node`: MASTER_ADDR (node 0), the torchrun node variables,
   // GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME = eth0 (as a cluster's job template sets them).
