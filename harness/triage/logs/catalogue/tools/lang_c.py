@@ -3,9 +3,10 @@
 extract_file(relpath, text, calls) -> [{"line", "call", "level", "format"}]
 
 Each entry of `calls` names one call (function or macro) whose arguments make a message, and
-how to read them: "NAME STYLE LEVEL [arg=N] [prefix=TEXT]" (whitespace separated; prefix= takes
+how to read them: "NAME STYLE LEVEL [arg=N] [pconv=LETTERS] [prefix=TEXT]" (whitespace separated; prefix= takes
 the rest of the entry, spaces included). NAME is matched token by token, so "fmt::format" and
-"LOG(ERROR)" work. STYLE:
+"LOG(ERROR)" work; a NAME ending in ")" also matches further arguments ("LOG(WARNING)" matches
+LOG(WARNING, rank) and LOG_FIRST_N(WARNING) matches LOG_FIRST_N(WARNING, 1)). STYLE:
 
   printf     the first argument that is a string literal (or arg=N) is a printf format:
              %d %s %zu %.3f %m %pJ ... become holes; the other arguments are the values.
@@ -21,7 +22,8 @@ the rest of the entry, spaces included). NAME is matched token by token, so "fmt
              expanded in place with str semantics (MakeString, GLOO_ERROR_MSG); "builder-fmt"
              and "builder-printf" likewise in fmt / printf semantics.
 
-LEVEL is error | warn | info | debug (builders: "-"). prefix= is text printed before the
+LEVEL is error | warn | info | debug (builders: "-"). pconv= lists the letters that may follow
+a %p conversion to make one (Slurm: pconv=AJsS for %pA %pJ %ps %pS). prefix= is text printed before the
 format (a macro such as NCCL's INFO_LOC that prepends "%s:%d (%s) "), in the call's own style.
 
 Whatever an argument is that the source does not spell out (a variable, a function result) is
@@ -221,8 +223,9 @@ _PRINTF_CONV = re.compile(
     r"(?P<len>hh|h|ll|l|L|q|j|z|Z|t|I64|I32|I)?(?P<conv>[diouxXeEfFgGaAcspnmCS]))")
 
 
-def printf_pieces(fmt: str, slurm_p: bool = True):
-    """printf format -> pieces. %% is a literal '%'; an unknown conversion is kept as text."""
+def printf_pieces(fmt: str, pconv: str = ""):
+    """printf format -> pieces. %% is a literal '%'; an unknown conversion is kept as text.
+    pconv: letters that may follow %p to make one conversion (Slurm's %pJ "JobId=1", %ps)."""
     out = []
     pos = 0
     for m in _PRINTF_CONV.finditer(fmt):
@@ -234,8 +237,7 @@ def printf_pieces(fmt: str, slurm_p: bool = True):
             continue
         out.append(HOLE)
         pos = m.end()
-        # Slurm's %pJ / %pS / %pA ...: one conversion that prints a record ("JobId=1")
-        if slurm_p and m.group("conv") == "p" and pos < len(fmt) and fmt[pos].isupper():
+        if pconv and m.group("conv") == "p" and pos < len(fmt) and fmt[pos] in pconv:
             pos += 1
     if pos < len(fmt):
         out.append(_text(fmt[pos:]))
@@ -311,9 +313,12 @@ class CallSpec:
             raise ValueError(f"call spec {raw!r}: want 'NAME STYLE LEVEL [arg=N] [prefix=TEXT]'")
         self.name, self.style, self.level = parts[0], parts[1], parts[2]
         self.arg = None
+        self.pconv = ""
         for extra in parts[3:]:
-            if extra.startswith("arg="):
+            if extra.startswith("arg=") and extra[4:].isdigit():
                 self.arg = int(extra[4:])
+            elif extra.startswith("pconv="):
+                self.pconv = extra[6:]
             else:
                 raise ValueError(f"call spec {raw!r}: unknown option {extra!r}")
         styles = ("printf", "fmt", "str", "stream", "returns", "helptopics", "builder",
@@ -339,7 +344,7 @@ _BUILTIN_BUILDERS = {
     ("std", "::", "string_view"): "str",
 }
 
-_HOLE_FUNCS = {("std", "::", "to_string")}
+_KEYWORDS = {"throw", "return", "else", "case", "do", "new", "co_return", "co_yield", "sizeof"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,10 +403,17 @@ class FileReader:
 
     # -- names --------------------------------------------------------------------------------
     def _name_at(self, i: int, names) -> tuple | None:
-        """The longest name of `names` (tuples of token values) starting at token i."""
+        """The longest name of `names` (tuples of token values) starting at token i; a name
+        ending in ")" matches without its ")" when more arguments follow (a ",")."""
         best = None
         for name in names:
             k = len(name)
+            if name[-1] == ")" and "(" in name and i + k <= len(self.toks) and \
+                    self.toks[i + k - 1].val == "," and \
+                    all(self.toks[i + m].val == name[m] and self.toks[i + m].kind != "str" for m in range(k - 1)):
+                if best is None or k > len(best):
+                    best = name
+                continue
             if i + k <= len(self.toks) and all(self.toks[i + m].val == name[m] and
                                                self.toks[i + m].kind != "str"
                                                for m in range(k)):
@@ -555,7 +567,8 @@ class FileReader:
                     best = name
         return best
 
-    def message(self, args: list[list[Tok]], style: str, arg: int | None, depth: int = 0, prefix: str = ""):
+    def message(self, args: list[list[Tok]], style: str, arg: int | None, depth: int = 0, prefix: str = "",
+                pconv: str = ""):
         """Pieces of a whole message from a call's argument list."""
         if style in ("printf", "fmt"):
             idx = arg
@@ -573,7 +586,7 @@ class FileReader:
                 if k == "h":
                     out.append(HOLE)
                 else:
-                    out.extend(printf_pieces(v) if style == "printf" else fmt_pieces(v))
+                    out.extend(printf_pieces(v, pconv) if style == "printf" else fmt_pieces(v))
             return merge(out)
         # str
         start = arg or 0
@@ -604,12 +617,16 @@ class FileReader:
             if prev is not None and prev.kind == "op" and prev.val in (".", "->"):
                 continue
             if prev is not None and prev.kind == "op" and prev.val == "::" and i >= 2 and \
-                    (toks[i - 2].kind == "id" or toks[i - 2].val == ">"):
+                    ((toks[i - 2].kind == "id" and toks[i - 2].val not in _KEYWORDS) or toks[i - 2].val == ">"):
                 continue  # a member of another namespace or class (other::error(...))
             if prev is not None and prev.kind == "id" and prev.val == "define":
                 continue
             spec = names[name]
             j = i + len(name)
+            if name[-1] == ")" and "(" in name:
+                # "LOG(WARNING)" also matches LOG(WARNING, rank): skip to the call's own ")"
+                open_at = i + name.index("(")
+                j = _match_close(toks, open_at) + 1
             if spec.style == "returns":
                 results.extend(self._returns(spec, j))
                 continue
@@ -642,7 +659,7 @@ class FileReader:
                 args = split_top(toks[j + 1:close], ",")
                 if spec.style == "str" and not spec.prefix and args and len(args) == 1 and not args[0]:
                     continue
-                pieces = self.message(args, spec.style, spec.arg, 0, spec.prefix)
+                pieces = self.message(args, spec.style, spec.arg, 0, spec.prefix, spec.pconv)
             if literal_len(pieces) == 0:
                 continue
             results.append({"line": t.line, "call": spec.name, "level": spec.level, "format": render(pieces)})
@@ -713,7 +730,7 @@ def help_topics(text: str, spec: CallSpec):
         if topic is None:
             return
         fmt = "\n".join(body).strip("\n")
-        pieces = merge(printf_pieces(fmt, slurm_p=False))
+        pieces = merge(printf_pieces(fmt, spec.pconv))
         if literal_len(pieces) > 0:
             out.append({"line": topic_line, "call": "show_help:" + topic, "level": spec.level,
                         "format": render(pieces)})

@@ -38,8 +38,14 @@ class PrintfTest(unittest.TestCase):
         self.assertEqual(got[0][3], "bad json {{{}}}")
 
     def test_slurm_record_conversion(self):
-        got = fmts('error("%pJ: step %u cancelled", job, x);', ["error printf error"])
+        got = fmts('error("%pJ: step %u cancelled", job, x);', ["error printf error pconv=AJsS"])
         self.assertEqual(got[0][3], "{}: step {} cancelled")
+
+    def test_record_conversions_only_when_asked(self):
+        got = fmts('error("Detected %"PRIu64" oom-kill event(s) in %ps.", n, s);', ["error printf error pconv=AJsS"])
+        self.assertEqual(got[0][3], "Detected {} oom-kill event(s) in {}.")
+        got = fmts('WARN("ptr %ps", p);', ["WARN printf warn"])
+        self.assertEqual(got[0][3], "ptr {}s")
 
     def test_no_literal_no_format(self):
         self.assertEqual(fmts("WARN(msg);", ["WARN printf warn"]), [])
@@ -85,6 +91,16 @@ class StrStyleTest(unittest.TestCase):
         src = 'LOG(WARNING) << "a " << (x ? "y" : "z") << " b" << std::endl;'
         got = fmts(src, ["LOG(WARNING) stream warn"])
         self.assertEqual(got[0][3], "a {} b\n")
+
+    def test_stream_name_with_more_arguments(self):
+        src = 'LOG(WARNING, rank) << "stalled"; LOG_FIRST_N(ERROR, 1) << "once"; LOG(WARNINGS) << "no";'
+        got = fmts(src, ["LOG(WARNING) stream warn", "LOG_FIRST_N(ERROR) stream error"])
+        self.assertEqual([g[3] for g in got], ["stalled", "once"])
+
+    def test_throw_qualified(self):
+        src = 'throw ::gloo::IoException(GLOO_ERROR_MSG("Timed out waiting ", t, "ms"));'
+        got = fmts(src, ["gloo::IoException str error", "GLOO_ERROR_MSG builder -"])
+        self.assertEqual(got[0][3], "Timed out waiting {}ms")
 
     def test_stream_needs_shift(self):
         self.assertEqual(fmts('LOG(ERROR);', ["LOG(ERROR) stream error"]), [])
