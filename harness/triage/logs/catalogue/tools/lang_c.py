@@ -3,7 +3,7 @@
 extract_file(relpath, text, calls) -> [{"line", "call", "level", "format"}]
 
 Each entry of `calls` names one call (function or macro) whose arguments make a message, and
-how to read them: "NAME STYLE LEVEL [arg=N] [pconv=LETTERS] [prefix=TEXT]" (whitespace separated; prefix= takes
+how to read them: "NAME STYLE LEVEL [arg=N] [nargs=N] [pconv=LETTERS] [only=GLOB]... [prefix=TEXT]" (whitespace separated; prefix= takes
 the rest of the entry, spaces included). NAME is matched token by token, so "fmt::format" and
 "LOG(ERROR)" work; a NAME ending in ")" also matches further arguments ("LOG(WARNING)" matches
 LOG(WARNING, rank) and LOG_FIRST_N(WARNING) matches LOG_FIRST_N(WARNING, 1)). STYLE:
@@ -22,8 +22,12 @@ LOG(WARNING, rank) and LOG_FIRST_N(WARNING) matches LOG_FIRST_N(WARNING, 1)). ST
              expanded in place with str semantics (MakeString, GLOO_ERROR_MSG); "builder-fmt"
              and "builder-printf" likewise in fmt / printf semantics.
 
-LEVEL is error | warn | info | debug (builders: "-"). pconv= lists the letters that may follow
-a %p conversion to make one (Slurm: pconv=AJsS for %pA %pJ %ps %pS). prefix= is text printed before the
+LEVEL is error | warn | info | debug (builders: "-"). nargs= keeps only N arguments from arg=
+(an exception whose other arguments are not printed as given: NCCLException(api, msg, result)).
+pconv= lists the letters that may follow
+a %p conversion to make one (Slurm: pconv=AJsS for %pA %pJ %ps %pS). only= limits the call to
+files matching the glob (fnmatch; repeatable): for a generic name that prints a message only in
+some files (snprintf into the buffer a signal handler writes out). prefix= is text printed before the
 format (a macro such as NCCL's INFO_LOC that prepends "%s:%d (%s) "), in the call's own style.
 
 Whatever an argument is that the source does not spell out (a variable, a function result) is
@@ -35,6 +39,7 @@ out.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 
 # ---------------------------------------------------------------------------------------------
@@ -314,11 +319,17 @@ class CallSpec:
         self.name, self.style, self.level = parts[0], parts[1], parts[2]
         self.arg = None
         self.pconv = ""
+        self.only: list[str] = []
+        self.nargs = None
         for extra in parts[3:]:
             if extra.startswith("arg=") and extra[4:].isdigit():
                 self.arg = int(extra[4:])
             elif extra.startswith("pconv="):
                 self.pconv = extra[6:]
+            elif extra.startswith("nargs=") and extra[6:].isdigit():
+                self.nargs = int(extra[6:])
+            elif extra.startswith("only="):
+                self.only.append(extra[5:])
             else:
                 raise ValueError(f"call spec {raw!r}: unknown option {extra!r}")
         styles = ("printf", "fmt", "str", "stream", "returns", "helptopics", "builder",
@@ -423,75 +434,98 @@ class FileReader:
 
     # -- local variables ----------------------------------------------------------------------
     def _assignments(self):
+        """Where each local name is set: name = expr; name += expr; name << a << b; (a
+        stringstream); TYPE name; (a declaration, which starts it empty); TYPE name(expr)."""
         if self._assign_cache is not None:
             return self._assign_cache
         cache: dict[str, list[tuple[int, str, list[Tok]]]] = {}
         toks = self.toks
         n = len(toks)
+
+        def until_end(j):
+            depth = 0
+            while j < n:
+                v = toks[j].val if toks[j].kind == "op" else None
+                if v in ("(", "[", "{"):
+                    depth += 1
+                elif v in (")", "]", "}"):
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif v in (";", ",") and depth == 0:
+                    break
+                j += 1
+            return j
+
         for i in range(n - 1):
             t = toks[i]
             if t.kind != "id":
                 continue
             nxt = toks[i + 1]
-            if nxt.kind != "op" or nxt.val not in ("=", "+=", "(", "{"):
+            prev = toks[i - 1] if i > 0 else None
+            if nxt.kind != "op":
+                continue
+            if nxt.val == ";" and prev is not None and (
+                    (prev.kind == "id" and prev.val not in _KEYWORDS) or prev.val in (">", "&", "*")):
+                cache.setdefault(t.val, []).append((i, "decl", []))
+                continue
+            if nxt.val == "<<" and (prev is None or prev.val in (";", "{", "}")):
+                j = until_end(i + 2)
+                cache.setdefault(t.val, []).append((i, "<<", toks[i + 2:j]))
+                continue
+            if nxt.val not in ("=", "+=", "(", "{"):
                 continue
             if nxt.val in ("(", "{"):
                 # a declaration "std::string msg("...")": the previous token is a type name
-                prev = toks[i - 1] if i > 0 else None
-                if prev is None or prev.kind != "id" or prev.val in ("return", "else", "case", "throw"):
+                if prev is None or prev.kind != "id" or prev.val in _KEYWORDS or prev.val in ("else",):
                     if not (prev is not None and prev.kind == "op" and prev.val in (">", "&", "*")):
                         continue
                 end = _match_close(toks, i + 1)
                 expr = toks[i + 2:end]
                 op = "="
             else:
-                j = i + 2
-                depth = 0
-                while j < n:
-                    v = toks[j].val if toks[j].kind == "op" else None
-                    if v in ("(", "[", "{"):
-                        depth += 1
-                    elif v in (")", "]", "}"):
-                        if depth == 0:
-                            break
-                        depth -= 1
-                    elif v in (";", ",") and depth == 0:
-                        break
-                    j += 1
+                j = until_end(i + 2)
                 expr = toks[i + 2:j]
                 op = nxt.val
-            if expr:
+            if expr or op == "=":
                 cache.setdefault(t.val, []).append((i, op, expr))
         self._assign_cache = cache
         return cache
 
     def _resolve(self, name: str, at: int, depth: int):
-        """Pieces of local variable `name` as last set before token `at` (within ~2000 tokens)."""
+        """Pieces of local variable `name` as set before token `at` (within ~2000 tokens): its
+        last assignment or declaration, then the += and << that follow it."""
         if depth > 3:
             return None
         entries = [e for e in self._assignments().get(name, []) if e[0] < at and at - e[0] < 2000]
-        if not entries:
-            return None
-        # the last plain assignment, then the += that follow it
         base = None
         for k in range(len(entries) - 1, -1, -1):
-            if entries[k][1] == "=":
+            if entries[k][1] in ("=", "decl"):
                 base = k
                 break
         if base is None:
             return None
         pieces = []
         for k in range(base, len(entries)):
-            p = self.eval(entries[k][2], "str", depth + 1)
-            pieces.extend(p)
-        return pieces
+            op, expr = entries[k][1], entries[k][2]
+            if op == "<<":
+                for operand in split_top(expr, "<<"):
+                    if operand:
+                        pieces.extend(self.eval(operand, "str", depth + 1))
+            elif expr:
+                pieces.extend(self.eval(expr, "str", depth + 1))
+        return pieces if pieces else None
 
     # -- evaluation ---------------------------------------------------------------------------
     def _literal_run(self, toks: list[Tok], style: str):
-        """Adjacent literals with macro pieces between ("a" PRIu64 "b"): text, or None."""
-        if not toks or toks[0].kind != "str":
+        """Adjacent literals with macro pieces between ("a" PRIu64 "b", HOSTFORMAT "x"): text,
+        or None. A macro the file defines as a string literal is its text."""
+        if not toks or not any(t.kind == "str" for t in toks):
             return None
         if not all(t.kind in ("str", "id") for t in toks):
+            return None
+        if toks[0].kind == "id" and toks[0].val not in self._str_macros() and \
+                not toks[0].val.startswith("PRI") and len(toks) > 1 and toks[1].kind != "str":
             return None
         out = []
         for t in toks:
@@ -499,9 +533,28 @@ class FileReader:
                 out.append(_text(t.val))
             elif style == "printf" and t.val.startswith("PRI"):
                 out.append(_text("llu"))  # <inttypes.h>: "%" PRIu64 is one conversion
+            elif t.val in self._str_macros():
+                out.append(_text(self._str_macros()[t.val]))
             else:
                 out.append(HOLE)
         return out
+
+    def _str_macros(self) -> dict[str, str]:
+        """#define NAME "literal" ... of this file (object-like, literals only)."""
+        if hasattr(self, "_macros"):
+            return self._macros
+        self._macros = {}
+        toks = self.toks
+        for i in range(len(toks) - 3):
+            if toks[i].val == "#" and toks[i + 1].val == "define" and toks[i + 2].kind == "id" and \
+                    toks[i + 3].kind == "str" and toks[i + 3].line == toks[i + 2].line:
+                j = i + 3
+                text = []
+                while j < len(toks) and toks[j].kind == "str" and toks[j].line == toks[i + 2].line:
+                    text.append(toks[j].val)
+                    j += 1
+                self._macros.setdefault(toks[i + 2].val, "".join(text))
+        return self._macros
 
     def eval(self, toks: list[Tok], style: str, depth: int = 0):
         """Pieces of one expression that is printed. Text pieces of a printf/fmt expression are
@@ -570,6 +623,9 @@ class FileReader:
     def message(self, args: list[list[Tok]], style: str, arg: int | None, depth: int = 0, prefix: str = "",
                 pconv: str = ""):
         """Pieces of a whole message from a call's argument list."""
+        if len(args) == 1 and len(args[0]) > 2 and args[0][0].val == "(" and \
+                _match_close(args[0], 0) == len(args[0]) - 1:
+            args = split_top(args[0][1:-1], ",")  # BTL_ERROR(("fmt", ...)): a macro's double parentheses
         if style in ("printf", "fmt"):
             idx = arg
             if idx is None:
@@ -659,6 +715,8 @@ class FileReader:
                 args = split_top(toks[j + 1:close], ",")
                 if spec.style == "str" and not spec.prefix and args and len(args) == 1 and not args[0]:
                     continue
+                if spec.nargs is not None:
+                    args = args[:(spec.arg or 0) + spec.nargs]
                 pieces = self.message(args, spec.style, spec.arg, 0, spec.prefix, spec.pconv)
             if literal_len(pieces) == 0:
                 continue
@@ -755,7 +813,7 @@ def help_topics(text: str, spec: CallSpec):
 
 
 def extract_file(relpath: str, text: str, calls: list[str]) -> list[dict]:
-    specs = parse_calls(calls)
+    specs = [s for s in parse_calls(calls) if not s.only or any(fnmatch.fnmatchcase(relpath, g) for g in s.only)]
     if relpath.endswith(".txt"):
         hs = [s for s in specs if s.style == "helptopics"]
         return help_topics(text, hs[0]) if hs else []

@@ -47,6 +47,17 @@ class PrintfTest(unittest.TestCase):
         got = fmts('WARN("ptr %ps", p);', ["WARN printf warn"])
         self.assertEqual(got[0][3], "ptr {}s")
 
+    def test_double_parentheses_and_string_macros(self):
+        src = ('#define HOSTFORMAT "[%s:%05d] "\n'
+               'BTL_ERROR(("recv failed: %s (%d)", strerror(e), e));\n'
+               'snprintf(buf, n, HOSTFORMAT "*** Process received signal ***\\n", h, p);\n'
+               'snprintf(buf, n, "%s", x);\n')
+        got = fmts(src, ["BTL_ERROR printf error", "snprintf printf error arg=2 only=*/stacktrace.c"],
+                   relpath="opal/util/stacktrace.c")
+        self.assertEqual([g[3] for g in got], ["recv failed: {} ({})", "[{}:{}] *** Process received signal ***\n"])
+        got = fmts(src, ["snprintf printf error arg=2 only=*/stacktrace.c"], relpath="opal/util/other.c")
+        self.assertEqual(got, [])
+
     def test_no_literal_no_format(self):
         self.assertEqual(fmts("WARN(msg);", ["WARN printf warn"]), [])
 
@@ -86,6 +97,19 @@ class StrStyleTest(unittest.TestCase):
                '}\n')
         got = fmts(src, ["LOG(ERROR) stream error"])
         self.assertEqual(got, [(5, "LOG(ERROR)", "error", "{}Watchdog timed out after {}ms for rank {}")])
+
+    def test_stringstream_followed(self):
+        src = ('void f() {\n'
+               '  std::stringstream ss;\n'
+               "  ss << \"Detected mismatch. Rank \" << r << \" is running \" << fp << '.';\n"
+               '  TORCH_CHECK(false, ss.str());\n'
+               '}\n')
+        got = fmts(src, ["TORCH_CHECK str error arg=1"])
+        self.assertEqual(got, [(4, "TORCH_CHECK", "error", "Detected mismatch. Rank {} is running {}.")])
+
+    def test_nargs(self):
+        got = fmts('throw NCCLException(*api, "NCCL Send failed", result, comm);', ["NCCLException str error arg=1 nargs=1"])
+        self.assertEqual(got[0][3], "NCCL Send failed")
 
     def test_stream_operands_and_endl(self):
         src = 'LOG(WARNING) << "a " << (x ? "y" : "z") << " b" << std::endl;'
