@@ -597,6 +597,8 @@ class FileReader:
             bstyle = self.builders[name]
             args = split_top(toks[len(name) + 1:-1], ",")
             inner = self.message(args, bstyle, None, depth + 1)
+            if not inner:
+                return [HOLE]  # fmt::format(__VA_ARGS__), c10::str(x): printed, but not spelled out here
             return inner if style == "str" else _escape_for(inner, style)
         # x.c_str(), std::string(x).c_str(), x.str()
         if len(toks) >= 4 and toks[-1].val == ")" and toks[-2].val == "(" and toks[-3].val in ("c_str", "str", "data") \
@@ -701,6 +703,8 @@ class FileReader:
                         depth -= 1
                     elif v == ";" and depth == 0:
                         break
+                    elif v == "#" and end + 1 < n and toks[end + 1].val in ("define", "undef"):
+                        break  # a macro body without ";" ends at the next #define
                     end += 1
                 ops = split_top(toks[j + 1:end], "<<")
                 pieces = ([_text(spec.prefix)] if spec.prefix else [])

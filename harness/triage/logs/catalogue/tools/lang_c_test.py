@@ -126,6 +126,13 @@ class StrStyleTest(unittest.TestCase):
         got = fmts(src, ["gloo::IoException str error", "GLOO_ERROR_MSG builder -"])
         self.assertEqual(got[0][3], "Timed out waiting {}ms")
 
+    def test_stream_in_macro_bodies_and_across_ifdef(self):
+        src = ('#define C10D_ERROR(...) LOG(ERROR) << "[c10d] " << fmt::format(__VA_ARGS__)\n'
+               '#define C10D_WARNING(...) LOG(WARNING) << "[c10d] " << fmt::format(__VA_ARGS__)\n'
+               'void f() {\n  LOG(ERROR) << "a: " << x\n#ifdef HAS_Y\n      << ", y: " << y\n#endif\n      << ", z: " << z;\n}\n')
+        got = fmts(src, ["LOG(ERROR) stream error", "LOG(WARNING) stream warn"])
+        self.assertEqual([g[3] for g in got], ["[c10d] {}", "[c10d] {}", "a: {}, y: {}, z: {}"])
+
     def test_stream_needs_shift(self):
         self.assertEqual(fmts('LOG(ERROR);', ["LOG(ERROR) stream error"]), [])
 
