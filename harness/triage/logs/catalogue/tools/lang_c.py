@@ -3,7 +3,7 @@
 extract_file(relpath, text, calls) -> [{"line", "call", "level", "format"}]
 
 Each entry of `calls` names one call (function or macro) whose arguments make a message, and
-how to read them: "NAME STYLE LEVEL [arg=N] [nargs=N] [pconv=LETTERS] [only=GLOB]... [prefix=TEXT]" (whitespace separated; prefix= takes
+how to read them: "NAME STYLE LEVEL [arg=N] [nargs=N] [pconv=LETTERS] [only=GLOB]... [member] [prefix=TEXT]" (whitespace separated; prefix= takes
 the rest of the entry, spaces included). NAME is matched token by token, so "fmt::format" and
 "LOG(ERROR)" work; a NAME ending in ")" also matches further arguments ("LOG(WARNING)" matches
 LOG(WARNING, rank) and LOG_FIRST_N(WARNING) matches LOG_FIRST_N(WARNING, 1)). STYLE:
@@ -22,7 +22,8 @@ LOG(WARNING, rank) and LOG_FIRST_N(WARNING) matches LOG_FIRST_N(WARNING, 1)). ST
              expanded in place with str semantics (MakeString, GLOO_ERROR_MSG); "builder-fmt"
              and "builder-printf" likewise in fmt / printf semantics.
 
-LEVEL is error | warn | info | debug (builders: "-"). nargs= keeps only N arguments from arg=
+LEVEL is error | warn | info | debug (builders: "-"). member: also obj.NAME(...) / obj->NAME(...)
+(a method that raises or logs its argument: Gloo's pair_->signalExceptionExternal(msg)). nargs= keeps only N arguments from arg=
 (an exception whose other arguments are not printed as given: NCCLException(api, msg, result)).
 pconv= lists the letters that may follow
 a %p conversion to make one (Slurm: pconv=AJsS for %pA %pJ %ps %pS). only= limits the call to
@@ -321,6 +322,7 @@ class CallSpec:
         self.pconv = ""
         self.only: list[str] = []
         self.nargs = None
+        self.member = False
         for extra in parts[3:]:
             if extra.startswith("arg=") and extra[4:].isdigit():
                 self.arg = int(extra[4:])
@@ -330,6 +332,8 @@ class CallSpec:
                 self.nargs = int(extra[6:])
             elif extra.startswith("only="):
                 self.only.append(extra[5:])
+            elif extra == "member":
+                self.member = True
             else:
                 raise ValueError(f"call spec {raw!r}: unknown option {extra!r}")
         styles = ("printf", "fmt", "str", "stream", "returns", "helptopics", "builder",
@@ -672,7 +676,7 @@ class FileReader:
             if name is None:
                 continue
             prev = toks[i - 1] if i > 0 else None
-            if prev is not None and prev.kind == "op" and prev.val in (".", "->"):
+            if prev is not None and prev.kind == "op" and prev.val in (".", "->") and not names[name].member:
                 continue
             if prev is not None and prev.kind == "op" and prev.val == "::" and i >= 2 and \
                     ((toks[i - 2].kind == "id" and toks[i - 2].val not in _KEYWORDS) or toks[i - 2].val == ">"):

@@ -107,6 +107,12 @@ class StrStyleTest(unittest.TestCase):
         got = fmts(src, ["TORCH_CHECK str error arg=1"])
         self.assertEqual(got, [(4, "TORCH_CHECK", "error", "Detected mismatch. Rank {} is running {}.")])
 
+    def test_member_calls_only_when_asked(self):
+        src = 'pair_->signalExceptionExternal(GLOO_ERROR_MSG("Connection closed by peer ", p));'
+        self.assertEqual(fmts(src, ["signalExceptionExternal str error", "GLOO_ERROR_MSG builder -"]), [])
+        got = fmts(src, ["signalExceptionExternal str error member", "GLOO_ERROR_MSG builder -"])
+        self.assertEqual(got[0][3], "Connection closed by peer {}")
+
     def test_nargs(self):
         got = fmts('throw NCCLException(*api, "NCCL Send failed", result, comm);', ["NCCLException str error arg=1 nargs=1"])
         self.assertEqual(got[0][3], "NCCL Send failed")
