@@ -53,7 +53,8 @@ sys.dont_write_bytecode = True  # the extractors are imported from the source tr
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 CATALOGUE = os.path.dirname(TOOLS)
 
-WEAK_BELOW = 8
+WEAK_BELOW = 8        # literal characters
+WEAK_LETTERS = 4      # letters: a rule of dashes or "{}: {}" says nothing about what happened
 LEVELS = ("error", "warn", "info", "debug")
 ROLES = ("root", "echo", "exit", "benign", "context")
 PHASES = ("", "init", "training", "checkpoint", "eval", "data", "shutdown")
@@ -258,6 +259,12 @@ def hole_count(fmt: str) -> int:
     return len(re.findall(r"\{\{|\}\}|\{\}", fmt)) - len(re.findall(r"\{\{|\}\}", fmt))
 
 
+def is_weak(fmt: str) -> bool:
+    """Too generic to match alone: few literal characters, or hardly any letters."""
+    lit = literal_text(fmt).strip()
+    return len(lit) < WEAK_BELOW or sum(c.isalpha() for c in lit) < WEAK_LETTERS
+
+
 def split_parts(fmt: str) -> list[str]:
     parts = []
     for p in fmt.split("\n"):
@@ -278,7 +285,7 @@ def extract(em: Emitter, files) -> list[dict]:
             for k, p in enumerate(split_parts(e["format"])):
                 rec = {"emitter": em.emitter, "version": em.version, "where": f"{rel}:{int(e['line'])}",
                        "part": k, "call": e["call"], "level": e["level"], "format": p}
-                if len(literal_text(p).strip()) < WEAK_BELOW:
+                if is_weak(p):
                     rec["weak"] = True
                 entries.append(rec)
     entries.sort(key=sort_key)

@@ -93,6 +93,12 @@ class PartsTest(unittest.TestCase):
     def test_split_trim_drop(self):
         self.assertEqual(extract.split_parts("  a {}\n\n{}\n  b  "), ["a {}", "b"])
 
+    def test_weak(self):
+        self.assertTrue(extract.is_weak("ok {}"))
+        self.assertTrue(extract.is_weak("------------------------------"))
+        self.assertTrue(extract.is_weak("[{}:{}] {} -> {} ({})"))
+        self.assertFalse(extract.is_weak("Socket Timeout"))
+
     def test_literal_and_holes(self):
         self.assertEqual(extract.literal_text("a{}b{{c}}"), "ab{c}")
         self.assertEqual(extract.hole_count("a{}b{{c}}{}"), 2)
