@@ -558,4 +558,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `--diff ... | head` ends quietly
     sys.exit(main(sys.argv[1:]))
