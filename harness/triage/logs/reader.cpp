@@ -5,6 +5,9 @@
 // torchrun's failure summary and Open MPI's exit block, and the bounded per-rank step
 // history.
 #include "triage/logs/reader.hpp"
+
+#include "triage/logs/catalogue.hpp"
+#include "triage/logs/progress.hpp"
 #include "triage/logs/frames.hpp"
 #include "triage/logs/patterns.hpp"
 #include "triage/records/run_dir.hpp"  // is_run_dir: --logs-only on a run directory
@@ -120,11 +123,13 @@ struct FileScan {
   uint32_t unattributed_phase_line = 0;
   std::string unattributed_phase_text;
   bool unattributed_phase_stepped = false;  // a step line (any writer) followed it in this file
+  BarSeen unattributed_bar;
 };
 
 bool launcher_kind(LogKind k) {
   switch (k) {
     case LogKind::kLauncherSignal:
+    case LogKind::kStopSignal:
     case LogKind::kLauncherExit:
     case LogKind::kSignalReceived:
     case LogKind::kChildFailed:
@@ -242,6 +247,34 @@ class FileScanner {
 
   FrameMarkers frame_markers_;  // an innermost-first dump's outer frames say nothing more
 
+  // A tqdm bar redraw: the writer's bar counts further, or a new bar (another description) begins.
+  // A line that holds several redraws ('\r') shows the bar advancing within it.
+  void note_bar(std::string_view text, BarSeen& bar, bool has_t, double t) {
+    TqdmBar b;
+    if (!parse_tqdm_bar(l_.msg, b)) return;
+    TqdmBar first;
+    const size_t cr = text.find('\r');
+    const bool within = cr != std::string_view::npos && parse_tqdm_bar(text.substr(0, cr), first) && first.n >= 0 &&
+                        first.n < b.n;
+    const std::string_view desc = b.desc.substr(0, 120);
+    if (!bar.seen() || bar.desc != desc) {
+      bar = BarSeen{};
+      bar.desc = std::string(desc);
+      bar.phase = std::string(bar_phase(b.desc, b.unit));
+      bar.first_n = within ? first.n : b.n;
+    } else if (b.n > bar.last_n) {
+      ++bar.advances;
+    }
+    if (within) ++bar.advances;
+    bar.last_n = b.n;
+    bar.total = b.total;
+    bar.elapsed_s = b.elapsed_s;
+    bar.file = index_;
+    bar.line = line_no_;
+    bar.has_t = has_t;
+    bar.t = t;
+  }
+
   RankAcc& acc(int rank) {
     if (rank == cache_rank_) return *cache_;
     auto [it, fresh] = out_.ranks.try_emplace(rank);
@@ -336,6 +369,13 @@ class FileScanner {
     }
 
     if (src == RankSource::kLocal) ++out_.info.local_rank_lines;
+    if (l_.msg.find("%|") != std::string_view::npos) {
+      BarSeen& bar = rank >= 0 ? acc(rank).log.bar : out_.unattributed_bar;
+      note_bar(text, bar, have_t, cur_t);
+      // A training loop's bar (HF Trainer's, an epoch's) is progress of training, as a step line is.
+      if (l_.kind == LogKind::kNone && bar.seen() && bar.line == line_no_ && bar.phase == "training")
+        ++out_.progress_lines;
+    }
     if (l_.kind == LogKind::kStep && out_.unattributed_phase != LogKind::kNone) out_.unattributed_phase_stepped = true;
     if (rank >= 0) {
       RankAcc& a = acc(rank);
@@ -488,6 +528,9 @@ class FileScanner {
     e.text = std::string(msg.substr(0, kMaxEventText));
     e.category = std::string(l_.category);
     e.cause = std::string(l_.cause);
+    e.role = std::string(l_.role);
+    e.phase = std::string(l_.phase);
+    if (l_.catalogue) e.origin = l_.catalogue->origin();
     e.peer_closed = l_.peer_closed;
     e.torch_rendezvous = l_.torch_rendezvous;
     e.ranks = l_.ranks;
@@ -679,6 +722,22 @@ std::vector<LogInput> list_log_inputs(const std::vector<fs::path>& paths, bool l
   return out;
 }
 
+// A writer's bar over several files (file order): the later one; the same bar's advances add up.
+static void merge_bar(BarSeen& into, const BarSeen& x) {
+  if (!x.seen()) return;
+  const bool later = !into.seen() || (x.has_t && into.has_t && x.t != into.t ? x.t > into.t
+                                                                             : std::tie(x.file, x.line) > std::tie(into.file, into.line));
+  if (!later) return;
+  if (into.seen() && into.desc == x.desc) {
+    BarSeen m = x;
+    m.advances += into.advances + (x.first_n > into.last_n ? 1 : 0);
+    m.first_n = std::min(into.first_n, x.first_n);
+    into = m;
+  } else {
+    into = x;
+  }
+}
+
 LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads) {
   LogCorpus c;
   bool kubeflow = false;
@@ -727,6 +786,7 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
     c.lines += s.info.lines;
     c.unattributed_steps += s.unattributed_steps;
     c.progress_lines += s.progress_lines;
+    merge_bar(c.unattributed_bar, s.unattributed_bar);
     if (s.unattributed_phase != LogKind::kNone) {
       c.unattributed_phase = s.unattributed_phase;
       c.unattributed_phase_file = static_cast<uint32_t>(c.files.size());
@@ -767,6 +827,7 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
       g.max_step = std::max(g.max_step, x.max_step);
       g.total_steps = std::max(g.total_steps, x.total_steps);
       if (g.host.empty()) g.host = x.host;
+      merge_bar(g.bar, x.bar);
       if (x.phase != LogKind::kNone &&
           (g.phase == LogKind::kNone ||
            later(x.phase_has_t, x.phase_t, x.phase_file, x.phase_line, g.phase_has_t, g.phase_t, g.phase_file,

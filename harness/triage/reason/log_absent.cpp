@@ -51,8 +51,9 @@ bool LogAnalyzer::step_jump(const RankState& s, double* usual, double* last, con
   return *usual > 0 && *last >= kJumpRatio * *usual && *last - *usual >= 0.5;
 }
 
-bool LogAnalyzer::try_absent() {
-  if (absent_.empty() || waiting_.empty()) return false;
+// Ranks of the main PG that never reported the stuck collective and did not leave the loop; a rank
+// without a single line only when the silent ones are few enough to prove it (silence_proves()).
+std::vector<int> LogAnalyzer::provable_absent() {
   // Ranks that left the loop are handled above; without logs they are not provably absent
   // unless the world size is stated.
   std::vector<int> absent;
@@ -72,22 +73,21 @@ bool LogAnalyzer::try_absent() {
       absent.erase(std::remove_if(absent.begin(), absent.end(), [&](int r) { return !rs_[r].seen(); }), absent.end());
     }
   }
-  if (absent.empty()) return false;
-  // The first timeout report of the peers.
+  return absent;
+}
+
+// The first timeout report of the peers in the stuck collective.
+const CollReport* LogAnalyzer::first_report() const {
   const CollReport* first = nullptr;
   for (const auto& rep : reports_) {
     if (rep.pg != main_pg_ || rep.seq != stuck_seq_ || !rep.ev) continue;
     if (!first || (rep.ev->has_t && (!first->ev->has_t || rep.ev->t < first->ev->t))) first = &rep;
   }
-  const double t_first = first && first->ev->has_t ? first->ev->t : 0;
-  // Gloo's timeout among the reports (not necessarily the first line: the closed
-  // connections a timing-out rank causes may be logged before its own timeout).
-  bool gloo = false;
-  for (const auto& rep : reports_)
-    gloo = gloo || (rep.pg == main_pg_ && rep.seq == stuck_seq_ && rep.ev && rep.ev->kind == LogKind::kGlooTimeout);
-  const bool dead_peer_seen = dead_peer_echo() != nullptr;
-  // Desync reports name lagging ranks.
-  std::set<int> desync;
+  return first;
+}
+
+// Desync reports name lagging ranks: their ranks into `desync`, the first report's line.
+const LogEvent* LogAnalyzer::desync_report(std::set<int>& desync) const {
   const LogEvent* desync_ev = nullptr;
   for (const auto& e : c_.events) {
     if (e.kind == LogKind::kDesyncMissing || e.kind == LogKind::kDesyncLagging) {
@@ -95,8 +95,14 @@ bool LogAnalyzer::try_absent() {
       if (!desync_ev) desync_ev = &e;
     }
   }
-  const RankState& a = rs_[absent.front()];
-  r_.missing_ranks = absent;
+  return desync_ev;
+}
+
+// The evidence of an absence: who reported the timeout and who never did, the absent rank's last line.
+void LogAnalyzer::cite_absent(const RankState& a, const std::vector<int>& absent, const CollReport& first_rep,
+                              const LogEvent* desync_ev) {
+  const CollReport* first = &first_rep;
+  const double t_first = first->ev->has_t ? first->ev->t : 0;
   const std::string coll = stuck_name();
   add_evidence(ref(*first->ev), fmt::format("{} reported a timeout in {} (first at {}); {} never did",
                                             reason::ranks_phrase_counted(waiting_), coll, first->ev->has_t ? clock(t_first) : "?",
@@ -114,6 +120,35 @@ bool LogAnalyzer::try_absent() {
   if (desync_ev) {
     add_evidence(ref(*desync_ev), fmt::format("desync report: {}", short_text(desync_ev->text)));
   }
+}
+
+// A storage error on the absent rank's host (or its own): a slow save is slow storage.
+const LogEvent* LogAnalyzer::storage_error_near(const RankState& a) const {
+  for (const LogEvent* e : a.evs)
+    if (e->kind == LogKind::kStorageError) return e;
+  for (const LogEvent* e : host_events_)
+    if (e->kind == LogKind::kStorageError && (e->host.empty() || a.host.empty() || e->host == a.host)) return e;
+  return nullptr;
+}
+
+bool LogAnalyzer::try_absent() {
+  if (absent_.empty() || waiting_.empty()) return false;
+  std::vector<int> absent = provable_absent();
+  if (absent.empty()) return false;
+  const CollReport* first = first_report();
+  const double t_first = first && first->ev->has_t ? first->ev->t : 0;
+  // Gloo's timeout among the reports (not necessarily the first line: the closed
+  // connections a timing-out rank causes may be logged before its own timeout).
+  bool gloo = false;
+  for (const auto& rep : reports_)
+    gloo = gloo || (rep.pg == main_pg_ && rep.seq == stuck_seq_ && rep.ev && rep.ev->kind == LogKind::kGlooTimeout);
+  const bool dead_peer_seen = dead_peer_echo() != nullptr;
+  std::set<int> desync;
+  const LogEvent* desync_ev = desync_report(desync);
+  const RankState& a = rs_[absent.front()];
+  r_.missing_ranks = absent;
+  const std::string coll = stuck_name();
+  cite_absent(a, absent, *first, desync_ev);
   // Alive after the peers' timeout?
   std::string alive_ref;
   const StepRec* later = nullptr;
@@ -129,22 +164,8 @@ bool LogAnalyzer::try_absent() {
   double usual = 0, last = 0;
   const StepRec* jump_at = nullptr;
   const bool jumped = step_jump(a, &usual, &last, &jump_at);
-  bool storage = false;
-  const LogEvent* storage_ev = nullptr;
-  for (const LogEvent* e : host_events_) {
-    if (e->kind == LogKind::kStorageError && (e->host.empty() || a.host.empty() || e->host == a.host)) {
-      storage = true;
-      storage_ev = e;
-      break;
-    }
-  }
-  for (const LogEvent* e : a.evs) {
-    if (e->kind == LogKind::kStorageError) {
-      storage = true;
-      storage_ev = e;
-      break;
-    }
-  }
+  const LogEvent* storage_ev = storage_error_near(a);
+  const bool storage = storage_ev != nullptr;
   const std::string phase = phase_of_rank(a);
   r_.phase = phase;
   // Its evaluation's end logged after its peers had already timed out waiting: it was evaluating then.

@@ -157,8 +157,10 @@ bool LogAnalyzer::try_init() {
                      "it)",
                      joined, of));
   }
-  if (world_stated_ && silence_proves(silent.size()) &&
-      (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
+  // Silence proves a rank never joined when the silent ones are a minority, or when the others'
+  // own join lines show the paste is the job's output (never_joined()).
+  const bool silence = silence_proves(silent.size()) || (!silent.empty() && never_joined() == silent);
+  if (world_stated_ && silence && (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
     r_.missing_ranks = silent;
     r_.confidence = "high";
     add_evidence(fmt::format("(no log of rank {})", silent.front()),

@@ -2,6 +2,8 @@
 // collective while alive, a slow rank, every rank stuck together, a healthy run, unknown.
 #include "triage/reason/run_analyzer.hpp"
 
+#include "triage/model/causes.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -101,7 +103,7 @@ bool Analyzer::try_absent_alive() {
     r_.cause = shm ? "shm_exhausted" : "disk_full";
   } else {
     r_.category = "straggler";
-    r_.cause = "stuck_in_" + (phase.empty() ? std::string("unknown") : phase);
+    r_.cause = std::string(stuck_in_cause(phase));
   }
   r_.missing_ranks = absent;
   r_.confidence = "medium";
