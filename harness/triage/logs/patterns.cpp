@@ -90,8 +90,9 @@ void read_stop_signal(sv m, LogLine& o) {
 
 }  // namespace
 
-const std::vector<LinePattern>& line_patterns() {
-  static const std::vector<LinePattern> kTable = {
+// The table, part: the store, the interfaces, the fabric.
+static std::vector<LinePattern> store_and_network_patterns() {
+  return {
       // NCCL's AWS OFI plugin cannot register a buffer with the EFA device (gh-awsome-distributed-ai-203).
       {{"NET/OFI", "Unable to register memory"}, {}, LogKind::kIbError, "network", "efa_error", PatternFields::kNone,
        "register_rail_mr_buffer:617 NCCL WARN NET/OFI Unable to register memory (type = 2) for device 4. RC: -22, "
@@ -148,6 +149,12 @@ const std::vector<LinePattern>& line_patterns() {
       {{"Socket creation failed", "Address family not supported"}, {}, LogKind::kWrongIfname, "network",
        "wrong_ifname", PatternFields::kNone,
        "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol"},
+  };
+}
+
+// The table, part: launchers' and schedulers' notices, the tools' own verdicts.
+static std::vector<LinePattern> launcher_patterns() {
+  return {
       // The DeepSpeed launcher's notice of a worker's exit (gh-deepspeed-3232).
       {{"exits with return code = "}, {"--local_rank="}, LogKind::kLauncherExit, "", "", PatternFields::kLauncherCode,
        "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
@@ -221,6 +228,12 @@ const std::vector<LinePattern>& line_patterns() {
       {{"The node was low on resource: memory."}, {}, LogKind::kOomKill, "", "", PatternFields::kNone,
        "The node was low on resource: memory. Container prometheus-server was using 3885112Ki, which exceeds its "
        "request of 0. Container prometheus-server-configmap-reload was using 2100Ki, which exceeds its request of 0."},
+  };
+}
+
+// The table, part: membership and signals passed on.
+static std::vector<LinePattern> membership_and_stop_patterns() {
+  return {
       // Membership: a process's own statement that it joins a world of N (issue 24: read against the
       // world size, the ranks that never stated it never joined). Lightning prints one per process
       // before init_process_group (lightning/fabric/utilities/distributed.py _init_dist_connection:
@@ -264,6 +277,12 @@ const std::vector<LinePattern>& line_patterns() {
       // the USR signals are passed on too and stop nothing: the rule reads the signal.
       {{": Forwarding signal ", " to job"}, {}, LogKind::kStopSignal, "", "", PatternFields::kStopSignal,
        "mpirun: Forwarding signal 15 to job"},
+  };
+}
+
+// The table, part: limits, storage, phases and progress.
+static std::vector<LinePattern> limit_and_phase_patterns() {
+  return {
       // Slurm cancelled the job at its time limit (gh-zetta_utils-671).
       {{"DUE TO TIME LIMIT"}, {"CANCELLED"}, LogKind::kResourceLimit, "resource_limit", "time_limit",
        PatternFields::kNone,
@@ -408,6 +427,17 @@ const std::vector<LinePattern>& line_patterns() {
        "[rank1]:[F ProcessGroupNCCL.cpp:1169] [PG 0 Rank 1] [PG 0 Rank 1] ProcessGroupNCCL's watchdog got stuck for "
        "600 seconds without making progress in monitoring enqueued collectives."},
   };
+}
+
+const std::vector<LinePattern>& line_patterns() {
+  // The parts in order: the first entry that matches decides.
+  static const std::vector<LinePattern> kTable = [] {
+    std::vector<LinePattern> t;
+    for (auto part : {store_and_network_patterns, launcher_patterns, membership_and_stop_patterns,
+                      limit_and_phase_patterns})
+      for (auto& p : part()) t.push_back(std::move(p));
+    return t;
+  }();
   return kTable;
 }
 

@@ -211,6 +211,8 @@ class LogTimeline {
   // teardown kills a few ms before its peers reads as a rank that died, or not, by the
   // order of two kill(2) calls.
   void mark_outside_teardown(const std::vector<RankState*>& states);
+  void note_phase_facts(const std::vector<RankState*>& states);
+  void decide_anon();
 
   // -- meaning.cpp
   // A line that only init writes: the store, the interface, the communicator's setup.

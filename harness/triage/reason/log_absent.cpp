@@ -185,21 +185,7 @@ bool LogAnalyzer::try_absent() {
     r_.category = "straggler";
     r_.cause = "slow_rank";
     r_.confidence = "high";
-    if (progressed) {
-      add_evidence(ref(later->file, later->line),
-                   fmt::format("rank {} still logged step {} at {}, after its peers timed out at {}: slow, not dead",
-                               a.rank, later->step, clock(later->t), clock(t_first)));
-    }
-    if (jumped) {
-      add_evidence(ref(jump_at->file, jump_at->line),
-                   fmt::format("rank {}'s step interval jumped from {:.2f} s to {:.2f} s per step before the "
-                               "failure",
-                               a.rank, usual, last));
-    }
-    f.what = progressed ? fmt::format("kept progressing (step {} at {}) after its peers had timed out in {}",
-                                      later->step, clock(later->t), coll)
-                        : fmt::format("slowed down ({:.1f} s per step vs {:.1f} s usual) and missed {}", last, usual,
-                                      coll);
+    f.what = absent_slow(a, progressed ? later : nullptr, t_first, jumped ? jump_at : nullptr, usual, last);
   } else if (phase == "checkpoint" && a.seen()) {
     r_.category = "straggler";
     r_.cause = storage ? "slow_storage" : "stuck_in_checkpoint";
@@ -275,16 +261,7 @@ bool LogAnalyzer::try_absent() {
                      "long compute) is not in the logs: dump its stack (py-spy dump) if it still exists",
                      reason::ranks_phrase_counted(absent)));
   } else {
-    r_.category = "unknown";
-    r_.cause = "rank_absent";
-    r_.confidence = desync.count(a.rank) ? "medium" : "low";
-    f.what = a.seen() ? fmt::format("never reported the timeout of {} that {} reported; its last line is {}", coll,
-                                    reason::ranks_phrase_counted(waiting_), f.ref)
-                      : fmt::format("never reported the timeout of {} and has no log line at all", coll);
-    note(fmt::format("provable: {} did not report {} while {} did{}. Not provable from these logs: whether it died "
-                     "(no exit status, kernel or launcher line names it), hangs elsewhere, or is slow",
-                     reason::ranks_phrase_counted(absent), coll, reason::ranks_phrase_counted(waiting_),
-                     desync.count(a.rank) ? " (the desync report names it too)" : ""));
+    absent_unproven(a, absent, desync.count(a.rank) > 0, f);
   }
   set_first(f);
   if (jumped && r_.cause != "slow_rank") {
@@ -297,6 +274,42 @@ bool LogAnalyzer::try_absent() {
                            reason::ranks_phrase_counted(absent), coll, reason::ranks_phrase_counted(waiting_));
   if (r_.cause == "unresponsive") r_.summary += "; alive but silent";
   return true;
+}
+
+// Absent but alive and slow: it logged a step after its peers' timeout (later), or its step interval
+// jumped before it went missing (jump_at). What it did, and the evidence.
+std::string LogAnalyzer::absent_slow(const RankState& a, const StepRec* later, double t_first, const StepRec* jump_at,
+                                     double usual, double last) {
+  const std::string coll = stuck_name();
+  if (later) {
+    add_evidence(ref(later->file, later->line),
+                 fmt::format("rank {} still logged step {} at {}, after its peers timed out at {}: slow, not dead",
+                             a.rank, later->step, clock(later->t), clock(t_first)));
+  }
+  if (jump_at) {
+    add_evidence(ref(jump_at->file, jump_at->line),
+                 fmt::format("rank {}'s step interval jumped from {:.2f} s to {:.2f} s per step before the "
+                             "failure",
+                             a.rank, usual, last));
+  }
+  return later ? fmt::format("kept progressing (step {} at {}) after its peers had timed out in {}", later->step,
+                             clock(later->t), coll)
+               : fmt::format("slowed down ({:.1f} s per step vs {:.1f} s usual) and missed {}", last, usual, coll);
+}
+
+// Absent, and nothing says whether it died, hangs elsewhere or is slow: what is provable, in a note.
+void LogAnalyzer::absent_unproven(const RankState& a, const std::vector<int>& absent, bool in_desync, Fail& f) {
+  const std::string coll = stuck_name();
+  r_.category = "unknown";
+  r_.cause = "rank_absent";
+  r_.confidence = in_desync ? "medium" : "low";
+  f.what = a.seen() ? fmt::format("never reported the timeout of {} that {} reported; its last line is {}", coll,
+                                  reason::ranks_phrase_counted(waiting_), f.ref)
+                    : fmt::format("never reported the timeout of {} and has no log line at all", coll);
+  note(fmt::format("provable: {} did not report {} while {} did{}. Not provable from these logs: whether it died "
+                   "(no exit status, kernel or launcher line names it), hangs elsewhere, or is slow",
+                   reason::ranks_phrase_counted(absent), coll, reason::ranks_phrase_counted(waiting_),
+                   in_desync ? " (the desync report names it too)" : ""));
 }
 
 }  // namespace hanglab::plainlog

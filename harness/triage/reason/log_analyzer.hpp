@@ -184,6 +184,9 @@ class LogAnalyzer : public LogTimeline {
   void cite_absent(const RankState& a, const std::vector<int>& absent, const CollReport& first_rep,
                    const LogEvent* desync_ev);
   const LogEvent* storage_error_near(const RankState& a) const;
+  std::string absent_slow(const RankState& a, const StepRec* later, double t_first, const StepRec* jump_at,
+                          double usual, double last);
+  void absent_unproven(const RankState& a, const std::vector<int>& absent, bool in_desync, Fail& f);
 
   // -- log_waiting.cpp
   // Every rank reported the stuck collective, but some only found their peers' sockets

@@ -199,6 +199,10 @@ class Analyzer {
   static std::string addr_in(const std::string& text);
   bool other_master_addr(int rank) const;
   bool try_init();
+  void cite_init(const std::vector<int>& never_started, const std::vector<int>& not_init,
+                 const std::string& evidence_tag, std::map<std::string, std::pair<int, const LogHit*>>& tag_hits);
+  void init_summary(const std::vector<int>& never_started, const std::vector<int>& culprits,
+                    const std::vector<int>& not_init, const std::string& cause, bool rdzv_errors);
 
   // ---- collective alignment (run_mismatch.cpp) --------------------------------------------------
   struct Key {
