@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "triage/model/observations.hpp"
 #include "triage/model/result.hpp"
 
 namespace hanglab {
@@ -129,7 +130,6 @@ enum class RankSource : uint8_t {
   kPrefix,    // "[rank3]:" (PyTorch), "[rank 3]" (hanglab workloads)
 };
 
-constexpr int kNoCode = std::numeric_limits<int>::min();
 
 // Ranks and world sizes as the parser keeps them: out of [0, kMaxWorld) is no rank (-1).
 inline int bounded_rank(long long v) { return v >= 0 && v < kMaxWorld ? static_cast<int>(v) : -1; }

@@ -25,7 +25,7 @@
 namespace hanglab::plainlog {
 
 
-enum class Role { kInfo, kRoot, kEcho, kTeardown, kExit };
+using hanglab::Role;  // model/observations.hpp: one role vocabulary for both reasoners
 
 using hanglab::signal_name;  // signal_name.hpp: the one signal naming
 
@@ -49,25 +49,8 @@ void exit_meaning(int signal, int code, Fail& f);
 std::string short_text(const std::string& s, size_t n = 160);
 
 // A failure attributed to a rank.
-struct Fail {
-  const LogEvent* ev = nullptr;  // null for torchrun summary entries
-  int rank = -1;
-  Role role = Role::kInfo;
-  bool has_t = false;
-  double t = 0;
-  double res = 0;
-  uint32_t file = 0;
-  uint32_t line = 0;
-  std::string what;
-  std::string ref;
-  std::string category;  // for roots
-  std::string cause;
-  int strength = 0;  // among simultaneous roots: OOM/CUDA/crash 3, signal death 2, exception 1
-  bool exact = true;       // the clock is the line's own (else inherited: a lower bound)
-  bool aftermath = false;  // a launcher's notice of a rank that had already failed waiting
-  int signal = 0;
-  int code = kNoCode;
-  std::string host;
+struct Fail : Observation {
+  const LogEvent* ev = nullptr;  // the line (null for torchrun summary entries)
 };
 
 struct RankState {

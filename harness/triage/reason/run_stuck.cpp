@@ -222,7 +222,7 @@ bool Analyzer::try_all_stuck() {
   const bool nobody_missing = !r_.stuck_collective || r_.stuck_collective->absent_ranks.empty();
   const bool all_waiting = r_.stuck_collective && r_.stuck_collective->absent_ranks.empty() &&
                            static_cast<int>(r_.stuck_collective->waiting_ranks.size()) == world_;
-  const bool echo_first = !echoes.empty() && echoes.front()->kind == ObsKind::kEcho;
+  const bool echo_first = !echoes.empty() && echoes.front()->role == ObsKind::kEcho;
   if (!all_waiting && !(echo_first && nobody_missing)) return false;
   // Link errors that no death explains are what makes it provably "network": a comm
   // error after a peer already gave up (its exit closed the sockets) is an echo.
