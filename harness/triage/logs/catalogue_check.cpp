@@ -35,7 +35,7 @@ struct Counts {
 std::pair<std::string, std::string> answer_of(const CatalogueEntry& e, plainlog::Fail& f) {
   LogEvent ev;
   ev.kind = log_kind_from_name(e.meaning->kind);
-  ev.role = e.meaning->role;
+  ev.role = e.meaning->role;  // (no ev.catalogue: describe_event would withhold an unlisted answer)
   ev.category = e.meaning->category;
   ev.cause = e.meaning->cause;
   ev.text = e.format;

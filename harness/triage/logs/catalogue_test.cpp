@@ -10,6 +10,7 @@
 #include "triage/log_test_support.hpp"
 #include "triage/logs/catalogue.hpp"
 #include "triage/logs/parse.hpp"
+#include "triage/triage.hpp"
 
 namespace fs = std::filesystem;
 using namespace hanglab;
@@ -210,4 +211,32 @@ TEST_CASE("catalogue: kinds are named as the meanings name them", "[catalogue]")
     if (kind == LogKind::kDataLoaderKilled) camel = "DataLoaderKilled";  // "dataloader_killed"
     CHECK(log_kind_from_name(camel) == kind);
   }
+}
+
+TEST_CASE("catalogue: a line only the catalogue reads decides the answer, with its origin cited", "[catalogue]") {
+  // NCCL's bootstrap finding no interface in the remote address's subnet (src/misc/socket.cc: WARN
+  // "Net : No interface found in the same subnet as remote address %s"): no hand-written check reads
+  // it; its meaning (data/nccl-2.18.3.jsonl) is a root of network/wrong_ifname in init.
+  const std::string line = "node-7:1791:1791 [0] misc/socket.cc:237 NCCL WARN Net : No interface found in the same "
+                           "subnet as remote address 10.1.2.3<1778>";
+  const auto hit = builtin_catalogue().match(line);
+  if (!hit || hit->entry->meaning->cause != "wrong_ifname") {
+    WARN("the built-in catalogue does not read NCCL's no-interface-in-subnet warning as wrong_ifname");
+    return;
+  }
+  logtest::TempDir t("catalogue_decides");
+  logtest::write_file(t.dir / "rank-0.log", line + "\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "network");
+  CHECK(r.cause == "wrong_ifname");
+  CHECK(r.phase == "init");
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->what.find("[catalogue: nccl ") != std::string::npos);
+  // The same line with the catalogue's meaning withheld (an unlisted answer) would be unread: a line
+  // the catalogue does not know, in the same shape, says nothing.
+  logtest::write_file(t.dir / "rank-0.log",
+                      "node-7:1791:1791 [0] misc/socket.cc:237 NCCL WARN Net : something no emitter prints\n");
+  const auto q = triage_logs({t.dir});
+  CHECK(q.cause != "wrong_ifname");
 }

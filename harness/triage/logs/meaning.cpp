@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "triage/logs/catalogue.hpp"
 #include "triage/model/causes.hpp"
 #include "util.hpp"
 
@@ -200,7 +201,7 @@ static void apply_role(const LogEvent& e, Fail& f) {
     f.role = Role::kInfo;  // benign, context: not a failure
   }
   if (f.what.empty()) f.what = short_text(e.text);
-  if (!e.origin.empty()) f.what += " [catalogue: " + e.origin + "]";
+  if (e.catalogue) f.what += " [catalogue: " + e.catalogue->origin() + "]";
 }
 
 void describe_event(const LogEvent& e, Fail& f) {
@@ -211,7 +212,7 @@ void describe_event(const LogEvent& e, Fail& f) {
   if (!e.category.empty()) f.category = e.category;
   // A catalogue meaning whose answer triage does not give (model/causes.hpp; the catalogue check
   // reports it) is not applied: the line stays unread, as before the catalogue knew it.
-  if (!e.origin.empty() && (f.role == Role::kRoot || f.role == Role::kExit) &&
+  if (e.catalogue && (f.role == Role::kRoot || f.role == Role::kExit) &&
       !listed_cause(f.category.empty() ? "rank_exit" : f.category, f.cause.empty() ? "nonzero_exit" : f.cause)) {
     f = Fail{};
     f.role = Role::kInfo;
@@ -250,7 +251,7 @@ void exit_meaning(int signal, int code, Fail& f) {
 bool LogTimeline::init_event(const LogEvent& e) {
   // A line the catalogue read: its meaning's phase says whether only init writes it (a kind the
   // meaning chose, e.g. an NCCL error trace, can be written in any phase).
-  if (!e.origin.empty()) return e.phase == "init";
+  if (e.catalogue) return e.phase == "init";
   switch (e.kind) {
     case LogKind::kStoreTimeout:
     case LogKind::kStoreRefused:

@@ -466,9 +466,9 @@ class FileScanner {
     e.text = std::string(msg.substr(0, kMaxEventText));
     e.category = std::string(l_.category);
     e.cause = std::string(l_.cause);
-    e.role = std::string(l_.role);
-    e.phase = std::string(l_.phase);
-    if (l_.catalogue) e.origin = l_.catalogue->origin();
+    e.catalogue = l_.catalogue;
+    e.role = l_.role;
+    e.phase = l_.phase;
     e.peer_closed = l_.peer_closed;
     e.torch_rendezvous = l_.torch_rendezvous;
     e.ranks = l_.ranks;

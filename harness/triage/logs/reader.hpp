@@ -68,8 +68,10 @@ struct LogEvent {
   bool pg_default = false;
   std::string op, pg, host, word, where, text;
   std::string category, cause;  // what the line proves (pattern table), empty = the kind's default
-  std::string role, phase;        // the catalogue's meaning (LogLine::role, phase); empty = none
-  std::string origin;             // the catalogue entry's "emitter version file:line", "" = none
+  // The catalogue's entry and meaning when it gave the line its meaning (LogLine::catalogue, role,
+  // phase): views of the built-in catalogue, which lives as long as the program.
+  const CatalogueEntry* catalogue = nullptr;
+  std::string_view role, phase;
   bool peer_closed = false;       // LogLine::peer_closed
   bool torch_rendezvous = false;  // LogLine::torch_rendezvous
   // An exception the program handled: its traceback goes on "During handling of the above
