@@ -487,25 +487,13 @@ std::vector<CauseRow> build_table() {
                "names the partition";
   t.push_back({"network", "internode_timeout", {cut}, "", ""});
 
-  Recipe nic;
-  nic.id = "ifname_exists";
-  nic.fault = "wrong_socket_ifname";
-  nic.targets = "node";
-  nic.default_role = "last";
-  nic.at_step = false;
-  nic.nodes = 2;
-  nic.keys = "ifname = \"eth1\"";
-  nic.tags = {"net"};
-  nic.init_s = 10;
-  nic.outcome = "hang";
-  nic.detector = "exit_monitor";
-  nic.category = "network";
-  nic.cause = "wrong_ifname";
-  nic.phase = "init";
-  nic.why = "a node's ranks advertise their second interface, which exists but which no peer has a route to: the "
-            "peers' connects to it fail (scenarios/net_wrong_ifname_exists.toml); a log sees the unroutable address";
-  // The injector's ranks are the node's: the plan gives them as the culprits.
-  t.push_back({"network", "host_unreachable", {nic}, "", ""});
+  // A peer's advertised address that has no route: scenarios/net_wrong_ifname_exists.toml runs it with
+  // [topology] second_nic = true, which a recipe cannot set yet.
+  t.push_back({"network", "host_unreachable", {},
+               "two nodes with a second interface each ([topology] second_nic = true) and the ranks of one "
+               "advertising it (wrong_socket_ifname ifname = \"eth1\"): scenarios/net_wrong_ifname_exists.toml; "
+               "a recipe cannot set second_nic",
+               "recipe_second_nic"});
 
   // A non-zero exit whose reason the logs lack: an exception is the usual one.
   Recipe nonzero = exc;
@@ -557,21 +545,13 @@ std::vector<CauseRow> build_table() {
   t.push_back({"data_loading", "data_error", {},
                "input data that is unreadable or malformed on one rank; no fault corrupts the workload's data",
                "corrupt_data"});
-  Recipe data_stall;
-  data_stall.id = "data_stall";
-  data_stall.fault = "slow_storage";
-  data_stall.fault_step = 3;
-  data_stall.keys = "dirs = \"data\"\nops = \"read\"\ndelay_ms = 0\nstall_s = 12";
-  data_stall.tags = {"fuse"};
-  data_stall.deadline_s = 120;
-  data_stall.outcome = "hang";
-  data_stall.detector = "backend_timeout";
-  data_stall.category = "data_loading";
-  data_stall.cause = "data_loader_stall";
-  data_stall.phase = "data";
-  data_stall.why = "the rank's data reads stall 12 s on a FUSE file system while its peers wait in the step's "
-                   "allreduce (scenarios/slow_storage_straggler.toml's fault, with a stall instead of a delay)";
-  t.push_back({"data_loading", "data_loader_stall", {data_stall}, "", ""});
+  // One rank's data loading stalled alone: slow_storage's data directory is the workload's, shared by
+  // the ranks of a host, so a stall there holds them all (run: a 12 s read stall on rank 1's data
+  // directory held ranks 0-2, rank 3 timed out, triage said straggler/slow_rank for ranks 0-2).
+  t.push_back({"data_loading", "data_loader_stall", {},
+               "a stall of one rank's own input pipeline (a per-rank data directory or a DataLoader worker that "
+               "blocks); slow_storage on the shared data directory holds every rank of the host",
+               "data_loader_stall"});
   t.push_back({"data_loading", "data_loader_crash", {},
                "a DataLoader worker that dies on its own (a crash in a dataset's __getitem__); no fault kills one "
                "worker",
