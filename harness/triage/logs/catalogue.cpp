@@ -34,7 +34,8 @@ const std::vector<Shape>& shapes() {
       // last WARN is quoted by c10d's exception after "Last error:".
       {"nccl", {"NCCL WARN ", "NCCL INFO ", "Last error:"}, {"ncclGetErrorString"}},
       // "[time] [host:pid:tid]  file.c:123 UCX  ERROR <format>"
-      {"ucx", {"UCX  ERROR", "UCX  WARN", "UCX  DIAG", "UCX  INFO", "UCX  FATAL", "UCX ERROR", "UCX WARN"},
+      {"ucx",
+       {"UCX  ERROR", "UCX  WARN", "UCX  DIAG", "UCX  INFO", "UCX  FATAL", "UCX ERROR", "UCX WARN"},
        {"ucs_status_string"}},
       // "srun: error: <format>", "slurmstepd: error: <format>", "slurmstepd-node1: error: ..."
       {"slurm", {"srun: ", "slurmstepd", "slurmd", "sbatch: ", "salloc: ", "slurmctld"}, {}},
@@ -93,12 +94,29 @@ std::optional<long long> first_int(sv s, bool last) {
 }
 
 int signal_by_name(sv s) {
-  static const std::pair<sv, int> kNames[] = {
-      {"SIGHUP", 1},   {"SIGINT", 2},     {"SIGQUIT", 3},    {"SIGILL", 4},     {"SIGABRT", 6},
-      {"SIGBUS", 7},   {"SIGFPE", 8},     {"SIGKILL", 9},    {"SIGUSR1", 10},   {"SIGSEGV", 11},
-      {"SIGUSR2", 12}, {"SIGPIPE", 13},   {"SIGTERM", 15},   {"SIGCONT", 18},   {"SIGSTOP", 19},
-      {"SIGXCPU", 24}, {"Hangup", 1},     {"Interrupt", 2},  {"Killed", 9},     {"Terminated", 15},
-      {"Aborted", 6},  {"Bus error", 7},  {"Segmentation fault", 11}};
+  static const std::pair<sv, int> kNames[] = {{"SIGHUP", 1},
+                                              {"SIGINT", 2},
+                                              {"SIGQUIT", 3},
+                                              {"SIGILL", 4},
+                                              {"SIGABRT", 6},
+                                              {"SIGBUS", 7},
+                                              {"SIGFPE", 8},
+                                              {"SIGKILL", 9},
+                                              {"SIGUSR1", 10},
+                                              {"SIGSEGV", 11},
+                                              {"SIGUSR2", 12},
+                                              {"SIGPIPE", 13},
+                                              {"SIGTERM", 15},
+                                              {"SIGCONT", 18},
+                                              {"SIGSTOP", 19},
+                                              {"SIGXCPU", 24},
+                                              {"Hangup", 1},
+                                              {"Interrupt", 2},
+                                              {"Killed", 9},
+                                              {"Terminated", 15},
+                                              {"Aborted", 6},
+                                              {"Bus error", 7},
+                                              {"Segmentation fault", 11}};
   for (const auto& [n, sig] : kNames)
     if (s.find(n) != sv::npos) return sig;
   return 0;
@@ -111,9 +129,9 @@ bool catalogue_role(sv role) {
 }
 
 bool catalogue_name(sv name) {
-  for (sv n : {"rank", "peer_rank", "world", "host", "peer_host", "device", "pid", "signal", "code", "seq", "op",
-               "timeout_ms", "local_rank", "joined", "step", "total_steps", "interface", "address", "path", "size",
-               "errno", "reason"})
+  for (sv n : {"rank",      "peer_rank", "world", "host",       "peer_host",  "device", "pid",  "signal",
+               "code",      "seq",       "op",    "timeout_ms", "local_rank", "joined", "step", "total_steps",
+               "interface", "address",   "path",  "size",       "errno",      "reason"})
     if (n == name) return true;
   return false;
 }
@@ -213,15 +231,18 @@ void Catalogue::add_jsonl(sv text, sv source) {
         cm.note = m.value("note", "");
         if (m.contains("names") && m["names"].is_object())
           for (const auto& [k, v] : m["names"].items()) cm.names[k] = v.get<int>();
-        if (!catalogue_role(cm.role)) fail(fmt::format("meaning.role \"{}\" is not root|echo|exit|benign|context", cm.role));
+        if (!catalogue_role(cm.role))
+          fail(fmt::format("meaning.role \"{}\" is not root|echo|exit|benign|context", cm.role));
         if (cm.kind != "Info" && log_kind_from_name(cm.kind) == LogKind::kNone)
           fail(fmt::format("meaning.kind \"{}\" is no LogKind", cm.kind));
         if (!cm.category.empty() && !listed_category(cm.category))
           fail(fmt::format("meaning.category \"{}\" is not a triage category", cm.category));
-        if (!cm.phase.empty() && !listed_phase(cm.phase)) fail(fmt::format("meaning.phase \"{}\" is no phase", cm.phase));
+        if (!cm.phase.empty() && !listed_phase(cm.phase))
+          fail(fmt::format("meaning.phase \"{}\" is no phase", cm.phase));
         for (const auto& [k, v] : cm.names) {
           if (!catalogue_name(k)) fail(fmt::format("meaning.names.{} is not a name of the contract", k));
-          if (v < 0 || v >= e.holes) fail(fmt::format("meaning.names.{} = {}: the format has {} hole(s)", k, v, e.holes));
+          if (v < 0 || v >= e.holes)
+            fail(fmt::format("meaning.names.{} = {}: the format has {} hole(s)", k, v, e.holes));
         }
         e.meaning = std::move(cm);
       }
@@ -317,10 +338,13 @@ bool Catalogue::verify(const CatalogueEntry& e, sv line, std::vector<sv>* holes)
     for (size_t i = 1; ok && i < e.segments.size(); ++i) {
       const auto& seg = e.segments[i];
       const bool last = i + 1 == e.segments.size();
-      const size_t q = last && !e.trail_hole && !quoted ? (body.size() >= seg.size() ? body.size() - seg.size() : sv::npos)
-                                                        : body.find(seg, p);
-      if (q == sv::npos || q < p || body.compare(q, seg.size(), seg) != 0) ok = false;
-      else at[i] = q, p = q + seg.size();
+      const size_t q = last && !e.trail_hole && !quoted
+                           ? (body.size() >= seg.size() ? body.size() - seg.size() : sv::npos)
+                           : body.find(seg, p);
+      if (q == sv::npos || q < p || body.compare(q, seg.size(), seg) != 0)
+        ok = false;
+      else
+        at[i] = q, p = q + seg.size();
     }
     if (!ok) continue;
     if (!e.trail_hole && !quoted && p != body.size()) continue;
@@ -356,7 +380,8 @@ std::optional<CatalogueHit> Catalogue::match(sv line, bool meaning_only) const {
     for (const Anchor& a : it->second) {
       const CatalogueEntry& e = entries_[a.entry];
       if (meaning_only && !e.meaning) continue;
-      if (best && (e.literal_chars < best->literal_chars || (e.literal_chars == best->literal_chars && a.entry >= best_n)))
+      if (best &&
+          (e.literal_chars < best->literal_chars || (e.literal_chars == best->literal_chars && a.entry >= best_n)))
         continue;
       const std::string& seg = e.segments[a.segment];
       if (i < a.offset || line.compare(i - a.offset, seg.size(), seg) != 0) continue;

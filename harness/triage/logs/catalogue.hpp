@@ -28,11 +28,11 @@ namespace hanglab {
 
 // What one format means (meanings/<id>.toml, merged into the data by extract.py).
 struct CatalogueMeaning {
-  std::string kind;      // a LogKind name without its k ("NcclError"), or "Info"
-  std::string role;      // root | echo | exit | benign | context
-  std::string category;  // "" = the kind's default
-  std::string cause;     // "" = none
-  std::string phase;     // "" or init | training | checkpoint | eval | data | shutdown
+  std::string kind;                  // a LogKind name without its k ("NcclError"), or "Info"
+  std::string role;                  // root | echo | exit | benign | context
+  std::string category;              // "" = the kind's default
+  std::string cause;                 // "" = none
+  std::string phase;                 // "" or init | training | checkpoint | eval | data | shutdown
   std::map<std::string, int> names;  // rank, host, device, signal, ... -> hole index (0-based)
   std::string note;
 };

@@ -71,8 +71,10 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> files;
   bool meanings = true, vocabulary = true;
   int first = 1;
-  if (argc > 1 && std::string(argv[1]) == "--meanings") vocabulary = false, first = 2;
-  else if (argc > 1 && std::string(argv[1]) == "--vocabulary") meanings = false, first = 2;
+  if (argc > 1 && std::string(argv[1]) == "--meanings")
+    vocabulary = false, first = 2;
+  else if (argc > 1 && std::string(argv[1]) == "--vocabulary")
+    meanings = false, first = 2;
   if (argc > first) {
     for (int i = first; i < argc; ++i) {
       std::ifstream in(argv[i], std::ios::binary);

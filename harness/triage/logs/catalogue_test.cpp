@@ -2,13 +2,13 @@
 // matcher (shapes, specificity, weak and unclassified entries, holes and named values) on a small
 // fixture in the contract's format (catalogue_test_data/fixture.jsonl), the built-in catalogue
 // embedded at build time, and a catalogue hit read into a line's meaning.
-#include <catch2/catch.hpp>
+#include "triage/logs/catalogue.hpp"
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
 
 #include "triage/log_test_support.hpp"
-#include "triage/logs/catalogue.hpp"
 #include "triage/logs/parse.hpp"
 #include "triage/triage.hpp"
 
@@ -116,18 +116,21 @@ TEST_CASE("catalogue: a line matches inside its emitter's line shape", "[catalog
 
 TEST_CASE("catalogue: the most specific entry wins; holes and named values", "[catalogue]") {
   const Catalogue& c = fixture();
-  const auto closed = c.match("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.2]:4021");
+  const auto closed = c.match(
+      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.2]:4021");
   REQUIRE(closed);
   CHECK(closed->entry->format == "Connection closed by peer {}");
   CHECK(closed->named("peer_host") == "[10.0.0.2]:4021");
   CHECK(where_of(c.match("RuntimeError: Connection closed")) == "gloo/transport/tcp/pair.cc:2");
   // A leading hole also holds the line's prefix: its number is the last one in it.
-  const auto sig = c.match("torch.distributed.elastic.multiprocessing.api.SignalException: Process 792735 got signal: 1");
+  const auto sig =
+      c.match("torch.distributed.elastic.multiprocessing.api.SignalException: Process 792735 got signal: 1");
   REQUIRE(sig);
   CHECK(sig->named_int("pid") == 792735);
   CHECK(sig->named_int("signal") == 1);
-  const auto recv = c.match("W0823 16:54:02.337000 139733055988160 torch/distributed/elastic/agent/server/api.py:688] "
-                            "Received Signals.SIGTERM death signal, shutting down workers");
+  const auto recv = c.match(
+      "W0823 16:54:02.337000 139733055988160 torch/distributed/elastic/agent/server/api.py:688] "
+      "Received Signals.SIGTERM death signal, shutting down workers");
   REQUIRE(recv);
   CHECK(recv->named_int("signal") == 15);  // by name
   CHECK(c.match("Received 2 death signal, shutting down workers")->named_int("signal") == 2);
@@ -181,9 +184,10 @@ TEST_CASE("catalogue: a hit gives a line its meaning where the hand-written chec
   CHECK(l.phase == hit->entry->meaning->phase);
   CHECK(l.nccl_dev == 1);  // NCCL's own "[dev]" prefix comes first
   // A line the hand-written checks read keeps their meaning (first pass: they have precedence).
-  const LogLine w = logtest::parse("[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
-                                   "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, Timeout(ms)=600000) "
-                                   "ran for 600023 milliseconds before timing out.");
+  const LogLine w = logtest::parse(
+      "[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, Timeout(ms)=600000) "
+      "ran for 600023 milliseconds before timing out.");
   CHECK(w.kind == LogKind::kWatchdogTimeout);
   CHECK(w.catalogue == nullptr);
 }
@@ -217,8 +221,9 @@ TEST_CASE("catalogue: a line only the catalogue reads decides the answer, with i
   // NCCL's bootstrap finding no interface in the remote address's subnet (src/misc/socket.cc: WARN
   // "Net : No interface found in the same subnet as remote address %s"): no hand-written check reads
   // it; its meaning (data/nccl-2.18.3.jsonl) is a root of network/wrong_ifname in init.
-  const std::string line = "node-7:1791:1791 [0] misc/socket.cc:237 NCCL WARN Net : No interface found in the same "
-                           "subnet as remote address 10.1.2.3<1778>";
+  const std::string line =
+      "node-7:1791:1791 [0] misc/socket.cc:237 NCCL WARN Net : No interface found in the same "
+      "subnet as remote address 10.1.2.3<1778>";
   const auto hit = builtin_catalogue().match(line);
   if (!hit || hit->entry->meaning->cause != "wrong_ifname") {
     WARN("the built-in catalogue does not read NCCL's no-interface-in-subnet warning as wrong_ifname");

@@ -1,10 +1,6 @@
 // The corpus of plain logs (see reader.hpp): the files under the paths given, each scanned by
 // logs/reader.cpp (several in parallel), merged in file order so that the answer does not depend on
 // thread timing: a rank spread over several files, the progress bars, the events in time order.
-#include "triage/logs/file_scan.hpp"
-
-#include "triage/records/run_dir.hpp"  // is_run_dir: --logs-only on a run directory
-
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -15,6 +11,9 @@
 #include <stdexcept>
 #include <thread>
 #include <unordered_set>
+
+#include "triage/logs/file_scan.hpp"
+#include "triage/records/run_dir.hpp"  // is_run_dir: --logs-only on a run directory
 
 namespace hanglab {
 
@@ -31,8 +30,8 @@ bool ends_with(const std::string& s, const char* suf) {
 bool skip_file_name(const std::string& name) {
   if (name.empty() || name[0] == '.') return true;
   if (name == "expected.json") return true;
-  static const char* kSkip[] = {".json", ".jsonl", ".toml", ".html", ".xml",  ".sqlite", ".pt", ".png", ".jpg",
-                                ".gz",   ".zip",   ".tar",  ".so",   ".py",   ".sh",     ".md", ".svg", ".pdf"};
+  static const char* kSkip[] = {".json", ".jsonl", ".toml", ".html", ".xml", ".sqlite", ".pt", ".png", ".jpg",
+                                ".gz",   ".zip",   ".tar",  ".so",   ".py",  ".sh",     ".md", ".svg", ".pdf"};
   for (const char* ext : kSkip) {
     if (ends_with(name, ext)) return true;
   }
@@ -73,7 +72,6 @@ int find_year(const std::vector<LogInput>& inputs) {
 }
 
 }  // namespace
-
 
 std::string log_ref(const LogCorpus& c, uint32_t file, uint32_t line) {
   if (file >= c.files.size()) return fmt::format("?:{}", line);
@@ -122,7 +120,8 @@ std::vector<LogInput> list_log_inputs(const std::vector<fs::path>& paths, bool l
     if (ec) throw std::runtime_error(fmt::format("{}: cannot list: {}", p.string(), ec.message()));
     std::sort(found.begin(), found.end(), [](const LogInput& a, const LogInput& b) { return a.name < b.name; });
     if (!single) {
-      for (auto& f : found) f.name = (p.filename().empty() ? p.parent_path().filename() : p.filename()).string() + "/" + f.name;
+      for (auto& f : found)
+        f.name = (p.filename().empty() ? p.parent_path().filename() : p.filename()).string() + "/" + f.name;
     }
     out.insert(out.end(), found.begin(), found.end());
   }
@@ -132,8 +131,9 @@ std::vector<LogInput> list_log_inputs(const std::vector<fs::path>& paths, bool l
 // A writer's bar over several files (file order): the later one; the same bar's advances add up.
 static void merge_bar(BarSeen& into, const BarSeen& x) {
   if (!x.seen()) return;
-  const bool later = !into.seen() || (x.has_t && into.has_t && x.t != into.t ? x.t > into.t
-                                                                             : std::tie(x.file, x.line) > std::tie(into.file, into.line));
+  const bool later = !into.seen() || (x.has_t && into.has_t && x.t != into.t
+                                          ? x.t > into.t
+                                          : std::tie(x.file, x.line) > std::tie(into.file, into.line));
   if (!later) return;
   if (into.seen() && into.desc == x.desc) {
     BarSeen m = x;
@@ -235,9 +235,8 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
       if (g.host.empty()) g.host = x.host;
       merge_bar(g.bar, x.bar);
       if (x.phase != LogKind::kNone &&
-          (g.phase == LogKind::kNone ||
-           later(x.phase_has_t, x.phase_t, x.phase_file, x.phase_line, g.phase_has_t, g.phase_t, g.phase_file,
-                 g.phase_line))) {
+          (g.phase == LogKind::kNone || later(x.phase_has_t, x.phase_t, x.phase_file, x.phase_line, g.phase_has_t,
+                                              g.phase_t, g.phase_file, g.phase_line))) {
         g.phase = x.phase;
         g.phase_file = x.phase_file;
         g.phase_line = x.phase_line;

@@ -23,7 +23,8 @@ const std::vector<TriageCause>& triage_causes() {
       {"rendezvous", "stuck_in_rendezvous", "every rank is still in init with no error"},
       {"rendezvous", "late_joiner", "a rank arrived after its peers had given up on it"},
       {"rendezvous", "wrong_master_addr", "a rank was given a MASTER_ADDR where no store listens"},
-      {"rendezvous", "duplicate_gpu", "two ranks of one communicator on one GPU (a LOCAL_RANK / CUDA_VISIBLE_DEVICES mix-up)"},
+      {"rendezvous", "duplicate_gpu",
+       "two ranks of one communicator on one GPU (a LOCAL_RANK / CUDA_VISIBLE_DEVICES mix-up)"},
       {"rendezvous", "invalid_device", "a rank asked for a GPU the node does not have (more processes than GPUs)"},
       {"rendezvous", "launch_error", "the launcher could not start the job's processes"},
       {"rendezvous", "pmi_error", "the process-management interface (PMI/PMIx) between launcher and ranks failed"},
@@ -65,8 +66,9 @@ const std::vector<TriageCause>& triage_causes() {
       {"rank_exit", "usage_error", "the rank rejected its arguments or environment"},
       {"rank_exit", "nonzero_exit", "the rank exited non-zero and nothing says why"},
       {"rank_exit", "node_failure", "every rank of one node died at once"},
-      {"rank_exit", "external_signal", "a launcher or agent received a signal and stopped the job's processes: "
-                                       "the job was stopped from outside"},
+      {"rank_exit", "external_signal",
+       "a launcher or agent received a signal and stopped the job's processes: "
+       "the job was stopped from outside"},
       {"rank_exit", "peer_closed", "a rank found its peer's connection closed at the end of the job"},
       {"rank_exit", "nccl_internal_error", "an internal check of NCCL failed on the rank"},
       {"rank_exit", "internal_error", "an internal check of a library failed on the rank"},
@@ -136,7 +138,8 @@ const std::vector<TriageCause>& triage_causes() {
 
 bool listed_cause(std::string_view category, std::string_view cause) {
   const auto& l = triage_causes();
-  return std::any_of(l.begin(), l.end(), [&](const TriageCause& c) { return c.category == category && c.cause == cause; });
+  return std::any_of(l.begin(), l.end(),
+                     [&](const TriageCause& c) { return c.category == category && c.cause == cause; });
 }
 
 bool listed_category(std::string_view category) {
@@ -153,8 +156,8 @@ bool listed_phase(std::string_view phase) {
 }
 
 std::string_view stuck_in_cause(std::string_view trace_phase) {
-  static constexpr std::string_view kKnown[] = {"stuck_in_init",       "stuck_in_forward", "stuck_in_backward",
-                                                "stuck_in_optimizer",  "stuck_in_checkpoint", "stuck_in_eval",
+  static constexpr std::string_view kKnown[] = {"stuck_in_init",      "stuck_in_forward",    "stuck_in_backward",
+                                                "stuck_in_optimizer", "stuck_in_checkpoint", "stuck_in_eval",
                                                 "stuck_in_shutdown"};
   for (std::string_view c : kKnown)
     if (c.substr(9) == trace_phase) return c;

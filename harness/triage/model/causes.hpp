@@ -19,7 +19,7 @@ struct TriageCause {
   std::string_view category;  // rendezvous | collective_mismatch | rank_exit | straggler | data_loading |
                               // network | resource_limit | none | unknown
   std::string_view cause;
-  std::string_view meaning;   // one line: what the answer says happened
+  std::string_view meaning;  // one line: what the answer says happened
 };
 
 const std::vector<TriageCause>& triage_causes();

@@ -2,14 +2,14 @@
 // input the repository has (run directories, plain-log fixtures, the real-incident corpus, the
 // Flight Recorder fixtures) and each answer's (category, cause) and phase
 // must be listed; the line tables' proofs must name listed pairs too.
-#include <catch2/catch.hpp>
+#include "triage/model/causes.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
 #include <string>
 
 #include "triage/logs/patterns.hpp"
-#include "triage/model/causes.hpp"
 #include "triage/triage.hpp"
 
 namespace fs = std::filesystem;

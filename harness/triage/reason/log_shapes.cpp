@@ -66,14 +66,15 @@ bool LogAnalyzer::try_membership() {
   f.what = fmt::format("never joined: no line of its own, while {} stated joining a world of {}",
                        reason::ranks_phrase_counted(joined), world_);
   set_first(f);
-  add_evidence(ref(line->file, line->line), fmt::format("rank {} joins a world of {}: {}", line->rank, world_,
-                                                        short_text(line->text)));
+  add_evidence(ref(line->file, line->line),
+               fmt::format("rank {} joins a world of {}: {}", line->rank, world_, short_text(line->text)));
   add_evidence(f.ref, fmt::format("{} never printed a line, not even its join line, in a world of {}",
                                   reason::ranks_phrase_counted(missing), world_));
-  note(fmt::format("each process prints its own join line as it enters init; {} did and {} did not, and no line says "
-                   "init completed: the job waits in init for ranks that never started (or never reached this "
-                   "point). This reads the paste as the job's whole output up to the hang",
-                   reason::ranks_phrase_counted(joined), reason::ranks_phrase_counted(missing)));
+  note(
+      fmt::format("each process prints its own join line as it enters init; {} did and {} did not, and no line says "
+                  "init completed: the job waits in init for ranks that never started (or never reached this "
+                  "point). This reads the paste as the job's whole output up to the hang",
+                  reason::ranks_phrase_counted(joined), reason::ranks_phrase_counted(missing)));
   r_.summary = fmt::format("rendezvous (rank_never_started): {} of a world of {} never joined; {} waited in init",
                            reason::ranks_phrase_counted(missing), world_, reason::ranks_phrase_counted(joined));
   return true;
@@ -90,8 +91,8 @@ std::string LogAnalyzer::bar_busy_while(const BarSeen& b, const LogEvent& timeou
   if (b.file == timeout.file && b.line > timeout.line) return "still counting after the first timeout line";
   const double wait_s = (timeout.timeout_ms > 0 ? timeout.timeout_ms : timeout.ran_ms) / 1000.0;
   if (b.phase != "training" && !steps_seen() && wait_s > 0 && b.elapsed_s >= 0.5 * wait_s)
-    return fmt::format("its bar had run {:.0f} s of its peers' {:.0f} s timeout, before any training step",
-                       b.elapsed_s, wait_s);
+    return fmt::format("its bar had run {:.0f} s of its peers' {:.0f} s timeout, before any training step", b.elapsed_s,
+                       wait_s);
   return "";
 }
 
@@ -124,8 +125,8 @@ bool LogAnalyzer::try_busy_bar() {
   r_.phase = bar->phase.empty() ? default_phase() : bar->phase;
   r_.missing_ranks = busy;
   r_.confidence = "medium";
-  const std::string who_drew = busy.empty() ? std::string("a process the logs do not name")
-                                            : reason::ranks_phrase_counted(busy);
+  const std::string who_drew =
+      busy.empty() ? std::string("a process the logs do not name") : reason::ranks_phrase_counted(busy);
   const std::string what = fmt::format("\"{}\" at {}{}", bar->desc.empty() ? "(no description)" : bar->desc,
                                        bar->last_n, bar->total > 0 ? fmt::format("/{}", bar->total) : "");
   Fail f;
@@ -136,12 +137,14 @@ bool LogAnalyzer::try_busy_bar() {
   f.what = fmt::format("alive and busy: its progress bar {} kept counting ({}) while {} waited in {}", what, why,
                        reason::ranks_phrase_counted(waiting_), stuck_name());
   set_first(f);
-  add_evidence(f.ref, fmt::format("{}'s progress bar {} advanced {} time(s) from {}: {}", who_drew, what,
-                                  bar->advances, bar->first_n, why));
-  add_evidence(ref(*first->ev), fmt::format("{} timed out in {}", reason::ranks_phrase_counted(waiting_), stuck_name()));
-  note(fmt::format("a bar that keeps counting is a live process doing slow work ({}), not a dead or hung one: the peers' "
-                   "collective timeout is shorter than that work, or the work belongs outside the collective's reach",
-                   bar->phase.empty() ? "what its description names" : bar->phase));
+  add_evidence(f.ref, fmt::format("{}'s progress bar {} advanced {} time(s) from {}: {}", who_drew, what, bar->advances,
+                                  bar->first_n, why));
+  add_evidence(ref(*first->ev),
+               fmt::format("{} timed out in {}", reason::ranks_phrase_counted(waiting_), stuck_name()));
+  note(fmt::format(
+      "a bar that keeps counting is a live process doing slow work ({}), not a dead or hung one: the peers' "
+      "collective timeout is shorter than that work, or the work belongs outside the collective's reach",
+      bar->phase.empty() ? "what its description names" : bar->phase));
   r_.summary = fmt::format("straggler (slow_rank): {} still busy in {} ({}) while {} timed out in {}", who_drew,
                            r_.phase, what, reason::ranks_phrase_counted(waiting_), stuck_name());
   return true;
@@ -183,8 +186,8 @@ bool LogAnalyzer::try_external_stop() {
     }
   }
   const std::string sig = signal_name(n->signal);
-  const std::string who = n->word.empty() ? (n->kind == LogKind::kSignalException ? "torchrun" : "the launcher")
-                                          : n->word;
+  const std::string who =
+      n->word.empty() ? (n->kind == LogKind::kSignalException ? "torchrun" : "the launcher") : n->word;
   r_.phase = default_phase();
   forced_scope_ = "all";
   Fail f = notice;
@@ -199,18 +202,20 @@ bool LogAnalyzer::try_external_stop() {
     r_.confidence = "low";
     forced_scope_.clear();
     set_first_unblamed(f);
-    r_.summary = fmt::format("unknown: the job was interrupted by hand ({} received {}, Ctrl-C); nothing in these "
-                             "lines failed before it, and why it was stopped is not in them",
-                             who, sig);
+    r_.summary = fmt::format(
+        "unknown: the job was interrupted by hand ({} received {}, Ctrl-C); nothing in these "
+        "lines failed before it, and why it was stopped is not in them",
+        who, sig);
     return true;
   }
   r_.category = "rank_exit";
   r_.cause = "external_signal";
   r_.confidence = n->kind == LogKind::kLauncherSignal ? "medium" : "high";
   set_first_unblamed(f);
-  r_.summary = fmt::format("rank_exit (external_signal): the job was stopped from outside: {} received {} and passed "
-                           "it on; no rank failed before it ({})",
-                           who, sig, reason::signal_senders(n->signal));
+  r_.summary = fmt::format(
+      "rank_exit (external_signal): the job was stopped from outside: {} received {} and passed "
+      "it on; no rank failed before it ({})",
+      who, sig, reason::signal_senders(n->signal));
   return true;
 }
 

@@ -17,10 +17,11 @@ namespace {
 // c10d's watchdog line (ProcessGroupNCCL.cpp: "[Rank N] Watchdog caught collective operation timeout:
 // WorkNCCL(SeqNum=..., OpType=..., NumelIn=..., NumelOut=..., Timeout(ms)=...) ran for ... milliseconds").
 std::string watchdog(int rank, int seq, long long timeout_ms) {
-  return fmt::format("[E ProcessGroupNCCL.cpp:475] [Rank {}] Watchdog caught collective operation timeout: "
-                     "WorkNCCL(SeqNum={}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)={}) ran for {} "
-                     "milliseconds before timing out.\n",
-                     rank, seq, timeout_ms, timeout_ms + 8);
+  return fmt::format(
+      "[E ProcessGroupNCCL.cpp:475] [Rank {}] Watchdog caught collective operation timeout: "
+      "WorkNCCL(SeqNum={}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)={}) ran for {} "
+      "milliseconds before timing out.\n",
+      rank, seq, timeout_ms, timeout_ms + 8);
 }
 
 // tqdm's format_meter: "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]"
@@ -36,8 +37,9 @@ std::string bar(const std::string& desc, int n, int total, const std::string& el
 TEST_CASE("membership: Lightning's join lines state rank and world", "[triage_logs][shapes]") {
   // lightning/fabric/utilities/distributed.py: f"Initializing distributed: GLOBAL_RANK: {global_rank}, MEMBER:
   // {global_rank + 1}/{world_size}"
-  const auto l = parse("[2024-03-01 10:00:01,123][lightning.fabric.utilities.distributed][INFO] - Initializing "
-                       "distributed: GLOBAL_RANK: 2, MEMBER: 3/4");
+  const auto l = parse(
+      "[2024-03-01 10:00:01,123][lightning.fabric.utilities.distributed][INFO] - Initializing "
+      "distributed: GLOBAL_RANK: 2, MEMBER: 3/4");
   CHECK(l.kind == LogKind::kWorldSize);
   CHECK(l.rank == 2);
   CHECK(l.world == 4);
@@ -101,7 +103,8 @@ TEST_CASE("membership: init that completed, or one process's line, proves no abs
   }
 }
 
-TEST_CASE("membership: a store timeout names the ranks that never joined even when they are half", "[triage_logs][shapes]") {
+TEST_CASE("membership: a store timeout names the ranks that never joined even when they are half",
+          "[triage_logs][shapes]") {
   TempDir t("members_store");
   // torch/distributed/distributed_c10d.py _store_based_barrier: "Timed out initializing process group in store
   // based barrier on rank: {}, for key: {} (world_size={}, worker_count={}, timeout={})"
@@ -150,11 +153,10 @@ TEST_CASE("progress bars: tqdm's meter read, and the phase its description names
 TEST_CASE("busy bar: data preparation counting on while the peers time out is a live straggler",
           "[triage_logs][shapes]") {
   TempDir t("busy_bar");
-  write_file(t.dir / "train.log",
-             bar("Tokenizing train set", 24, 67, "23:16", "41.87s/it") + "\n" +
-                 bar("Tokenizing train set", 25, 67, "24:03", "43.23s/it") + "\n" +
-                 watchdog(1, 3, 1800000) + watchdog(2, 3, 1800000) +
-                 bar("Tokenizing train set", 26, 67, "24:51", "44.65s/it") + "\n");
+  write_file(t.dir / "train.log", bar("Tokenizing train set", 24, 67, "23:16", "41.87s/it") + "\n" +
+                                      bar("Tokenizing train set", 25, 67, "24:03", "43.23s/it") + "\n" +
+                                      watchdog(1, 3, 1800000) + watchdog(2, 3, 1800000) +
+                                      bar("Tokenizing train set", 26, 67, "24:51", "44.65s/it") + "\n");
   const auto r = triage_logs({t.dir});
   INFO(render_text(r));
   CHECK(r.category == "straggler");
@@ -172,10 +174,10 @@ TEST_CASE("busy bar: a rank's own bar names it; a save's bar names the checkpoin
   write_file(c.dir / "all.log",
              "2024-05-01T10:00:00Z [rank0]: step 40/100\n2024-05-01T10:00:00Z [rank1]: step 40/100\n"
              "2024-05-01T10:00:00Z [rank2]: step 40/100\n"
-             "2024-05-01T10:00:05Z [rank0]: " + bar("Saving checkpoint shards", 1, 8, "00:05", "5.1s/it") + "\n" +
-             "2024-05-01T10:01:00Z [rank1]:" + watchdog(1, 161, 60000) +
-             "2024-05-01T10:01:00Z [rank2]:" + watchdog(2, 161, 60000) +
-             "2024-05-01T10:01:30Z [rank0]: " + bar("Saving checkpoint shards", 3, 8, "01:30", "30.2s/it") + "\n");
+             "2024-05-01T10:00:05Z [rank0]: " +
+                 bar("Saving checkpoint shards", 1, 8, "00:05", "5.1s/it") + "\n" + "2024-05-01T10:01:00Z [rank1]:" +
+                 watchdog(1, 161, 60000) + "2024-05-01T10:01:00Z [rank2]:" + watchdog(2, 161, 60000) +
+                 "2024-05-01T10:01:30Z [rank0]: " + bar("Saving checkpoint shards", 3, 8, "01:30", "30.2s/it") + "\n");
   const auto r = triage_logs({c.dir});
   INFO(render_text(r));
   CHECK(r.category == "straggler");
@@ -188,17 +190,16 @@ TEST_CASE("busy bar: a bar that stopped before the wait, or a training bar witho
           "[triage_logs][shapes]") {
   TempDir t("bar_stopped");
   // A short data bar long done (elapsed far below the timeout), then every rank but one waits.
-  write_file(t.dir / "train.log",
-             bar("Tokenizing train set", 66, 67, "00:20", "3.1it/s") + "\n" +
-                 bar("Tokenizing train set", 67, 67, "00:21", "3.1it/s") + "\n" + watchdog(1, 3, 1800000) +
-                 watchdog(2, 3, 1800000));
+  write_file(t.dir / "train.log", bar("Tokenizing train set", 66, 67, "00:20", "3.1it/s") + "\n" +
+                                      bar("Tokenizing train set", 67, 67, "00:21", "3.1it/s") + "\n" +
+                                      watchdog(1, 3, 1800000) + watchdog(2, 3, 1800000));
   const auto r = triage_logs({t.dir});
   CHECK(r.cause != "slow_rank");
   // A training bar whose elapsed time is the whole run's: no clock, no order, no claim.
   TempDir u("bar_training");
-  write_file(u.dir / "train.log",
-             bar("Epoch 3", 200, 469, "3:10:00", "1.1it/s") + "\n" + bar("Epoch 3", 212, 469, "3:10:11", "1.1it/s") +
-                 "\n" + watchdog(1, 9000, 1800000) + watchdog(2, 9000, 1800000));
+  write_file(u.dir / "train.log", bar("Epoch 3", 200, 469, "3:10:00", "1.1it/s") + "\n" +
+                                      bar("Epoch 3", 212, 469, "3:10:11", "1.1it/s") + "\n" +
+                                      watchdog(1, 9000, 1800000) + watchdog(2, 9000, 1800000));
   const auto q = triage_logs({u.dir});
   CHECK(q.cause != "slow_rank");
 }
@@ -206,9 +207,11 @@ TEST_CASE("busy bar: a bar that stopped before the wait, or a training bar witho
 // ---- a signal passed on ---------------------------------------------------------------------
 
 TEST_CASE("stop signal: the notices of launchers that pass a signal on", "[triage_logs][shapes]") {
-  // torch/distributed/elastic/agent/server/api.py: logger.warning("Received %s death signal, shutting down workers", e.sigval)
-  auto l = parse("W0823 16:54:02.337000 139733055988160 torch/distributed/elastic/agent/server/api.py:688] Received "
-                 "Signals.SIGTERM death signal, shutting down workers");
+  // torch/distributed/elastic/agent/server/api.py: logger.warning("Received %s death signal, shutting down workers",
+  // e.sigval)
+  auto l = parse(
+      "W0823 16:54:02.337000 139733055988160 torch/distributed/elastic/agent/server/api.py:688] Received "
+      "Signals.SIGTERM death signal, shutting down workers");
   CHECK(l.kind == LogKind::kStopSignal);
   CHECK(l.signal == 15);
   CHECK(l.word == "torchrun");
@@ -255,7 +258,8 @@ TEST_CASE("stop signal: torchrun passing on SIGTERM while the job trained is a s
   check_refs(t.dir, r);
 }
 
-TEST_CASE("stop signal: a forwarded SIGHUP (only the closing signals show it) and a SignalException", "[triage_logs][shapes]") {
+TEST_CASE("stop signal: a forwarded SIGHUP (only the closing signals show it) and a SignalException",
+          "[triage_logs][shapes]") {
   {
     // torchrun sends its workers SIGTERM on its own; any other closing signal is one it received.
     TempDir t("stop_sighup");
@@ -268,7 +272,8 @@ TEST_CASE("stop signal: a forwarded SIGHUP (only the closing signals show it) an
   }
   {
     TempDir t("stop_exc");
-    // torch/distributed/elastic/multiprocessing/api.py: raise SignalException(f"Process {os.getpid()} got signal: {sigval}")
+    // torch/distributed/elastic/multiprocessing/api.py: raise SignalException(f"Process {os.getpid()} got signal:
+    // {sigval}")
     write_file(t.dir / "train.log",
                "{'loss': 0.6931, 'learning_rate': 4.9e-05, 'epoch': 0.04}\n"
                "torch.distributed.elastic.multiprocessing.api.SignalException: Process 792735 got signal: 1\n");
@@ -282,10 +287,9 @@ TEST_CASE("stop signal: after a failure it is the reaction, a Ctrl-C names no ca
           "[triage_logs][shapes]") {
   {
     TempDir t("stop_after");
-    write_file(t.dir / "train.log",
-               "2024-05-01T10:00:00Z [rank1]:" + watchdog(1, 7, 600000) +
-                   "2024-05-01T10:00:00Z [rank2]:" + watchdog(2, 7, 600000) +
-                   "2024-05-01T10:05:00Z srun: forcing job termination\n");
+    write_file(t.dir / "train.log", "2024-05-01T10:00:00Z [rank1]:" + watchdog(1, 7, 600000) +
+                                        "2024-05-01T10:00:00Z [rank2]:" + watchdog(2, 7, 600000) +
+                                        "2024-05-01T10:05:00Z srun: forcing job termination\n");
     const auto r = triage_logs({t.dir});
     CHECK(r.cause != "external_signal");
   }
