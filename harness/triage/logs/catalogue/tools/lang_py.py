@@ -26,6 +26,9 @@ spelled with "()": "logging.getLogger().warning". STYLE:
            turns its %-conversions (percent), str.format fields (format) or string.Template
            $names (template) into holes.
 
+  returns  not a call: the strings a function (or method) whose name matches NAME returns,
+           one format per `return` (a __repr__ that a script logs: accelerate's state).
+
 LEVEL is error | warn | info | debug. if=KW:SOURCE keeps only calls whose keyword KW is
 written SOURCE (print's file=sys.stderr: "if=file:sys.stderr"). only= limits the entry to
 files matching the glob (fnmatch over the relative path; repeatable): logger.debug of the
@@ -55,7 +58,7 @@ import textwrap
 
 MAX_ALTS = 16
 LEVELS = ("error", "warn", "info", "debug")
-STYLES = ("logging", "expr", "print", "raise", "const")
+STYLES = ("logging", "expr", "print", "raise", "const", "returns")
 
 HOLE = None  # a segment that is a hole; literal segments are str
 
@@ -506,6 +509,13 @@ def extract_file(relpath: str, text: str, calls: list[str]) -> list[dict]:
             for c in specs:
                 if c.style in ("logging", "expr", "print") and c.matches(name) and _cond_ok(node, c):
                     emit(node.lineno, name, c.level, _texts_of_call(ev, node, c))
+                    break
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for c in specs:
+                if c.style == "returns" and c.matches(node.name):
+                    for r in ast.walk(node):
+                        if isinstance(r, ast.Return) and r.value is not None and scopes.function_of(r) is node:
+                            emit(r.lineno, node.name, c.level, ev.eval(r.value, r))
                     break
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -182,6 +182,20 @@ class StylesTest(unittest.TestCase):
         self.assertEqual(got, [(2, "_T", "error", "[{}]:\n  rank : {} $5"),
                                (6, "self.message", "error", "Signal {} received by PID {}")])
 
+    def test_returns_of_a_named_function(self):
+        src = '''
+        class S:
+            def __repr__(self):
+                def inner():
+                    return "not this one"
+                if self.x:
+                    return f"Num processes: {self.n}\\n" f"Process index: {self.i}"
+                return "plain"
+        '''
+        got = fmts(src, ["__repr__ returns info"])
+        self.assertEqual(got, [(7, "__repr__", "info", "Num processes: {}\nProcess index: {}"),
+                               (8, "__repr__", "info", "plain")])
+
     def test_only_limits_an_entry_to_files(self):
         calls = ["*logger.debug logging debug only=pkg/rdzv/*"]
         self.assertEqual(len(fmts('logger.debug("joined the round")\n', calls, "pkg/rdzv/a.py")), 1)
