@@ -471,7 +471,7 @@ def extract_file(relpath: str, text: str, calls: list[str]) -> list[dict]:
              if not c.only or any(fnmatch.fnmatchcase(relpath, g) for g in c.only)]
     try:
         tree = ast.parse(text, filename=relpath)
-    except (SyntaxError, ValueError) as e:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         print(f"lang_py: {relpath}: not parsed ({e}); no formats from it", file=sys.stderr)
         return []
     scopes = Scopes(tree)
