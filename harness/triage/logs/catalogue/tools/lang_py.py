@@ -490,6 +490,15 @@ def extract_file(relpath: str, text: str, calls: list[str]) -> list[dict]:
             seen.add(key)
             out.append({"line": line, "call": call, "level": level, "format": fmt})
 
+    try:
+        _walk(tree, specs, scopes, ev, emit)
+    except RecursionError:  # an expression nested deeper than Python's stack (a 5000-term concatenation)
+        print(f"lang_py: {relpath}: an expression too deep to read; formats from it may be missing", file=sys.stderr)
+    out.sort(key=lambda e: (e["line"], e["call"], e["format"]))
+    return out
+
+
+def _walk(tree, specs, scopes, ev, emit):
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and node.exc is not None:
             exc = node.exc
@@ -534,5 +543,3 @@ def extract_file(relpath: str, text: str, calls: list[str]) -> list[dict]:
                             texts = _dedupe(_template(x) for x in texts)
                         emit(node.lineno, tname, c.level, texts)
                         break
-    out.sort(key=lambda e: (e["line"], e["call"], e["format"]))
-    return out

@@ -208,6 +208,14 @@ class InputTest(unittest.TestCase):
             with self.subTest(entry=entry), self.assertRaises(ValueError):
                 lang_py.extract_file("a.py", "", [entry])
 
+    def test_deep_input_does_not_crash(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            for n in (600, 5000):
+                src = "logger.warning(" + "+".join(['"ab"'] * n) + ")\n"
+                lang_py.extract_file("deep.py", src, ["*logger.warning logging warn"])
+            lang_py.extract_file("deep.py", "x = " + "(" * 10000 + ")" * 10000 + "\n", ["print print error"])
+
     def test_a_file_that_does_not_parse_gives_nothing_and_says_so(self):
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
