@@ -172,6 +172,25 @@ class ReturnsTest(unittest.TestCase):
         self.assertEqual(got[1][0], 4)
 
 
+    def test_assigned_messages(self):
+        src = ('std::string detail(int error) {\n'
+               '  std::string interpret;\n'
+               '  switch (error) {\n'
+               '    case 1:\n'
+               '      interpret =\n'
+               '          "ncclSystemError: System call failed. ";\n'
+               '      interpret += "It can be also caused by " + peer + " exiting.";\n'
+               '      break;\n'
+               '    default: interpret = "Unknown NCCL error!";\n'
+               '  }\n'
+               '  if (interpret == other) {}\n'
+               '  return interpret + err;\n}\n')
+        got = fmts(src, ["interpret assigns error"])
+        self.assertEqual(got, [(5, "interpret", "error", "ncclSystemError: System call failed. "),
+                               (7, "interpret", "error", "It can be also caused by {} exiting."),
+                               (9, "interpret", "error", "Unknown NCCL error!")])
+
+
 class HelpTopicsTest(unittest.TestCase):
     def test_topics(self):
         text = ("# comment\n[mpi-abort]\nMPI_ABORT was invoked on rank %d in communicator %s\n"
