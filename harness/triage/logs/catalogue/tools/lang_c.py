@@ -476,6 +476,12 @@ class FileReader:
                     (prev.kind == "id" and prev.val not in _KEYWORDS) or prev.val in (">", "&", "*")):
                 cache.setdefault(t.val, []).append((i, "decl", []))
                 continue
+            if nxt.val in (")", ",") and prev is not None and (
+                    (prev.kind == "id" and prev.val not in _KEYWORDS) or prev.val in ("&", "*")):
+                # a parameter "const std::string& msg)": its value is the caller's, a hole;
+                # without this a lambda's parameter would take an earlier local's text
+                cache.setdefault(t.val, []).append((i, "param", []))
+                continue
             if nxt.val == "<<" and (prev is None or prev.val in (";", "{", "}")):
                 j = until_end(i + 2)
                 cache.setdefault(t.val, []).append((i, "<<", toks[i + 2:j]))
@@ -507,10 +513,10 @@ class FileReader:
         entries = [e for e in self._assignments().get(name, []) if e[0] < at and at - e[0] < 2000]
         base = None
         for k in range(len(entries) - 1, -1, -1):
-            if entries[k][1] in ("=", "decl"):
+            if entries[k][1] in ("=", "decl", "param"):
                 base = k
                 break
-        if base is None:
+        if base is None or entries[base][1] == "param":
             return None
         pieces = []
         for k in range(base, len(entries)):

@@ -98,6 +98,19 @@ class StrStyleTest(unittest.TestCase):
         got = fmts(src, ["LOG(ERROR) stream error"])
         self.assertEqual(got, [(5, "LOG(ERROR)", "error", "{}Watchdog timed out after {}ms for rank {}")])
 
+    def test_parameter_is_not_an_earlier_local(self):
+        src = ('void f() {\n'
+               '  auto msg = c10::str("connect failed with ", err);\n'
+               '  logAndThrow(msg, msg);\n'
+               '}\n'
+               'void g() {\n'
+               '  static auto invalidArgument = [](const std::string& msg) {\n'
+               '    TORCH_CHECK(false, "ProcessGroupGloo::broadcast: " + msg);\n'
+               '  };\n'
+               '}\n')
+        got = fmts(src, ["TORCH_CHECK str error arg=1", "logAndThrow str error nargs=1"])
+        self.assertEqual([g[3] for g in got], ["connect failed with {}", "ProcessGroupGloo::broadcast: {}"])
+
     def test_stringstream_followed(self):
         src = ('void f() {\n'
                '  std::stringstream ss;\n'
