@@ -1,6 +1,6 @@
 // hanglab: the command-line entry point: subcommand dispatch. Subcommands: run (cli/run_cmd.cpp),
 // triage, validate, report, history, list, describe, clean, bench, manifest (export/k8s_manifest.cpp),
-// repro (repro/repro_cmd.cpp).
+// repro (repro/repro_cmd.cpp), preflight (preflight/preflight_cmd.cpp).
 // Exit codes (design): 0 all expectations met, 1 an expectation failed, 2 scenario or
 // usage error (nothing ran), 3 internal error or unknown verdict, 4 skipped, 130 interrupted.
 #include <algorithm>
@@ -32,6 +32,7 @@
 #include "bench/bench.hpp"
 #include "export/k8s_manifest.hpp"
 #include "repro/repro_cmd.hpp"
+#include "preflight/preflight_cmd.hpp"
 #include "run/workloads.hpp"
 
 using namespace hanglab;
@@ -366,6 +367,9 @@ int main(int argc, char** argv) {
   repro_sub->add_option("--results", rp.results, "where run records (and scenarios without --out) go")
       ->capture_default_str();
 
+  preflight::PreflightCommand pfc;
+  auto* preflight_sub = preflight::add_preflight_subcommand(app, pfc);
+
   auto* clean = app.add_subcommand(
       "clean", "revert what killed hanglab runs left (processes, mounts, cgroups); exit 1 if something could not be");
 
@@ -419,6 +423,7 @@ int main(int argc, char** argv) {
       rp.interrupted = &g_interrupted;
       return repro::repro_command(rp);
     }
+    if (*preflight_sub) return preflight::preflight_command(pfc);
     if (*list) return cmd_list();
     if (*describe) return cmd_describe(kind);
     if (*clean) {
