@@ -5,6 +5,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -171,7 +172,7 @@ const char* connect_class_name(ConnectClass c) {
   return "error";
 }
 
-ConnectResult tcp_connect(const std::string& numeric, int port, double timeout_s) {
+ConnectResult tcp_connect(const std::string& numeric, int port, double timeout_s, int mss) {
   ConnectResult r;
   const double t0 = mono_now();
   sockaddr_storage ss;
@@ -185,6 +186,7 @@ ConnectResult tcp_connect(const std::string& numeric, int port, double timeout_s
     r.error = std::string("socket: ") + std::strerror(errno);
     return r;
   }
+  if (mss > 0) ::setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof mss);
   auto classify = [&](int err) {
     r.error = std::strerror(err);
     r.cls = err == ECONNREFUSED                                       ? ConnectClass::kRefused

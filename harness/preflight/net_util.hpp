@@ -50,8 +50,13 @@ struct ConnectResult {
   std::string error;  // strerror of the failure, or "timed out after N s"
   double seconds = 0;
 };
-// One TCP connect attempt to numeric:port within timeout_s.
-ConnectResult tcp_connect(const std::string& numeric, int port, double timeout_s);
+// One TCP connect attempt to numeric:port within timeout_s. mss > 0 clamps the segment size both
+// ways (TCP_MAXSEG before connect), so the connection works across a path-MTU blackhole.
+ConnectResult tcp_connect(const std::string& numeric, int port, double timeout_s, int mss = 0);
+
+// The segment size preflight's own rendezvous uses: small enough for any path (IPv6's minimum MTU
+// is 1280), so a jumbo-frame blackhole cannot take the channel down that reports it (net.mtu).
+constexpr int kRendezvousMss = 1200;
 const char* connect_class_name(ConnectClass c);
 
 // Newline-delimited JSON over a connected socket. Every receive has a deadline (monotonic

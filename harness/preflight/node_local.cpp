@@ -376,7 +376,8 @@ CheckResult check_ifname(const NodeCtx& ctx, const std::vector<Interface>& iface
     } else if (i->ipv4.empty() && i->ipv6.empty()) {
       problems.push_back(fmt::format("{}: {} has no address", var, n));
     } else {
-      found.push_back(fmt::format("{} {}", n, !i->ipv4.empty() ? i->ipv4.front() : i->ipv6.front()));
+      const std::string f = fmt::format("{} {}", n, !i->ipv4.empty() ? i->ipv4.front() : i->ipv6.front());
+      if (std::find(found.begin(), found.end(), f) == found.end()) found.push_back(f);
     }
   };
   bool any = false;

@@ -405,11 +405,6 @@ std::vector<CheckResult> judge_pairs(const std::vector<PairResult>& pairs, const
     r.at_s = at_s;
     return r;
   };
-  auto touching = [&](int n) {
-    int k = 0;
-    for (const auto* p : measured) k += p->from == n || p->to == n;
-    return k;
-  };
 
   struct Kind {
     std::string name, rule;
@@ -459,6 +454,8 @@ std::vector<CheckResult> judge_pairs(const std::vector<PairResult>& pairs, const
     std::vector<const PairResult*> bad, bad_warn, in_scope;
     for (const auto* p : measured) {
       if (k.name == "net.bandwidth" && p->mbps < 0 && p->bw_error.empty()) continue;  // not a ring pair
+      // A path that does not connect says nothing about its MTU or loss: net.reach names it.
+      if (k.name != "net.reach" && p->reach != "ok") continue;
       in_scope.push_back(p);
       const int b = k.bad(*p);
       if (b == 2) bad.push_back(p);
@@ -485,10 +482,14 @@ std::vector<CheckResult> judge_pairs(const std::vector<PairResult>& pairs, const
         r.measured = pair_list(warns.at(n.node), k.what);
       } else {
         double worst_rtt = 0;
+        int inbound = 0;
         for (const auto* p : in_scope)
-          if (p->to == n.node) worst_rtt = std::max(worst_rtt, p->rtt_ms);
-        r.measured = k.name == "net.reach"   ? fmt::format("reached from {} peer path{}, rtt <= {:.1f} ms", touching(n.node) / 2 + touching(n.node) % 2,
-                                                         touching(n.node) > 2 ? "s" : "", worst_rtt)
+          if (p->to == n.node) {
+            worst_rtt = std::max(worst_rtt, p->rtt_ms);
+            ++inbound;
+          }
+        r.measured = k.name == "net.reach"   ? fmt::format("reached from {} peer{}, connect+answer <= {:.1f} ms", inbound,
+                                                         inbound == 1 ? "" : "s", worst_rtt)
                      : k.name == "net.mtu"   ? fmt::format("MTU {}: {}-byte DF datagrams cross both ways", n.mtu,
                                                          std::max(0, n.mtu - 28))
                      : k.name == "net.loss"  ? "no echo lost"

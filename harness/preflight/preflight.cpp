@@ -125,7 +125,7 @@ struct Participant {
     while (left_s(at(0.6)) > 0) {
       for (const auto& a : targets) {
         ++attempts;
-        last = tcp_connect(a, job.rdzv_port, std::min(2.0, std::max(0.05, left_s(at(0.6)))));
+        last = tcp_connect(a, job.rdzv_port, std::min(2.0, std::max(0.05, left_s(at(0.6)))), kRendezvousMss);
         if (last.cls == ConnectClass::kOk) break;
       }
       if (last.cls == ConnectClass::kOk) break;
@@ -267,6 +267,10 @@ int check_order(const std::string& name) {
     if (name == kOrder[i]) return static_cast<int>(i);
   return static_cast<int>(std::size(kOrder));
 }
+
+bool is_check_name(const std::string& name) { return check_order(name) < static_cast<int>(std::size(kOrder)); }
+
+std::vector<std::string> check_names() { return {std::begin(kOrder), std::end(kOrder)}; }
 
 int run_preflight(const Options& o, const std::map<std::string, std::string>& env, std::ostream& out,
                   std::ostream& err) {

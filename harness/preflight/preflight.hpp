@@ -17,6 +17,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "preflight/job.hpp"
 #include "preflight/result.hpp"
@@ -28,7 +29,11 @@ namespace hanglab::preflight {
 int run_preflight(const Options& o, const std::map<std::string, std::string>& env, std::ostream& out,
                   std::ostream& err);
 
-// The order checks are listed in.
+// The order checks are listed in (unknown names last).
 int check_order(const std::string& name);
+// Whether `name` is a check preflight can report (for [preflight] fail/echoes in scenarios).
+bool is_check_name(const std::string& name);
+// Every check name, in report order.
+std::vector<std::string> check_names();
 
 }  // namespace hanglab::preflight

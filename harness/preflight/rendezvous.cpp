@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -42,6 +43,9 @@ int bind_listener(int family, int port, int& err) {
   int one = 1, zero = 0;
   // As TCPStore does: a port in TIME_WAIT from an earlier job is not "in use".
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  // Accepted connections inherit it: the rendezvous survives a path-MTU blackhole (net_util.hpp).
+  const int mss = kRendezvousMss;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof mss);
   sockaddr_storage ss{};
   socklen_t len = 0;
   if (family == AF_INET6) {

@@ -185,9 +185,13 @@ std::string render_text(const Report& r) {
         if (!first_pass) first_pass = c;
       }
     if (first_pass) {
+      // Several nodes pass: one line, with node 0's (the first) measurement as the example.
+      bool alike = true;
+      for (const auto* c : by_name[n])
+        if (c->status == Status::kPass && c->measured != first_pass->measured) alike = false;
       const std::string who = passed.size() == 1 ? node_label(*first_pass) : "nodes " + node_ranges(passed);
-      out += fmt::format("  pass  {:<{}}  {}: {}{}\n", n, w, who, first_pass->measured,
-                         first_pass->rule.empty() ? "" : " (rule: " + first_pass->rule + ")");
+      out += fmt::format("  pass  {:<{}}  {}: {}{}{}\n", n, w, who, alike || passed.size() == 1 ? "" : fmt::format("node{} ", first_pass->node),
+                         first_pass->measured, first_pass->rule.empty() ? "" : " (rule: " + first_pass->rule + ")");
     }
     for (const auto* c : by_name[n]) {
       if (c->status == Status::kPass) continue;
