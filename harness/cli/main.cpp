@@ -252,6 +252,10 @@ int cmd_describe(const std::string& kind) {
 int main(int argc, char** argv) {
   CLI::App app{"hanglab: fault injection and reproduction harness for distributed-training hangs"};
   app.require_subcommand(1);
+  // Bad input is one line (CLI11's default adds "Run with --help for more information.").
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("hanglab: ") + e.what() + " (see --help)\n";
+  });
   app.set_version_flag("--version", "hanglab 0.1.0");
 
   RunCommand rc;
