@@ -355,6 +355,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"yaml", "json"}))
       ->capture_default_str();
   manifest->add_option("--out", mc.out, "write here instead of stdout (nothing is written on bad input)");
+  manifest->add_flag("--preflight", mc.options.preflight,
+                     "add an init container that runs `hanglab preflight` on every pod before torchrun starts");
 
   repro::ReproCommand rp;
   int repro_world = 0;
