@@ -314,7 +314,7 @@ ShmNeed shm_need(const JobEnv& job, const Options& opt) {
     parts.push_back(fmt::format("NCCL {} x {} peers x 2 x {}", job.ranks_per_node, job.ranks_per_node - 1,
                                 human_bytes(buff)));
   }
-  n.formula = parts.empty() ? "nothing known to need it (no --loader-workers/--batch-bytes; backend " + job.backend + ")"
+  n.formula = parts.empty() ? "nothing of the job's known to need it: no --loader-workers/--batch-bytes, backend " + job.backend
                             : fmt::format("{}", fmt::join(parts, " + "));
   return n;
 }

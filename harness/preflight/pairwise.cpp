@@ -268,6 +268,19 @@ PairResult probe_peer(const PeerEndpoint& self, const PeerEndpoint& peer, const 
     const int mtu = std::min(self.mtu > 0 ? self.mtu : 1500, peer.mtu > 0 ? peer.mtu : 1500);
     r.probe_size = std::max<int>(sizeof(Header), mtu - overhead);
     std::vector<char> large(static_cast<size_t>(r.probe_size), 0), small(64, 0);
+    // At most kWindow datagrams of this pair in flight: the peer's echo socket serves every prober of
+    // the job, and a burst from all of them would overflow its receive buffer on a loaded host (a
+    // drop on our own socket, not on the path). A datagram not echoed within kSlotS frees its slot but
+    // still counts if its echo comes later: only what never comes back, by a second after the last
+    // send, is lost.
+    constexpr int kWindow = 4;
+    constexpr double kSlotS = 0.2;
+    struct Sent {
+      uint32_t kind;
+      double t;
+      bool back = false;
+    };
+    std::vector<Sent> sent;
     auto drain = [&] {
       char buf[65536];
       for (;;) {
@@ -275,37 +288,38 @@ PairResult probe_peer(const PeerEndpoint& self, const PeerEndpoint& peer, const 
         if (n < static_cast<ssize_t>(sizeof(Header))) break;
         Header h;
         std::memcpy(&h, buf, sizeof h);
-        if (h.magic != kMagic || h.nonce != nonce) continue;
+        if (h.magic != kMagic || h.nonce != nonce || h.seq >= sent.size() || sent[h.seq].back) continue;
+        sent[h.seq].back = true;
         (h.kind == 0 ? r.small_recv : h.kind == 1 ? r.large_recv : r.loss_recv)++;
       }
     };
-    auto send_one = [&](std::vector<char>& b, uint32_t kind, uint32_t seq) {
-      Header h{kMagic, kind, seq, nonce};
+    auto in_flight = [&] {
+      const double now = mono_now();
+      int k = 0;
+      for (const auto& x : sent) k += !x.back && now - x.t < kSlotS;
+      return k;
+    };
+    auto send_one = [&](std::vector<char>& b, uint32_t kind) {
+      while (in_flight() >= kWindow && left_s(deadline) > 0.3) {
+        pollfd p{fd, POLLIN, 0};
+        ::poll(&p, 1, 10);
+        drain();
+      }
+      Header h{kMagic, kind, static_cast<uint32_t>(sent.size()), nonce};
       std::memcpy(b.data(), &h, sizeof h);
+      sent.push_back({kind, mono_now()});
       if (::send(fd, b.data(), b.size(), 0) < 0 && errno == EMSGSIZE) {
         int pm = 0;
         socklen_t pl = sizeof pm;
         ::getsockopt(fd, ss.ss_family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6,
                      ss.ss_family == AF_INET ? IP_MTU : IPV6_MTU, &pm, &pl);
         r.emsgsize_mtu = pm;
-        return false;
       }
-      return true;
+      drain();
     };
-    uint32_t seq = 0;
-    for (int i = 0; i < kSmallProbes && left_s(deadline) > 0.3; ++i, ++r.small_sent) send_one(small, 0, seq++);
-    for (int i = 0; i < kLargeProbes && left_s(deadline) > 0.3; ++i, ++r.large_sent) {
-      send_one(large, 1, seq++);
-      ::usleep(1000);
-      drain();
-    }
-    for (int i = 0; i < o.loss_probes && left_s(deadline) > 0.3; ++i, ++r.loss_sent) {
-      send_one(small, 2, seq++);
-      ::usleep(2000);
-      drain();
-    }
-    // Late echoes: up to a second after the last send (a loaded host delays them), or until
-    // everything came back.
+    for (int i = 0; i < kSmallProbes && left_s(deadline) > 0.3; ++i, ++r.small_sent) send_one(small, 0);
+    for (int i = 0; i < kLargeProbes && left_s(deadline) > 0.3; ++i, ++r.large_sent) send_one(large, 1);
+    for (int i = 0; i < o.loss_probes && left_s(deadline) > 0.3; ++i, ++r.loss_sent) send_one(small, 2);
     const double until = std::min(deadline, mono_now() + 1.0);
     while (mono_now() < until &&
            (r.small_recv < r.small_sent || r.large_recv < r.large_sent || r.loss_recv < r.loss_sent)) {

@@ -305,7 +305,7 @@ int run_preflight(const Options& o, const std::map<std::string, std::string>& en
       r.measured = fmt::format("MASTER_PORT {} held by torchrun's agent store; preflight rendezvous at --port {}",
                                job.master_port, job.rdzv_port);
     } else {
-      r.measured = fmt::format("{} {}", job.rdzv_port, job.master_defaulted ? "(torch's default: MASTER_PORT unset)" : "");
+      r.measured = fmt::format("port {}{}", job.rdzv_port, job.master_defaulted ? " (torch's default: MASTER_PORT unset)" : "");
     }
     if (bind->fd < 0) {
       r.status = Status::kFail;

@@ -106,7 +106,10 @@ std::string port_holder(int port) {
         std::string cmd = slurp(std::string("/proc/") + e->d_name + "/cmdline");
         std::replace(cmd.begin(), cmd.end(), '\0', ' ');
         while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
-        found = fmt::format("pid {} ({})", e->d_name, cmd.substr(0, 120));
+        std::string comm = slurp(std::string("/proc/") + e->d_name + "/comm");
+        while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+        // comm first: a forked helper keeps its parent's command line but names itself.
+        found = fmt::format("pid {} {} ({})", e->d_name, comm, cmd.substr(0, 100));
         break;
       }
     }
@@ -318,7 +321,7 @@ std::vector<CheckResult> judge_agreement(const Gathered& g, int nnodes, const st
   std::vector<CheckResult> out;
   for (int n = 0; n < nnodes; ++n) {
     CheckResult r = base("rendezvous.arrive", n, g, at_s);
-    r.rule = fmt::format("says hello at {} within the arrival deadline ({:.1f} s)", master_desc, waited_s);
+    r.rule = fmt::format("says hello at {} before node 0 stops waiting (0.55 x --deadline-s)", master_desc);
     if (!g.hellos.count(n)) {
       r.status = Status::kFail;
       r.measured = fmt::format("never arrived (waited {:.1f} s)", waited_s);
