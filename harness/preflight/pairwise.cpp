@@ -262,7 +262,9 @@ PairResult probe_peer(const PeerEndpoint& self, const PeerEndpoint& peer, const 
   socklen_t len = 0;
   make_sockaddr(peer.addr, peer.udp_port, ss, len);
   const int fd = ::socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0) {
+  // A path that does not connect is net.reach's finding; its datagrams would only wait out their
+  // slots (and judge_pairs ignores them).
+  if (r.reach == "ok" && fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0) {
     set_df(fd, ss.ss_family);
     const int overhead = ss.ss_family == AF_INET ? 28 : 48;
     const int mtu = std::min(self.mtu > 0 ? self.mtu : 1500, peer.mtu > 0 ? peer.mtu : 1500);

@@ -510,9 +510,16 @@ int run_preflight(const Options& o, const std::map<std::string, std::string>& en
   int code = job_report_ready ? shown.exit_code() : part.verdict ? part.verdict->value("exit_code", 1) : mine.exit_code();
   if (!job_report_ready && !part.verdict && code == 0) code = 1;  // nothing came back: not a pass
 
-  auto render = [&](const Report& r) {
-    return o.format == "json" ? to_json(r).dump(2) + "\n" : o.format == "junit" ? render_junit(r) : render_text(r);
+  auto render_as = [&](const Report& r, const std::string& format) {
+    return format == "json" ? to_json(r).dump(2) + "\n" : format == "junit" ? render_junit(r) : render_text(r);
   };
+  auto render = [&](const Report& r) { return render_as(r, o.format); };
+  // --out takes its format from its name where that says one (.json, .xml): text for people on the
+  // console, the JSON or JUnit file for the machines, in one run.
+  const auto ends = [&](const std::string& suf) {
+    return o.out.size() >= suf.size() && o.out.compare(o.out.size() - suf.size(), suf.size(), suf) == 0;
+  };
+  const std::string out_format = ends(".json") ? "json" : ends(".xml") ? "junit" : o.format;
   const bool own_line_only = !job_report_ready && part.verdict && o.format == "text";
   if (own_line_only) {
     out << fmt::format("hanglab preflight: node{} ({}): {} own checks reported to node 0 at {}; the job: {} (exit {}: {} "
@@ -530,7 +537,7 @@ int run_preflight(const Options& o, const std::map<std::string, std::string>& en
     if (ph != std::string::npos) path.replace(ph, 6, std::to_string(job.node_rank));
     if (job.node_rank == 0 || ph != std::string::npos) {
       try {
-        write_file(path, render(job_report_ready ? shown : mine));
+        write_file(path, render_as(job_report_ready ? shown : mine, out_format));
       } catch (const std::exception& e) {
         err << "hanglab preflight: --out " << path << ": " << e.what() << "\n";
       }

@@ -49,7 +49,9 @@ CLI::App* add_preflight_subcommand(CLI::App& app, PreflightCommand& c) {
   s->add_option("--format", o.format, "text, json or junit")
       ->check(CLI::IsMember({"text", "json", "junit"}))
       ->capture_default_str();
-  s->add_option("--out", o.out, "also write the report here ({node} in the name: every node writes its own)");
+  s->add_option("--out", o.out,
+                "also write the report here: JSON for a .json name, JUnit for .xml, else --format ({node} in the name: "
+                "every node writes its own)");
   return s;
 }
 

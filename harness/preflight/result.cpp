@@ -176,30 +176,41 @@ std::string render_text(const Report& r) {
   }
   size_t w = 8;
   for (const auto& n : order) w = std::max(w, n.size());
+  // Passing nodes share a line (measured: node 0's, the first, when they differ); every other
+  // verdict has its own, with the rule and the detail under it. The rules of passes are in the JSON.
+  struct Line {
+    const char* tag;
+    std::string name, who, measured;
+    const CheckResult* c = nullptr;
+  };
+  std::vector<Line> lines;
+  size_t ww = 4;
   for (const auto& n : order) {
     std::vector<int> passed;
     const CheckResult* first_pass = nullptr;
+    bool alike = true;
     for (const auto* c : by_name[n])
       if (c->status == Status::kPass) {
         passed.push_back(c->node);
         if (!first_pass) first_pass = c;
+        alike = alike && c->measured == first_pass->measured;
       }
     if (first_pass) {
-      // Several nodes pass: one line, with node 0's (the first) measurement as the example.
-      bool alike = true;
-      for (const auto* c : by_name[n])
-        if (c->status == Status::kPass && c->measured != first_pass->measured) alike = false;
-      const std::string who = passed.size() == 1 ? node_label(*first_pass) : "nodes " + node_ranges(passed);
-      out += fmt::format("  pass  {:<{}}  {}: {}{}{}\n", n, w, who, alike || passed.size() == 1 ? "" : fmt::format("node{} ", first_pass->node),
-                         first_pass->measured, first_pass->rule.empty() ? "" : " (rule: " + first_pass->rule + ")");
+      Line l{"pass", n, passed.size() == 1 ? node_label(*first_pass) : "nodes " + node_ranges(passed),
+             (alike || passed.size() == 1 ? "" : fmt::format("node{}: ", first_pass->node)) + first_pass->measured};
+      lines.push_back(l);
     }
-    for (const auto* c : by_name[n]) {
-      if (c->status == Status::kPass) continue;
-      out += fmt::format("  {}  {:<{}}  {}: {}{}\n", tag(c->status), n, w, node_label(*c), c->measured,
-                         c->rule.empty() ? "" : " (rule: " + c->rule + ")");
-      if (!c->detail.empty()) out += fmt::format("        {:<{}}  {}\n", "", w, c->detail);
-      if (!c->needs.empty()) out += fmt::format("        {:<{}}  needs {}\n", "", w, c->needs);
-    }
+    for (const auto* c : by_name[n])
+      if (c->status != Status::kPass) lines.push_back(Line{tag(c->status), n, node_label(*c), c->measured, c});
+  }
+  for (const auto& l : lines) ww = std::max(ww, l.who.size());
+  for (const auto& l : lines) {
+    out += fmt::format("  {}  {:<{}}  {:<{}}  {}\n", l.tag, l.name, w, l.who, ww, l.measured);
+    if (!l.c) continue;
+    const std::string pad(8 + w + 2 + ww, ' ');
+    if (!l.c->rule.empty()) out += pad + "rule: " + l.c->rule + "\n";
+    if (!l.c->detail.empty()) out += pad + l.c->detail + "\n";
+    if (!l.c->needs.empty()) out += pad + "needs " + l.c->needs + "\n";
   }
   for (const auto& nr : r.not_run) out += fmt::format("  -     {:<{}}  not run: {}\n", nr.name, w, nr.reason);
   const int f = r.failed(), wn = r.warned(), s = r.skipped();

@@ -289,8 +289,8 @@ RunResult run_preflight_scenario(PreparedScenario& ps, const HostInfo& host, con
         s.env["NNODES"] = std::to_string(nodes);
         s.env["NODE_RANK"] = std::to_string(k);
       }
-      s.argv = {hanglab_bin.string(), "preflight",  "--deadline-s", fmt::format("{}", p.deadline_s), "--ranks-per-node",
-                std::to_string(rpn),  "--format",   "json",         "--out",     (pfdir / "node{node}.json").string()};
+      s.argv = {hanglab_bin.string(), "preflight",      "--deadline-s", fmt::format("{}", p.deadline_s),
+                "--ranks-per-node",   std::to_string(rpn), "--out",        (pfdir / "node{node}.json").string()};
       if (p.ckpt) s.argv.insert(s.argv.end(), {"--ckpt-dir", (dir / "ckpt").string()});
       if (!venv.empty()) s.argv.insert(s.argv.end(), {"--python", (venv / "bin" / "python").string()});
       s.argv.insert(s.argv.end(), p.args.begin(), p.args.end());
