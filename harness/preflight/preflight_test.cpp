@@ -421,10 +421,17 @@ TEST_CASE("storage: a slow, a stalled and a full checkpoint directory each fail 
   CHECK(judge_storage(ctx, slow, 3).status == Status::kFail);
   StorageProbe stalled = p;
   stalled.stalled_in = "write";
-  stalled.stalled_for_s = 3;
-  const auto r = judge_storage(ctx, stalled, 3);
+  stalled.stalled_for_s = 5;
+  const auto r = judge_storage(ctx, stalled, 8);
   CHECK(r.status == Status::kFail);
   CHECK(r.detail.find("hung or stalled mount") != std::string::npos);
+  StorageProbe crawl = p;  // a second per operation: out of time before the stall bound
+  crawl.stalled_in = "open";
+  crawl.stalled_for_s = 1;
+  crawl.hard_timeout = true;
+  const auto c = judge_storage(ctx, crawl, 3);
+  CHECK(c.status == Status::kFail);
+  CHECK(c.detail.find("too slowly") != std::string::npos);
   StorageProbe full = p;
   full.failed_step = "write";
   full.failed_errno = ENOSPC;

@@ -107,6 +107,7 @@ StorageProbe probe_storage(const std::string& dir, const Options& opt, double ti
     if (wait <= 0) {
       p.stalled_in = step;
       p.stalled_for_s = now - last;
+      p.hard_timeout = now >= hard;
       break;
     }
     pollfd pf{fds[0], POLLIN, 0};
@@ -151,6 +152,7 @@ StorageProbe probe_storage(const std::string& dir, const Options& opt, double ti
     }
   }
   ::close(fds[0]);
+  p.elapsed_s = mono_now() - t0;
   if (!eof || stop) ::kill(pid, SIGKILL);
   // Reap it if it goes; a child in uninterruptible sleep on a dead mount may not, and is not
   // waited for (it dies with the mount, or is reaped by init once this process exits).
@@ -176,13 +178,21 @@ CheckResult judge_storage(const NodeCtx& ctx, const StorageProbe& p, double time
   const double rate = t > 0 ? p.written / t : 0;
   if (!p.stalled_in.empty()) {
     r.status = Status::kFail;
-    r.measured = fmt::format("{}; no progress for {:.1f} s in {} ({} written)", space, p.stalled_for_s, p.stalled_in,
-                             human_bytes(p.written));
-    r.detail = fmt::format("the {} did not return within {:.0f} s{}: a hung or stalled mount. A save there blocks the "
-                           "saving rank while its peers wait in the next collective until their timeout{}",
-                           p.stalled_in, p.stalled_for_s >= timeout_s - 0.05 ? timeout_s : o.ckpt_stall_s,
-                           p.stalled_for_s >= timeout_s - 0.05 ? " (preflight's hard timeout)" : " (--ckpt-stall-s)",
-                           p.written > 0 ? fmt::format("; {} left behind", p.file) : std::string());
+    const std::string left = p.written > 0 ? fmt::format("; {} left behind", p.file) : std::string();
+    if (!p.hard_timeout) {
+      r.measured = fmt::format("{}; no progress for {:.1f} s in {} ({} written)", space, p.stalled_for_s, p.stalled_in,
+                               human_bytes(p.written));
+      r.detail = fmt::format("the {} did not return within {:.0f} s (--ckpt-stall-s): a hung or stalled mount. A save "
+                             "there blocks the saving rank while its peers wait in the next collective until their "
+                             "timeout{}",
+                             p.stalled_in, o.ckpt_stall_s, left);
+    } else {
+      r.measured = fmt::format("{}; the probe did not finish in its {:.1f} s (stopped in {} after {} written)", space,
+                               timeout_s, p.stalled_in, human_bytes(p.written));
+      r.detail = fmt::format("this storage answers too slowly to write {} in {:.1f} s (a second or more per step, or a "
+                             "stall): a {} save there outlasts the collective timeouts of the saving rank's peers{}",
+                             human_bytes(static_cast<double>(o.ckpt_probe_bytes)), timeout_s, human_bytes(ckpt), left);
+    }
     return r;
   }
   if (!p.failed_step.empty()) {

@@ -26,7 +26,9 @@ struct StorageProbe {
   double slowest_step_s = 0;     // the longest single write or fsync
   bool done = false;             // the probe completed (file written, fsynced, removed)
   std::string stalled_in;        // the step the child was in when it was stopped
-  double stalled_for_s = 0;
+  double stalled_for_s = 0;      // how long that step had gone without progress
+  bool hard_timeout = false;     // stopped by the probe's overall bound, not by --ckpt-stall-s
+  double elapsed_s = 0;          // from the probe's start to its end (or stop)
   bool cut_short = false;        // stopped early: the projected save already exceeded the budget
   std::string file;              // the probe file (left behind only when the child was stopped)
 };
