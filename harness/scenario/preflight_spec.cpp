@@ -84,7 +84,7 @@ void load_preflight_table(const toml::table& root, const std::string& file, Scen
       }
     }
   }
-  if (!p.fail.empty() && p.nodes.empty())
+  if (!p.fail.empty() && !t.get("nodes"))
     err(t.get("fail") ? *t.get("fail") : static_cast<const toml::node&>(t), "preflight.nodes",
         "missing: the nodes on which the checks in `fail` must fail");
   if (p.fail.empty() && !p.nodes.empty())
