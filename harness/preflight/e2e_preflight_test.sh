@@ -63,8 +63,9 @@ python3 -c "import sys, xml.etree.ElementTree as E; t=E.parse(sys.argv[1]); s=t.
 # A failing check: exit 1, named with its node, the measured value and the rule.
 run env MASTER_PORT=$port "$hanglab" preflight --ranks-per-node 64 > "$work/stdout" 2>&1; rc=$?
 [ $rc -eq 1 ] || fail "64 ranks on this host: exit $rc, want 1"
-grep -Eq "FAIL +cpu.quota +node0 \(.*\): .*CPUs .*\(rule: >= 64" "$work/stdout" || fail "cpu.quota not named: $(cat "$work/stdout")"
-echo "ok: exit 1: $(grep 'FAIL  cpu.quota' "$work/stdout")"
+grep -A1 -E "FAIL +cpu.quota +node0 \(.*\) +[0-9.]+ CPUs" "$work/stdout" | grep -q "rule: >= 64 (one per rank)" ||
+  fail "cpu.quota not named with node, measured value and rule: $(cat "$work/stdout")"
+echo "ok: exit 1: $(grep -A1 'FAIL  cpu.quota' "$work/stdout" | tr -s ' ')"
 
 # A check that needs a GPU, on a host without one: exit 4.
 if ! ls /dev/nvidia[0-9]* > /dev/null 2>&1; then
