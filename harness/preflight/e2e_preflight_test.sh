@@ -96,4 +96,33 @@ if [ -n "$venv" ] && [ -x "$venv/bin/torchrun" ]; then
   grep -q "held by torchrun's agent store" "$work/torchrun.out" || fail "master.port under torchrun: $(cat "$work/torchrun.out")"
   echo "ok: under torchrun (rendezvous on --port $p2, MASTER_PORT $port left to the agent)"
 fi
+# kill -9 of hanglab in the middle of a [preflight] scenario: the next start's sweep leaves nothing (the
+# node processes, a wrapper's sleep, the namespaces), as for a run of ranks.
+scn=$(dirname "$0")/../../scenarios/preflight/preflight_never_starts.toml
+if [ "$(id -u)" = 0 ] && command -v ip > /dev/null && [ -e "$scn" ]; then
+  export HANGLAB_STATE_DIR="$work/state"
+  "$hanglab" run "$scn" --results "$work/k9" > "$work/k9.out" 2>&1 & hp=$!
+  for _ in $(seq 100); do [ -e "$(ls -d "$work"/k9/preflight_never_starts/2*/preflight/go 2>/dev/null | head -1)" ] && break; sleep 0.1; done
+  kill -9 $hp; wait $hp 2> /dev/null
+  # What the dead run recorded: its process marker and its namespaces.
+  python3 - "$work"/state/*.jsonl > "$work/recorded.txt" <<'PY'
+import json, sys
+for f in sys.argv[1:]:
+    for line in open(f):
+        e = json.loads(line)
+        if e.get("op") == "env" and e.get("key") == "HANGLAB_RUN_ID": print("marker", e["value"])
+        if e.get("op") == "netns": print("netns", e["name"])
+PY
+  run_id=$(awk '$1 == "marker" {print $2}' "$work/recorded.txt")
+  awk '$1 == "netns" {print $2}' "$work/recorded.txt" > "$work/netns.txt"
+  [ -n "$run_id" ] || fail "kill -9: no run marker in the state file"
+  [ -s "$work/netns.txt" ] || fail "kill -9: no namespace recorded"
+  "$hanglab" clean > "$work/clean.out" 2>&1
+  left=$(grep -l "HANGLAB_RUN_ID=$run_id" /proc/[0-9]*/environ 2> /dev/null | wc -l)
+  [ "$left" -eq 0 ] || fail "kill -9: $left processes of the run left after the sweep"
+  for ns in $(cat "$work/netns.txt"); do ! ip netns list | grep -qw "$ns" || fail "kill -9: namespace $ns left"; done
+  grep -q "swept" "$work/clean.out" || fail "kill -9: the sweep did not run: $(cat "$work/clean.out")"
+  echo "ok: kill -9 mid-preflight: $(cat "$work/clean.out")"
+  unset HANGLAB_STATE_DIR
+fi
 echo "PASS"

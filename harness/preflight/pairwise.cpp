@@ -268,7 +268,8 @@ PairResult probe_peer(const PeerEndpoint& self, const PeerEndpoint& peer, const 
     set_df(fd, ss.ss_family);
     const int overhead = ss.ss_family == AF_INET ? 28 : 48;
     const int mtu = std::min(self.mtu > 0 ? self.mtu : 1500, peer.mtu > 0 ? peer.mtu : 1500);
-    r.probe_size = std::max<int>(sizeof(Header), mtu - overhead);
+    // A UDP payload is at most 65535 minus the headers (loopback's MTU is 65536).
+    r.probe_size = std::clamp<int>(mtu - overhead, sizeof(Header), 65535 - overhead);
     std::vector<char> large(static_cast<size_t>(r.probe_size), 0), small(64, 0);
     // At most kWindow datagrams of this pair in flight: the peer's echo socket serves every prober of
     // the job, and a burst from all of them would overflow its receive buffer on a loaded host (a

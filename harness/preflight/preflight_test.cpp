@@ -506,6 +506,9 @@ TEST_CASE("a whole preflight of two nodes on this host, over loopback") {
   CHECK(distinct_fail);
   CHECK(arrived);
   CHECK(reach);
+  bool mtu_ok = false;  // over loopback (MTU 65536) the largest datagram is 65507 bytes, and it passes
+  for (const auto& c : r.checks) mtu_ok = mtu_ok || (c.name == "net.mtu" && c.node == 0 && c.status == Status::kPass);
+  CHECK(mtu_ok);
   const Report mine = report_from_json(json::parse(out1.str()));
   CHECK_FALSE(mine.whole_job);
   CHECK(mine.delivered);
@@ -521,7 +524,7 @@ TEST_CASE("a node that never arrives is named within the deadline") {
   const double t0 = hanglab::mono_now();
   const int rc = run_preflight(o, {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}, {"NNODES", "3"}, {"NODE_RANK", "0"}},
                                out, err);
-  CHECK(hanglab::mono_now() - t0 < 3.2);
+  CHECK(hanglab::mono_now() - t0 < 4);  // the deadline (3 s) plus a margin for a loaded host: a hang would be far over
   CHECK(rc == 1);
   const Report r = report_from_json(json::parse(out.str()));
   int never = 0;
@@ -537,7 +540,7 @@ TEST_CASE("a node whose master is black-holed fails within the deadline and says
   const double t0 = hanglab::mono_now();
   // 192.0.2.0/24 (TEST-NET-1) is routed nowhere: connects fail or go unanswered.
   const int rc = run_preflight(o, {{"MASTER_ADDR", "192.0.2.7"}, {"MASTER_PORT", "29500"}, {"NNODES", "2"}, {"NODE_RANK", "1"}}, out, err);
-  CHECK(hanglab::mono_now() - t0 < 3.2);
+  CHECK(hanglab::mono_now() - t0 < 4);  // the deadline (3 s) plus a margin for a loaded host: a hang would be far over
   CHECK(rc == 1);
   const Report r = report_from_json(json::parse(out.str()));
   CHECK_FALSE(r.delivered);

@@ -1,5 +1,6 @@
 #include "run/preflight_run.hpp"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <fcntl.h>
@@ -302,6 +303,11 @@ RunResult run_preflight_scenario(PreparedScenario& ps, const HostInfo& host, con
       if (net) prepend_wrapper(s, net->wrapper(k));
       node_specs.push_back(std::move(s));
     }
+    // Every node process and whatever it starts (a wrapper's sleep, the storage probe) carries
+    // HANGLAB_RUN_ID: after a kill -9 of hanglab the sweep finds them by it, as it finds ranks.
+    const std::string run_id = fmt::format("{}-{}-{}", ::getpid(), static_cast<long long>(unix_now() * 1e6), sc.name);
+    state->env_marker("HANGLAB_RUN_ID", run_id);
+    for (auto& s : node_specs) s.env["HANGLAB_RUN_ID"] = run_id;
     std::vector<pid_t> pids;
     pid_t launcher_pid = 0;
     int launcher_state_id = 0;
@@ -383,7 +389,18 @@ RunResult run_preflight_scenario(PreparedScenario& ps, const HostInfo& host, con
           if (o.started && o.wall_s == 0) return false;
       return true;
     };
+    // Ctrl-C / SIGTERM of hanglab: stop the nodes now (below), revert, record it.
+    auto interrupted = [&] {
+      if (opts.interrupt_fd < 0) return false;
+      pollfd p{opts.interrupt_fd, POLLIN, 0};
+      return ::poll(&p, 1, 0) > 0;
+    };
+    bool stopped = false;
     while ((!live.empty() || launcher_live) && mono_now() < hard && !started_done()) {
+      if (interrupted()) {
+        stopped = true;
+        break;
+      }
       for (auto it = live.begin(); it != live.end();) {
         int st = 0;
         if (reap(pids[*it], st)) {
@@ -444,7 +461,11 @@ RunResult run_preflight_scenario(PreparedScenario& ps, const HostInfo& host, con
     }
     res.verdict = judge(p, outcomes, p.deadline_s, grace);
     res.facts.outcome = "completed";
-    res.facts.teardown_reason = "all_exited";
+    res.facts.teardown_reason = stopped ? "interrupted" : "all_exited";
+    if (stopped) {
+      res.verdict.status = "unknown";
+      res.verdict.checks.push_back({"preflight.interrupted", "unknown", "a finished preflight", "interrupted", "hanglab was interrupted"});
+    }
     for (size_t i = 0; i < sc.faults.size(); ++i) {
       FaultManifest m;
       m.index = static_cast<int>(i);
