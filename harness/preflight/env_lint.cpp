@@ -146,8 +146,7 @@ CheckResult lint_env(const NodeCtx& ctx, const std::vector<Interface>& /*ifaces*
     texts.push_back(p.text);
   }
   r.status = fails ? Status::kFail : Status::kWarn;
-  r.measured = fmt::format("{} problem{}", problems.size(), problems.size() == 1 ? "" : "s");
-  r.detail = fmt::format("{}", fmt::join(texts, "; "));
+  r.measured = fmt::format("{}", fmt::join(texts, "; "));
   return r;
 }
 
