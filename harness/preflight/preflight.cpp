@@ -322,6 +322,12 @@ int run_preflight(const Options& o, const std::map<std::string, std::string>& en
     local.push_back(r);
   }
 
+  // The Python probe first: it runs while the storage probe (which may use up its whole bound on
+  // slow storage) and the other checks do. posix_spawn starts no thread here.
+  ChildRun versions;
+  std::string verr;
+  versions.start(versions_argv(o.python), verr);
+
   // The storage probe forks: before any thread exists.
   const double storage_timeout = std::max(0.5, std::min(o.ckpt_budget_s, 0.3 * T));
   if (!o.ckpt_dir.empty()) {
@@ -333,9 +339,6 @@ int run_preflight(const Options& o, const std::map<std::string, std::string>& en
       return 2;
     }
   }
-  ChildRun versions;
-  std::string verr;
-  versions.start(versions_argv(o.python), verr);
 
   const auto ifaces = list_interfaces();
   const Resolved hostres = resolve_host(host, std::min(2.0, 0.1 * T));
@@ -351,7 +354,7 @@ int run_preflight(const Options& o, const std::map<std::string, std::string>& en
   for (auto& r : node_local_checks(ctx, ifaces, hostres, chosen)) local.push_back(std::move(r));
   int vstatus = 127;
   std::string vstderr;
-  const std::string vout = versions.started() ? versions.finish(at(0.35), vstatus, &vstderr) : "";
+  const std::string vout = versions.started() ? versions.finish(at(0.45), vstatus, &vstderr) : "";
   json vers = parse_versions(vout, vstatus, o.python, versions.started() ? vstderr : verr);
   vers["hanglab"] = kVersion;
 

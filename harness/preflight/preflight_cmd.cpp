@@ -12,7 +12,9 @@ CLI::App* add_preflight_subcommand(CLI::App& app, PreflightCommand& c) {
       "preflight",
       "check, before launch and on every node, the job's own settings against the cluster: shm, CPU quota, memory, "
       "limits, checkpoint storage, interfaces, MASTER_ADDR/MASTER_PORT, agreement across nodes, pairwise reachability, "
-      "path MTU and loss (run once per node: srun --ntasks-per-node=1, mpirun -npernode 1, or standalone)");
+      "path MTU and loss (run once per node: srun --ntasks-per-node=1, mpirun -npernode 1, or standalone). Not "
+      "catchable before launch: skipped collectives, uneven batches, killed ranks (the run-time detectors catch them). "
+      "Exit 0 passed, 1 a check failed, 2 bad input, 4 a check needs what this node lacks (a GPU)");
   s->add_option("--ckpt-dir", o.ckpt_dir, "the job's checkpoint directory: writable, free space, write+fsync rate");
   s->add_option("--ckpt-bytes", c.ckpt_bytes, "one checkpoint as this node writes it (default: the probe size)");
   s->add_option("--ckpt-budget-s", o.ckpt_budget_s, "a save longer than this stalls the job's peers")

@@ -390,6 +390,13 @@ TEST_CASE("agreement: majority per setting, ties to node 0; missing and duplicat
     for (const auto& r : rs) distinct_fails += r.name == "node.distinct" && r.status == Status::kFail;
     CHECK(distinct_fails == 2);
   }
+  SECTION("a node whose versions could not be read is left out and warned about, not failed") {
+    g.hellos[2]["versions"] = {{"unavailable", "python3: no answer in time"}};
+    rs = judge_agreement(g, 3, "x", 5, 1);
+    CHECK(status(rs, "versions.agree", 2) == Status::kWarn);
+    CHECK(status(rs, "versions.agree", 0) == Status::kPass);
+    CHECK(status(rs, "versions.agree", 1) == Status::kPass);
+  }
   SECTION("torch versions disagree: fail; python: warn") {
     g.hellos[2]["versions"] = {{"torch", "2.14.0"}};
     g.hellos[1]["versions"] = {{"torch", "2.15.0"}, {"python", "3.12.0"}};

@@ -110,7 +110,7 @@ json parse_versions(const std::string& out, int status, const std::string& pytho
   if (status == 0 && j.is_object()) return j;
   std::string why = status == -1 ? "no answer in time" : status == 127 ? "not found" : fmt::format("exit {}", status);
   if (!err.empty()) why += ": " + err.substr(0, err.find('\n'));
-  return json{{"python", fmt::format("({} unavailable: {})", python, why)}};
+  return json{{"unavailable", fmt::format("{}: {}", python, why)}};
 }
 
 std::vector<std::string> smoke_argv(const std::string& python, const std::string& backend, const std::string& addr,

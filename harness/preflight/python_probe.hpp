@@ -37,7 +37,8 @@ class ChildRun {
 
 // The versions probe's argv for `python`.
 std::vector<std::string> versions_argv(const std::string& python);
-// Parses its output: {"python", "torch", "nccl"}; on failure {"python": "(unavailable: why)"}.
+// Parses its output: {"python", "torch", "nccl"}; on failure {"unavailable": "PYTHON: why"} (versions
+// unknown: versions.agree warns for that node and leaves it out of the comparison).
 nlohmann::json parse_versions(const std::string& out, int status, const std::string& python, const std::string& err);
 
 // The smoke collective's argv: backend gloo|nccl, store at addr:port, this node's rank of world.

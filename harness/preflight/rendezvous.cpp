@@ -391,17 +391,30 @@ std::vector<CheckResult> judge_agreement(const Gathered& g, int nnodes, const st
   auto agree = [&](const std::string& name, const std::string& field, const std::set<std::string>& warn_only,
                    const std::string& rule, const std::string& why) {
     std::map<std::string, std::map<int, std::string>> by_key;
+    // A node that could not tell (its probe failed: "unavailable") is left out of the comparison.
+    std::map<int, std::string> unknown;
     for (const auto& [n, h] : g.hellos) {
       const json fields = h.value(field, json::object());
+      if (fields.contains("unavailable")) {
+        unknown[n] = fields["unavailable"].is_string() ? fields["unavailable"].get<std::string>() : "unknown";
+        continue;
+      }
       for (const auto& [k, v] : fields.items()) by_key[k][n] = v.is_string() ? v.get<std::string>() : v.dump();
     }
     // A key some nodes lack: "(unset)" there.
     for (auto& [k, m] : by_key)
       for (const auto& [n, h] : g.hellos)
-        if (!m.count(n)) m[n] = "(unset)";
+        if (!m.count(n) && !unknown.count(n)) m[n] = "(unset)";
     for (const auto& [n, h] : g.hellos) {
       CheckResult r = base(name, n, g, at_s);
       r.rule = rule;
+      if (unknown.count(n)) {
+        r.status = Status::kWarn;
+        r.measured = "not read here: " + unknown[n];
+        r.detail = "this node's settings could not be read, so they were not compared";
+        out.push_back(r);
+        continue;
+      }
       std::vector<std::string> diff;
       bool hard = false;
       for (const auto& [k, m] : by_key) {
