@@ -8,6 +8,7 @@
 #include "scenario/scenario.hpp"
 
 #include "scenario/header_comments.hpp"
+#include "scenario/preflight_spec.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -29,7 +30,8 @@ namespace {
 
 using Allowed = std::initializer_list<std::string_view>;
 
-const Allowed kTopLevelKeys = {"scenario", "workload", "topology", "timeouts", "detect", "torch", "fault", "expect"};
+const Allowed kTopLevelKeys = {"scenario", "workload", "topology", "timeouts", "detect", "torch", "fault", "expect",
+                               "preflight"};
 const Allowed kTopologyKeys = {"nodes", "ranks_per_node", "second_nic"};
 const Allowed kDetectKeys = {"flight_recorder", "fr_buffer_size"};
 const Allowed kScenarioKeys = {"name", "description", "tags", "deadline_s"};
@@ -338,7 +340,7 @@ void Loader::load(toml::table& root, Scenario& sc) {
     if (!contains(kTopLevelKeys, k.str()))
       error(k.source(), key_path("", k.str()),
             "unknown table (expected one of: [scenario], [workload], [topology], [timeouts], [detect], [torch], [[fault]], "
-            "[expect])");
+            "[expect], [preflight])");
   }
   load_scenario_table(root, sc);
   load_workload(root, sc.workload);
@@ -348,6 +350,7 @@ void Loader::load(toml::table& root, Scenario& sc) {
   load_torch(root, sc);
   load_faults(root, sc.faults);
   load_expect(root, sc.expect);
+  load_preflight_table(root, file_, sc, errors_);
 }
 
 void Loader::load_scenario_table(const toml::table& root, Scenario& sc) {
@@ -570,7 +573,9 @@ void Loader::load_topology(const toml::table& root, Scenario& sc) {
     const toml::node& at = n ? *n : static_cast<const toml::node&>(*t);
     // srun's tasks are hanglab_rank_exec, which runs each rank under its wrapper (`ip netns
     // exec NODE`) as the local launcher does; torchrun runs one agent per node, in the node.
-    if (sc.workload.launcher != "local" && sc.workload.launcher != "torchrun" && sc.workload.launcher != "srun")
+    // A [preflight] scenario runs no ranks: mpirun starts one preflight per node, each in its node.
+    if (sc.workload.launcher != "local" && sc.workload.launcher != "torchrun" && sc.workload.launcher != "srun" &&
+        !(sc.workload.launcher == "mpirun" && root.get("preflight")))
       error(at, "topology.nodes",
             fmt::format("nodes > 1 runs with launcher = \"local\", \"torchrun\" (one agent per node) or \"srun\", not {}",
                         in_quotes(sc.workload.launcher)));
