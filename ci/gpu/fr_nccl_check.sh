@@ -29,7 +29,7 @@ if [ "${1:-}" = "--stage" ]; then
   deps=${2:?--stage DEPS}
   mkdir -p "$deps"
   for h in nlohmann/json.hpp CLI/CLI.hpp; do
-    src=$(echo | ${CXX:-c++} -E -x c++ -include "$h" - -H 2>&1 > /dev/null | grep -m1 -o "/[^ ]*/$h" || true)
+    src=$(echo "#include <$h>" | ${CXX:-c++} -E -x c++ - -H 2>&1 > /dev/null | grep -m1 -o "/[^ ]*/$h" || true)
     [ -n "$src" ] || { echo "fr_nccl_check: $h is not installed here" >&2; exit 2; }
     rm -rf "${deps:?}/${h%%/*}"
     cp -r "$(dirname "$src")" "$deps/"
@@ -82,6 +82,9 @@ t0=$(date +%s)
     cmake --build "$build" --target torch_ddp_nccl -j"${JOBS:-$(nproc)}"
 } > "$out/build.log" 2>&1
 rc=$?
+# What the NCCL workload's CMake looks for beside torch (nvidia/nccl, nvidia/cu13), and what it found.
+ls "$(dirname "$torch_dir")/nvidia" > "$out/nvidia_wheels.txt" 2>&1
+grep -E "^(Torch_DIR|HANGLAB_|CUDAToolkit|NCCL_)" "$build/CMakeCache.txt" > "$out/cmake_cache.txt" 2> /dev/null
 exe=$root/$build/workloads/torch_ddp_nccl
 if [ $rc != 0 ] || [ ! -x "$exe" ]; then
   grep -E "error|Error|torch_ddp_nccl is not built" -B2 -A4 "$out/build.log" | head -60
@@ -135,16 +138,20 @@ d=$out/ws1_signals/0
 ( cd "$out" && exec env $(rank_env ws1_signals 0 1 "$port") timeout 180 "$exe" --steps=10 --backend=nccl \
     --after_loop=linger > "$d/stdout.log" 2> "$d/stderr.log" ) &
 pid=$!
-wait_for() {  # wait_for FILE PATTERN SECONDS
+wait_for() {  # wait_for FILE PATTERN SECONDS PID: until the line is there, PID ends or time is up
   local i
-  for ((i = 0; i < $3 * 10; i++)); do grep -q "$2" "$1" 2> /dev/null && return 0; sleep 0.1; done
+  for ((i = 0; i < $3 * 10; i++)); do
+    grep -q "$2" "$1" 2> /dev/null && return 0
+    kill -0 "$4" 2> /dev/null || { grep -q "$2" "$1" 2> /dev/null; return; }
+    sleep 0.1
+  done
   return 1
 }
-if wait_for "$d/stdout.log" "lingering after the training loop" 120; then
+if wait_for "$d/stdout.log" "lingering after the training loop" 120 $pid; then
   rank_pid=$(pgrep -P $pid | head -1)  # $pid is timeout's (exec), the rank its child
   armed=$(cat "$d/flight_recorder.pkl.armed" 2> /dev/null)
   kill -USR1 "$rank_pid"
-  wait_for "$d/stderr.log" "(dump request)" 30
+  wait_for "$d/stderr.log" "(dump request)" 30 "$rank_pid"
   check ws1_sigusr1 $? "pid $rank_pid (armed: $armed): $(grep -m1 '(dump request)' "$d/stderr.log")"
   cp "$d/flight_recorder.pkl" "$d/flight_recorder.sigusr1.pkl" 2> /dev/null
   sleep 1
@@ -171,8 +178,9 @@ for r in 0 1; do
 done
 rcs=()
 for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
-msg=$(grep -h -m2 -i "duplicate gpu\|invalid usage\|ncclInvalidUsage" "$out"/ws2_one_gpu/*/std*.log | head -2 | tr '\n' ' ')
-[ "${rcs[0]}" != 0 ] || [ "${rcs[1]}" != 0 ]
+# NCCL's words (init.cc: "Duplicate GPU detected : rank R and rank S both on CUDA device ...").
+msg=$(grep -h -m1 -i "duplicate gpu" "$out"/ws2_one_gpu/*/std*.log | head -1)
+[ "${rcs[0]}" != 0 ] && [ "${rcs[1]}" != 0 ] && [ -n "$msg" ]
 check ws2_one_gpu $? "exits ${rcs[*]}; NCCL: ${msg:-(no duplicate-GPU line; see ws2_one_gpu/*/stderr.log)}"
 grep -h "ERROR\|flight recorder" "$out"/ws2_one_gpu/*/stderr.log | head -4 | sed 's/^/  /' | tee -a "$summary"
 
