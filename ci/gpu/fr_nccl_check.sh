@@ -148,8 +148,9 @@ wait_for() {  # wait_for FILE PATTERN SECONDS PID: until the line is there, PID 
   return 1
 }
 if wait_for "$d/stdout.log" "lingering after the training loop" 120 $pid; then
-  rank_pid=$(pgrep -P $pid | head -1)  # $pid is timeout's (exec), the rank its child
+  # The pid the rank armed with (what hanglab reads before it signals); else timeout's child.
   armed=$(cat "$d/flight_recorder.pkl.armed" 2> /dev/null)
+  rank_pid=${armed:-$(pgrep -P $pid | head -1)}
   kill -USR1 "$rank_pid"
   wait_for "$d/stderr.log" "(dump request)" 30 "$rank_pid"
   check ws1_sigusr1 $? "pid $rank_pid (armed: $armed): $(grep -m1 '(dump request)' "$d/stderr.log")"
