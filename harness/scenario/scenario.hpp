@@ -171,6 +171,9 @@ struct LoadOptions {
   // Known [workload.args] keys per built-in workload with their type:
   // "int" | "float" | "bool" | "string". Unknown args are a ConfigError.
   std::map<std::string, std::map<std::string, std::string>> workload_args;
+  // Built-in workloads whose ranks dump torch's Flight Recorder, with the backends they do it
+  // on ([detect] flight_recorder = true is refused for the others).
+  std::map<std::string, std::vector<std::string>> flight_recorder_backends;
 };
 
 // Parses and validates one scenario file. Throws ConfigError (file:line:col, key).
