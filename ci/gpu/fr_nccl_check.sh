@@ -28,7 +28,9 @@ root=$PWD
 if [ "${1:-}" = "--stage" ]; then
   deps=${2:?--stage DEPS}
   mkdir -p "$deps"
-  for h in nlohmann/json.hpp CLI/CLI.hpp; do
+  # gloo/: the torch wheels' ProcessGroupGloo.hpp includes gloo's headers and ships none (as here:
+  # install-deps.sh installs libgloo-dev for the same reason).
+  for h in nlohmann/json.hpp CLI/CLI.hpp gloo/algorithm.h; do
     src=$(echo "#include <$h>" | ${CXX:-c++} -E -x c++ - -H 2>&1 > /dev/null | grep -m1 -o "/[^ ]*/$h" || true)
     [ -n "$src" ] || { echo "fr_nccl_check: $h is not installed here" >&2; exit 2; }
     rm -rf "${deps:?}/${h%%/*}"
@@ -50,8 +52,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ -f "$deps/nlohmann/json.hpp" ] && [ -f "$deps/CLI/CLI.hpp" ] || {
-  echo "fr_nccl_check: $deps lacks nlohmann/json.hpp or CLI/CLI.hpp (bash ci/gpu/fr_nccl_check.sh --stage $deps)" >&2
+[ -f "$deps/nlohmann/json.hpp" ] && [ -f "$deps/CLI/CLI.hpp" ] && [ -f "$deps/gloo/algorithm.h" ] || {
+  echo "fr_nccl_check: $deps lacks nlohmann/json.hpp, CLI/CLI.hpp or gloo/algorithm.h (bash ci/gpu/fr_nccl_check.sh --stage $deps)" >&2
   exit 2
 }
 deps=$(cd "$deps" && pwd)
