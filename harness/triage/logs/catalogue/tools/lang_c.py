@@ -16,6 +16,9 @@ LOG(WARNING, rank) and LOG_FIRST_N(WARNING) matches LOG_FIRST_N(WARNING, 1)). ST
              a literal is text, anything else a hole.
   stream     NAME << a << b ...;  (glog LOG(ERROR), std::cerr): operands as in str.
   returns    the string literals NAME's definition returns (ncclGetErrorString): one format each.
+  assigns    each statement `NAME = expr;` or `NAME += expr;` is one format (str semantics): a
+             message a switch picks into a variable that is printed later as a line of its own
+             (torch's getNcclErrorDetailStr `interpret = "ncclRemoteError: ..."`); use only=.
   helptopics not a call: a show_help text file (Open MPI's help-*.txt): each [topic] section is
              one format; call is "show_help:<topic>".
   builder    not extracted on its own: when an argument of another call is NAME(...), it is
@@ -336,7 +339,7 @@ class CallSpec:
                 self.member = True
             else:
                 raise ValueError(f"call spec {raw!r}: unknown option {extra!r}")
-        styles = ("printf", "fmt", "str", "stream", "returns", "helptopics", "builder",
+        styles = ("printf", "fmt", "str", "stream", "returns", "assigns", "helptopics", "builder",
                   "builder-fmt", "builder-printf")
         if self.style not in styles:
             raise ValueError(f"call spec {raw!r}: style must be one of {', '.join(styles)}")
@@ -473,6 +476,12 @@ class FileReader:
                     (prev.kind == "id" and prev.val not in _KEYWORDS) or prev.val in (">", "&", "*")):
                 cache.setdefault(t.val, []).append((i, "decl", []))
                 continue
+            if nxt.val in (")", ",") and prev is not None and (
+                    (prev.kind == "id" and prev.val not in _KEYWORDS) or prev.val in ("&", "*")):
+                # a parameter "const std::string& msg)": its value is the caller's, a hole;
+                # without this a lambda's parameter would take an earlier local's text
+                cache.setdefault(t.val, []).append((i, "param", []))
+                continue
             if nxt.val == "<<" and (prev is None or prev.val in (";", "{", "}")):
                 j = until_end(i + 2)
                 cache.setdefault(t.val, []).append((i, "<<", toks[i + 2:j]))
@@ -504,10 +513,10 @@ class FileReader:
         entries = [e for e in self._assignments().get(name, []) if e[0] < at and at - e[0] < 2000]
         base = None
         for k in range(len(entries) - 1, -1, -1):
-            if entries[k][1] in ("=", "decl"):
+            if entries[k][1] in ("=", "decl", "param"):
                 base = k
                 break
-        if base is None:
+        if base is None or entries[base][1] == "param":
             return None
         pieces = []
         for k in range(base, len(entries)):
@@ -691,6 +700,26 @@ class FileReader:
                 j = _match_close(toks, open_at) + 1
             if spec.style == "returns":
                 results.extend(self._returns(spec, j))
+                continue
+            if spec.style == "assigns":
+                if j < n and toks[j].kind == "op" and toks[j].val in ("=", "+="):
+                    end = j + 1
+                    depth = 0
+                    while end < n:
+                        v = toks[end].val if toks[end].kind == "op" else None
+                        if v in ("(", "[", "{"):
+                            depth += 1
+                        elif v in (")", "]", "}"):
+                            if depth == 0:
+                                break
+                            depth -= 1
+                        elif v == ";" and depth == 0:
+                            break
+                        end += 1
+                    pieces = merge(self.eval(toks[j + 1:end], "str"))
+                    if literal_len(pieces) > 0:
+                        results.append({"line": t.line, "call": spec.name, "level": spec.level,
+                                        "format": render(pieces)})
                 continue
             if spec.style == "stream":
                 if j >= n or toks[j].val != "<<":

@@ -98,6 +98,19 @@ class StrStyleTest(unittest.TestCase):
         got = fmts(src, ["LOG(ERROR) stream error"])
         self.assertEqual(got, [(5, "LOG(ERROR)", "error", "{}Watchdog timed out after {}ms for rank {}")])
 
+    def test_parameter_is_not_an_earlier_local(self):
+        src = ('void f() {\n'
+               '  auto msg = c10::str("connect failed with ", err);\n'
+               '  logAndThrow(msg, msg);\n'
+               '}\n'
+               'void g() {\n'
+               '  static auto invalidArgument = [](const std::string& msg) {\n'
+               '    TORCH_CHECK(false, "ProcessGroupGloo::broadcast: " + msg);\n'
+               '  };\n'
+               '}\n')
+        got = fmts(src, ["TORCH_CHECK str error arg=1", "logAndThrow str error nargs=1"])
+        self.assertEqual([g[3] for g in got], ["connect failed with {}", "ProcessGroupGloo::broadcast: {}"])
+
     def test_stringstream_followed(self):
         src = ('void f() {\n'
                '  std::stringstream ss;\n'
@@ -170,6 +183,25 @@ class ReturnsTest(unittest.TestCase):
         self.assertEqual([g[3] for g in got], ["no error", "unhandled system error (run with NCCL_DEBUG=INFO for details)",
                                                "unknown result code"])
         self.assertEqual(got[1][0], 4)
+
+
+    def test_assigned_messages(self):
+        src = ('std::string detail(int error) {\n'
+               '  std::string interpret;\n'
+               '  switch (error) {\n'
+               '    case 1:\n'
+               '      interpret =\n'
+               '          "ncclSystemError: System call failed. ";\n'
+               '      interpret += "It can be also caused by " + peer + " exiting.";\n'
+               '      break;\n'
+               '    default: interpret = "Unknown NCCL error!";\n'
+               '  }\n'
+               '  if (interpret == other) {}\n'
+               '  return interpret + err;\n}\n')
+        got = fmts(src, ["interpret assigns error"])
+        self.assertEqual(got, [(5, "interpret", "error", "ncclSystemError: System call failed. "),
+                               (7, "interpret", "error", "It can be also caused by {} exiting."),
+                               (9, "interpret", "error", "Unknown NCCL error!")])
 
 
 class HelpTopicsTest(unittest.TestCase):
