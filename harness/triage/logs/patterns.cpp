@@ -109,6 +109,14 @@ static std::vector<LinePattern> store_and_network_patterns() {
        "rendezvous_timeout", PatternFields::kStoreBarrier,
        "RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for key: "
        "store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)"},
+      // ...and its progress notice while it waits (torch 1.x distributed_c10d.py _store_based_barrier,
+      // logger.info("Waiting in store based barrier to initialize process group for rank: {}, key: {}
+      // (world_size={}, worker_count={}, timeout={})")): the waiting rank's own line, and how many
+      // ranks the store has counted so far.
+      {{"Waiting in store based barrier to initialize process group for rank: ", "worker_count="}, {},
+       LogKind::kWorldSize, "", "", PatternFields::kStoreBarrier,
+       "Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 "
+       "(world_size=8, worker_count=1, timeout=0:30:00)"},
       // A rank fetching the NCCL unique id from rank 0 through the store timed out: rank 0 never
       // published it (gh-llamafactory-3698, gh-internevo-285, gh-pytorch-82091).
       {{"ncclUniqueId", "store"}, {}, LogKind::kStoreTimeout, "rendezvous", "unique_id_exchange", PatternFields::kNone,
@@ -476,6 +484,14 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
         const long long j = int_after(m, "worker_count=");
         if (w > 0) o.world = bounded_world(w);
         if (j >= 0 && w > 0) o.joined = static_cast<int>(j);
+        // Both lines name the rank that waits, the one that writes them ("on rank: 7", "for rank: 0").
+        if (const size_t k = m.find("rank: "); k != npos && o.rank_src < RankSource::kMessage) {
+          const long long r = int_after(m.substr(k), "rank: ");
+          if (r >= 0) {
+            o.rank = bounded_rank(r);
+            o.rank_src = RankSource::kMessage;
+          }
+        }
         break;
       }
       case PatternFields::kLauncherCode: {

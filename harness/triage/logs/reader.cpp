@@ -399,10 +399,8 @@ class FileScanner {
     if (l_.kind == LogKind::kNone || l_.kind == LogKind::kStep) return;
 
     if (l_.world > 0 && (l_.kind == LogKind::kWorldSize || l_.kind == LogKind::kInitDone ||
-                         l_.kind == LogKind::kStoreTimeout) &&
-        out_.world.size() < kMaxWorldHintsPerFile) {
-      out_.world.push_back({l_.world, rank, index_, line_no_, std::string(l_.msg.substr(0, kMaxEventText))});
-    }
+                         l_.kind == LogKind::kStoreTimeout))
+      world_hint(rank);
     if (summary(rank)) return;
     if (l_.kind == LogKind::kWorldSize) return;
     if (l_.kind == LogKind::kMpiProcessName) {
@@ -525,6 +523,29 @@ class FileScanner {
     note_event(rank, src, launcher, have_t, exact, cur_t, cur_res, partial, text);
   }
 
+
+  // A statement of the world size, kept for the reasoner: a few per file (a start-up line is written
+  // once per process), and apart from them a store barrier's count of arrivals per rank that waits
+  // (the waiter repeats it every few seconds; the latest count is the one that holds).
+  void world_hint(int rank) {
+    if (l_.joined >= 0) {
+      size_t counts = 0;
+      for (auto& h : out_.world) {
+        if (h.joined < 0) continue;
+        ++counts;
+        if (h.rank == rank) {
+          h.joined = std::max(h.joined, l_.joined);
+          return;
+        }
+      }
+      if (counts >= kMaxWorldHintsPerFile) return;
+    } else if (static_cast<size_t>(std::count_if(out_.world.begin(), out_.world.end(),
+                                                 [](const WorldHint& h) { return h.joined < 0; })) >=
+               kMaxWorldHintsPerFile) {
+      return;
+    }
+    out_.world.push_back({l_.world, rank, l_.joined, index_, line_no_, std::string(l_.msg.substr(0, kMaxEventText))});
+  }
 
   // torchrun's "ChildFailedError" block; true when the line belonged to it.
   bool summary(int /*rank*/) {

@@ -148,6 +148,7 @@ struct RankLog {
 struct WorldHint {
   int world = 0;
   int rank = -1;  // the rank of the line that states it (a start-up line: two files with the same rank's = a duplicate)
+  int joined = -1;  // a store barrier's count of the ranks that arrived ("worker_count=1"), -1 = not a count
   uint32_t file = 0;
   uint32_t line = 0;
   std::string text;

@@ -170,7 +170,8 @@ class LogTimeline {
   static const LogEvent* exhausted_data(const RankState& s);
   // Ranks of a stated world that never printed a line while two or more others printed their own
   // join line (membership statements, world hints with a rank), in a one-host paste: they never
-  // joined. Empty when the logs do not prove it.
+  // joined. Empty when the logs do not prove it (also when a store counted more arrivals than the
+  // paste shows ranks).
   std::vector<int> never_joined() const;
   // Ranks that do not report the stuck collective are provably elsewhere: some of them
   // logged other lines, or the silent ones are few among the ranks that logged.

@@ -51,6 +51,17 @@ static size_t peel_numeric(sv s, size_t p, LogLine& o, bool first) {
   return npos;
 }
 
+// Open MPI's I/O forwarding tags each line of a rank's output with the stream it came from
+// (orte/mca/iof/base/iof_base_output.c: "[%s,%s]<%s>:" with the job id, the vpid -- the rank in
+// MPI_COMM_WORLD -- and "stdout", "stderr" or "stddiag"; horovodrun's own tag is "[rank]<stream>:").
+// The length of the stream tag at s[q], or 0.
+static size_t iof_stream_tag(sv s, size_t q) {
+  const sv r = s.substr(std::min(q, s.size()));
+  for (const sv t : {sv("<stdout>:"), sv("<stderr>:"), sv("<stddiag>:")})
+    if (starts(r, t)) return t.size();
+  return 0;
+}
+
 // A bracketed prefix: "[rank3]:", "[1,3]<stderr>:", "[host:N]", glog in brackets, levels, source tags.
 static size_t peel_bracket(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool first) {
   double t = 0, res = 0;
@@ -87,13 +98,12 @@ static size_t peel_bracket(sv s, size_t p, const LogLineContext& ctx, LogLine& o
     }
   }
   if (p + 1 < s.size() && dig(s[p + 1])) {
-    // "[1,3]<stderr>:" (Open MPI --tag-output)
+    // "[1,3]<stderr>:" (Open MPI --tag-output: job id, then the rank)
     long long job = 0, rk = 0;
     size_t e = read_int(s, p + 1, &job);
     // "[3]<stderr>:" (horovodrun's tag: the process's rank)
-    if (e != npos && e + 1 < s.size() && s[e] == ']' &&
-        (starts(s.substr(e + 1), "<stdout>:") || starts(s.substr(e + 1), "<stderr>:"))) {
-      size_t q = e + 10;
+    if (e != npos && e + 1 < s.size() && s[e] == ']' && iof_stream_tag(s, e + 1) > 0) {
+      size_t q = e + 1 + iof_stream_tag(s, e + 1);
       if (q < s.size() && s[q] == ' ') ++q;
       if (o.rank_src < RankSource::kLauncher) {
         o.rank = bounded_rank(job);
@@ -105,7 +115,7 @@ static size_t peel_bracket(sv s, size_t p, const LogLineContext& ctx, LogLine& o
       size_t e2 = read_int(s, e + 1, &rk);
       if (e2 != npos && e2 < s.size() && s[e2] == ']') {
         size_t q = e2 + 1;
-        if (starts(s.substr(q), "<stdout>:") || starts(s.substr(q), "<stderr>:")) q += 9;
+        q += iof_stream_tag(s, q);
         if (q < s.size() && s[q] == ':') ++q;
         if (q < s.size() && s[q] == ' ') ++q;
         if (o.rank_src < RankSource::kLauncher) {

@@ -16,7 +16,7 @@ namespace hanglab::plainlog {
 bool LogAnalyzer::try_duplicate() {
   std::map<int, std::vector<const WorldHint*>> starts;
   for (const auto& h : c_.world_hints) {
-    if (!valid_rank(h.rank)) continue;
+    if (!valid_rank(h.rank) || h.joined >= 0) continue;  // a barrier's count is no start-up line
     auto& v = starts[h.rank];
     if (std::none_of(v.begin(), v.end(), [&](const WorldHint* x) { return x->file == h.file; })) v.push_back(&h);
   }

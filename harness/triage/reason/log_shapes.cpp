@@ -32,13 +32,21 @@ std::vector<int> LogTimeline::never_joined() const {
   // lines in the paste make it the job's combined output, where a rank that printed nothing never
   // got there. One host at most: a paste of one node's log says nothing of another node's ranks.
   if (!world_stated_ || world_ < 2 || !single_node_) return {};
+  // A store's count of arrivals (a barrier's worker_count, "3/8 clients joined") is no join line of
+  // the rank that prints it; but it bounds the silence: where the store counted more ranks than the
+  // paste shows, ranks that arrived wrote nothing here, and silence proves nothing.
   std::set<int> stated;
-  for (const auto& h : c_.world_hints)
-    if (h.world == world_ && valid_rank(h.rank)) stated.insert(h.rank);
+  int counted = 0;
+  for (const auto& h : c_.world_hints) {
+    if (h.world != world_) continue;
+    if (h.joined >= 0) counted = std::max(counted, h.joined);
+    else if (valid_rank(h.rank)) stated.insert(h.rank);
+  }
   if (stated.size() < 2) return {};
   std::vector<int> v;
   for (const auto& s : rs_)
     if (!s.seen()) v.push_back(s.rank);
+  if (world_ - static_cast<int>(v.size()) < counted) return {};
   if (v.empty() || static_cast<int>(v.size()) >= world_) return {};
   return v;
 }
@@ -51,11 +59,17 @@ bool LogAnalyzer::try_membership() {
   for (const auto& h : c_.world_hints) {
     if (h.world != world_ || !valid_rank(h.rank)) continue;
     if (std::find(joined.begin(), joined.end(), h.rank) == joined.end()) joined.push_back(h.rank);
-    if (!line) line = &h;
+    if (!line && h.joined < 0) line = &h;  // a join line, not a store's count
   }
   std::sort(joined.begin(), joined.end());
+  // A rank that waits in a store count short of the world (init_process_group's store barrier,
+  // the TCPStore's "waiting for clients"): the ranks that never joined leave it waiting into the
+  // rendezvous timeout.
+  const WorldHint* count = nullptr;
+  for (const auto& h : c_.world_hints)
+    if (h.joined >= 0 && h.world == world_ && h.joined < world_ && (!count || h.joined > count->joined)) count = &h;
   r_.category = "rendezvous";
-  r_.cause = "rank_never_started";
+  r_.cause = count ? "rendezvous_timeout" : "rank_never_started";
   r_.phase = "init";
   r_.missing_ranks = missing;
   r_.confidence = "medium";
@@ -70,12 +84,15 @@ bool LogAnalyzer::try_membership() {
                fmt::format("rank {} joins a world of {}: {}", line->rank, world_, short_text(line->text)));
   add_evidence(f.ref, fmt::format("{} never printed a line, not even its join line, in a world of {}",
                                   reason::ranks_phrase_counted(missing), world_));
+  if (count)
+    add_evidence(ref(count->file, count->line),
+                 fmt::format("the store counted {} of {} ranks: {}", count->joined, world_, short_text(count->text)));
   note(
       fmt::format("each process prints its own join line as it enters init; {} did and {} did not, and no line says "
                   "init completed: the job waits in init for ranks that never started (or never reached this "
                   "point). This reads the paste as the job's whole output up to the hang",
                   reason::ranks_phrase_counted(joined), reason::ranks_phrase_counted(missing)));
-  r_.summary = fmt::format("rendezvous (rank_never_started): {} of a world of {} never joined; {} waited in init",
+  r_.summary = fmt::format("rendezvous ({}): {} of a world of {} never joined; {} waited in init", r_.cause,
                            reason::ranks_phrase_counted(missing), world_, reason::ranks_phrase_counted(joined));
   return true;
 }
