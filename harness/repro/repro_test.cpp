@@ -322,7 +322,6 @@ TEST_CASE("every corpus case: a plan, and each candidate's scenario loads with t
   }
   CHECK(cases >= 200);
   CHECK(with_candidates >= with_recipe);
-  CHECK(with_candidates + not_here == cases);
   CHECK(with_recipe > 0);
   fs::remove_all(out.parent_path());
 }

@@ -484,9 +484,10 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
         const long long j = int_after(m, "worker_count=");
         if (w > 0) o.world = bounded_world(w);
         if (j >= 0 && w > 0) o.joined = static_cast<int>(j);
-        // Both lines name the rank that waits, the one that writes them ("on rank: 7", "for rank: 0").
-        if (const size_t k = m.find("rank: "); k != npos && o.rank_src < RankSource::kMessage) {
-          const long long r = int_after(m.substr(k), "rank: ");
+        // The waiting notice is the waiting rank's own line ("for rank: 0"); the timeout's "on rank: 7"
+        // is left to the line's prefixes, as the error may be quoted by a launcher or a peer's report.
+        if (const size_t k = m.find("for rank: "); k != npos && o.rank_src < RankSource::kMessage) {
+          const long long r = int_after(m.substr(k), "for rank: ");
           if (r >= 0) {
             o.rank = bounded_rank(r);
             o.rank_src = RankSource::kMessage;

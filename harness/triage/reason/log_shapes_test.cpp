@@ -120,6 +120,50 @@ TEST_CASE("membership: a store timeout names the ranks that never joined even wh
   CHECK(r.missing_ranks == std::vector<int>{2, 3});
 }
 
+TEST_CASE("membership: the store barrier's wait line names its rank, and its count bounds the silence",
+          "[triage_logs][shapes]") {
+  // torch 1.x distributed_c10d.py _store_based_barrier, every 10 s while the count is short: "Waiting in
+  // store based barrier to initialize process group for rank: {}, key: {} (world_size={}, worker_count={},
+  // timeout={})". The line is the waiting rank's own; the count is how many ranks added their key.
+  const auto wait = [](int rank, int world, int count) {
+    return fmt::format(
+        "INFO:torch.distributed.distributed_c10d:Waiting in store based barrier to initialize process group for "
+        "rank: {}, key: store_based_barrier_key:1 (world_size={}, worker_count={}, timeout=0:30:00)\n",
+        rank, world, count);
+  };
+  const auto l = parse(wait(1, 4, 1));
+  CHECK(l.rank == 1);
+  CHECK(l.world == 4);
+  CHECK(l.joined == 1);
+  {
+    // Ranks 0 and 1 joined, rank 1 waits with one arrival: ranks 2 and 3 never started, and the
+    // rendezvous waits for them into its timeout.
+    TempDir t("members_wait");
+    write_file(t.dir / "out.log",
+               "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4\n"
+               "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4\n" +
+                   wait(1, 4, 1));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "rendezvous");
+    CHECK(r.cause == "rendezvous_timeout");
+    CHECK(r.phase == "init");
+    CHECK(r.missing_ranks == std::vector<int>{2, 3});
+    check_refs(t.dir, r);
+  }
+  {
+    // Three of sixteen print that they wait, and the store counted seven: the ranks that arrived are
+    // more than the paste shows, so the silent ones are not proven absent.
+    TempDir t("members_counted");
+    write_file(t.dir / "out.log", wait(6, 16, 7) + wait(3, 16, 7) + wait(4, 16, 7) +
+                                      "Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/16\n"
+                                      "Initializing distributed: GLOBAL_RANK: 4, MEMBER: 5/16\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.missing_ranks.empty());
+  }
+}
+
 // ---- a busy progress bar ------------------------------------------------------------------
 
 TEST_CASE("progress bars: tqdm's meter read, and the phase its description names", "[triage_logs][shapes]") {
