@@ -427,6 +427,10 @@ TEST_CASE("node split: the incident's hosts give the split, the culprit's node a
   named.per_rank[5].host.clear();
   CHECK(node_split(named, {5}).node_role.empty());
   CHECK(!node_split(named, {8, 9, 10, 11, 12, 13, 14, 15}).whole_node);  // rank 5's host unknown: not judged
+  // ...and not known either way: a comparison leaves "whole node or one rank of it" out.
+  CHECK(!node_split(named, {30}).whole_known);
+  CHECK(node_split(named, {30}).node_role == "last");
+  CHECK(node_split(r, {30}).whole_known);
 }
 
 TEST_CASE("node split: scaled down keeping the culprit node's role, and compared", "[repro]") {

@@ -484,10 +484,10 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
         const long long j = int_after(m, "worker_count=");
         if (w > 0) o.world = bounded_world(w);
         if (j >= 0 && w > 0) o.joined = static_cast<int>(j);
-        // The waiting notice is the waiting rank's own line ("for rank: 0"); the timeout's "on rank: 7"
-        // is left to the line's prefixes, as the error may be quoted by a launcher or a peer's report.
-        if (const size_t k = m.find("for rank: "); k != npos && o.rank_src < RankSource::kMessage) {
-          const long long r = int_after(m.substr(k), "for rank: ");
+        // Both lines name the rank that waits, the one that writes them ("for rank: 0", "on rank: 7";
+        // the catalogue's meaning of the timeout names the same hole as its rank), below any prefix's.
+        if (const size_t k = m.find("rank: "); k != npos && o.rank_src < RankSource::kMessage) {
+          const long long r = int_after(m.substr(k), "rank: ");
           if (r >= 0) {
             o.rank = bounded_rank(r);
             o.rank_src = RankSource::kMessage;
