@@ -171,12 +171,28 @@ bool torch_c10d_lines(sv m, LogLine& o) {
 }
 
 // A Python exception line (a traceback's last line, possibly rank-prefixed).
+// Texts that the C library and the CUDA runtime print for one error whatever program passes them
+// on: glibc's strerror (and Python's OSError "[Errno N] <strerror>", libuv's "EADDRINUSE" names in
+// c10d's socket errors) and cudaGetErrorString. The program around them (a DataLoader, torch.save,
+// set_device, TCPStore) only adds where; the error says why. kNone when the line has none of them.
+LogKind system_error_kind(sv m) {
+  // EMFILE "Too many open files", ENFILE "Too many open files in system".
+  if (has(m, "Too many open files") || has(m, "[Errno 24]") || has(m, "[Errno 23]")) return LogKind::kFdExhausted;
+  // cudaErrorInvalidDevice (also NCCL's "Cuda failure 'invalid device ordinal'").
+  if (ihas(m, "invalid device ordinal")) return LogKind::kInvalidDevice;
+  // EADDRINUSE: glibc's "Address already in use", libuv's name and lower-case message.
+  if (ihas(m, "address already in use") || has(m, "EADDRINUSE") || has(m, "[Errno 98]")) return LogKind::kAddressInUse;
+  return LogKind::kNone;
+}
+
 bool exception_lines(sv m, LogLine& o) {
   // --- exceptions (a Python traceback's last line, possibly rank-prefixed)
   if (const sv cls = exception_class(m); !cls.empty()) {
     o.word = cls;
     if (has(cls, "OutOfMemoryError") || has(m, "CUDA out of memory")) {
       o.kind = LogKind::kCudaOom;
+    } else if (const LogKind k = system_error_kind(m); k != LogKind::kNone) {
+      o.kind = k;
     } else if (starts(cls, "nccl")) {  // ncclRemoteError:, ncclSystemError:, ncclInternalError: ...
       o.kind = cls == "ncclRemoteError"          ? LogKind::kNcclRemoteError
                : cls == "ncclSystemError"        ? LogKind::kNcclSystemError
@@ -581,6 +597,10 @@ bool host_lines(sv m, LogLine& o) {
   }
   if (has(m, "No space left on device")) {
     o.kind = has(m, "shared memory") ? LogKind::kShmBusError : LogKind::kDiskFull;  // see above
+    return true;
+  }
+  if (const LogKind k = system_error_kind(m); k != LogKind::kNone) {
+    o.kind = k;
     return true;
   }
   if (has(m, "Stale file handle") || has(m, "not responding, still trying") || has(m, "Input/output error") ||

@@ -240,7 +240,8 @@ bool parse_harness_error(sv m, LogLine& o) {
   o.word = cls;
   if (inner.kind == LogKind::kCudaOom || inner.kind == LogKind::kCudaError || inner.kind == LogKind::kDiskFull ||
       inner.kind == LogKind::kWrongIfname || inner.kind == LogKind::kShmError || inner.kind == LogKind::kStoreRefused ||
-      inner.kind == LogKind::kAddressInUse || inner.kind == LogKind::kDnsFailure) {
+      inner.kind == LogKind::kAddressInUse || inner.kind == LogKind::kDnsFailure ||
+      inner.kind == LogKind::kFdExhausted || inner.kind == LogKind::kInvalidDevice) {
     o.kind = inner.kind;
   } else if (cls == "timeout") {
     o.kind = inner.kind == LogKind::kStoreTimeout ? LogKind::kStoreTimeout : LogKind::kGlooTimeout;

@@ -58,6 +58,10 @@ static constexpr KindMeaning kKindMeanings[] = {
      "DataLoader shared memory exhausted (/dev/shm): "},
     {LogKind::kResourceLimit, Role::kRoot, "resource_limit", "resource_limit", 2, "a resource limit ended the job: "},
     {LogKind::kDiskFull, Role::kRoot, "resource_limit", "disk_full", 2, "disk full: "},
+    {LogKind::kFdExhausted, Role::kRoot, "resource_limit", "fd_exhausted", 2, "out of file descriptors: "},
+    // More processes than GPUs: a rank's set_device (or its communicator) names a GPU the node
+    // lacks. As strong as any CUDA error, since it is one, but it says why.
+    {LogKind::kInvalidDevice, Role::kRoot, "rendezvous", "invalid_device", 3, "no such GPU on this node: "},
     {LogKind::kShmError, Role::kRoot, "resource_limit", "nccl_shm", 2,
      "NCCL could not create its shared-memory segment: "},
     {LogKind::kWrongIfname, Role::kRoot, "network", "wrong_ifname", 2, "no usable network interface: "},
@@ -260,6 +264,7 @@ bool LogTimeline::init_event(const LogEvent& e) {
     case LogKind::kShmError:
     case LogKind::kAddressInUse:
     case LogKind::kDnsFailure:
+    case LogKind::kInvalidDevice:  // the device is chosen once, at start-up (set_device, the communicator)
     case LogKind::kInitStep:
     case LogKind::kInitBegin:
       return true;

@@ -78,6 +78,8 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kShmBusError: return "shm_bus_error";
     case LogKind::kOomKill: return "oom_kill";
     case LogKind::kDiskFull: return "disk_full";
+    case LogKind::kFdExhausted: return "fd_exhausted";
+    case LogKind::kInvalidDevice: return "invalid_device";
     case LogKind::kResourceLimit: return "resource_limit";
     case LogKind::kStorageError: return "storage_error";
     case LogKind::kDataError: return "data_error";
@@ -158,6 +160,8 @@ LogKind log_kind_from_name(std::string_view name) {
       {"ShmBusError", LogKind::kShmBusError},
       {"OomKill", LogKind::kOomKill},
       {"DiskFull", LogKind::kDiskFull},
+      {"FdExhausted", LogKind::kFdExhausted},
+      {"InvalidDevice", LogKind::kInvalidDevice},
       {"ResourceLimit", LogKind::kResourceLimit},
       {"StorageError", LogKind::kStorageError},
       {"DataError", LogKind::kDataError},

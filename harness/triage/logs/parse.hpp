@@ -92,6 +92,8 @@ enum class LogKind : uint8_t {
                       // "unable to allocate shared memory(shm) ...: No space left on device": /dev/shm full
   kOomKill,           // kernel/cgroup/Kubernetes OOM kill ("Out of memory: Killed process 1234 (python)")
   kDiskFull,          // "No space left on device"
+  kFdExhausted,       // strerror(EMFILE/ENFILE) "Too many open files", Python's "[Errno 24]"/"[Errno 23]"
+  kInvalidDevice,     // the CUDA runtime's cudaErrorInvalidDevice text "invalid device ordinal"
   kResourceLimit,     // another limit that ended the job (Slurm's time limit); cause from the pattern table
   kStorageError,      // "Stale file handle", "nfs: server x not responding", "Input/output error"
   kDataError,         // hanglab workload: data error class

@@ -474,3 +474,22 @@ TEST_CASE("facts the reasoning asks of a line: a closed connection, torchrun's r
   CHECK(rdzv.torch_rendezvous);
   CHECK_FALSE(other.torch_rendezvous);
 }
+
+TEST_CASE("errors named by the C library and the CUDA runtime, whatever program passes them on", "[triage_logs]") {
+  // strerror(EMFILE) / strerror(ENFILE), in Python's OSError form and bare.
+  CHECK(parse("OSError: [Errno 24] Too many open files").kind == LogKind::kFdExhausted);
+  CHECK(parse("RuntimeError: unable to open shared memory object </torch_1_2> in read-write mode: Too many open "
+              "files (24)")
+            .kind == LogKind::kFdExhausted);
+  CHECK(parse("accept: Too many open files in system").kind == LogKind::kFdExhausted);
+  // cudaGetErrorString(cudaErrorInvalidDevice), through torch's CUDA check and bare.
+  CHECK(parse("RuntimeError: CUDA error: invalid device ordinal").kind == LogKind::kInvalidDevice);
+  CHECK(parse(": CUDA error: invalid device ordinal").kind == LogKind::kInvalidDevice);
+  // Any other CUDA runtime error stays a CUDA error.
+  CHECK(parse("RuntimeError: CUDA error: an illegal memory access was encountered").kind == LogKind::kCudaError);
+  // EADDRINUSE: glibc's text, libuv's name and its lower-case message in c10d's socket error.
+  CHECK(parse("RuntimeError: The server socket has failed to listen on any local network address. port: 29500, "
+              "useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use")
+            .kind == LogKind::kAddressInUse);
+  CHECK(parse("OSError: [Errno 98] Address already in use").kind == LogKind::kAddressInUse);
+}
