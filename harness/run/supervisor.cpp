@@ -1,6 +1,3 @@
-// Over 800 lines: the detectors (check_detectors) and the launcher-mode bookkeeping move
-// to harness/detect/ and run/launchers/ when those areas are reworked (DESIGN.md target
-// layout); until then they live beside the loop that drives them.
 #include "run/supervisor.hpp"
 
 #include <cerrno>
@@ -16,6 +13,14 @@
 
 #include <fmt/format.h>
 
+#include "detect/backend_error.hpp"
+#include "detect/exit_monitor.hpp"
+#include "detect/flight_recorder.hpp"
+#include "detect/harness_watchdog.hpp"
+#include "detect/heartbeat_loss.hpp"
+#include "detect/snapshot.hpp"
+#include "detect/stack_capture.hpp"
+#include "detect/stack_sampler.hpp"
 #include "process_control.hpp"
 #include "run/state.hpp"
 #include "run/proc_exit.hpp"
@@ -31,32 +36,19 @@ namespace hanglab {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Supervisor::Rank {
-  int rank = 0;
-  pid_t pid = 0;
+// RankWatch (detect/detector.hpp): what the detectors see of the rank, kept current here.
+struct Supervisor::Rank : RankWatch {
   bool launched = false;
-  bool alive = false;
   int out_fd = -1, err_fd = -1;
   std::string out_buf, err_buf;
   int out_log = -1, err_log = -1;
   fs::path trace_path;
   off_t trace_off = 0;
   std::string trace_partial;
-  bool has_trace = false;
-  double last_hb_mono = 0;
-  int last_step = 0;
-  bool init_done = false;
-  bool spoke = false;  // wrote a trace event or an output line: the process is up
   double last_redraw_t = 0;  // when the last in-place (\r) progress redraw was logged
   // When bytes last arrived on stdout / stderr: an unterminated tail (a progress bar's
   // newest redraw) flushed at EOF is dated when it was written, not when the rank died.
   double out_data_t = 0, err_data_t = 0;
-  long long start_cpu_ticks = 0;  // CPU time used before that (see check_detectors)
-  // The busy test of a rank that spoke but counts no steps (check_detectors): CPU ticks at
-  // the start of the current window, and when it began (0 = not begun).
-  long long busy_window_ticks = 0;
-  double busy_window_mono = 0;
-  bool hb_lost = false;
   bool exit_by_teardown = false;
   // Launcher mode: the rank is the launcher's child, not ours.
   bool external = false;
@@ -70,23 +62,13 @@ struct Supervisor::Rank {
   off_t exec_off = 0;                   // how far ranks/<r>/exec.jsonl was read
   std::string exec_partial;
   int incarnation = 0;                  // 0 = first start; restart_count of the latest exec
-  // When the process died, as first seen (its pidfd turned readable, or /proc said so):
-  // the time its exit is dated at, however much later its status becomes known.
-  double gone_t = 0;
+  // gone_t (RankWatch): when the process died, as first seen (its pidfd turned readable, or
+  // /proc said so): the time its exit is dated at, however much later its status is known.
   int pidfd = -1;                       // readable once the process has exited
   std::optional<int> proc_status;       // its wait status, read from /proc while a zombie
-  // Inside a checkpoint / eval phase (begin traced, end not yet): the watchdog then
-  // applies that phase's limit, since a slow save or eval is silent but healthy.
-  bool in_checkpoint = false;
-  bool in_eval = false;
 };
 
 namespace {
-
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
 
 void set_nonblock(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
@@ -102,21 +84,6 @@ void write_all(int fd, const std::string& s) {
     p += n;
     left -= static_cast<size_t>(n);
   }
-}
-
-// Text a rank prints that means a backend detector fired; used for ranks without a
-// hanglab trace (bring-your-own), whose only voice is their logs.
-const char* classify_backend_line(const std::string& line) {
-  static const char* kTimeout[] = {"Timed out waiting", "Watchdog caught collective operation timeout",
-                                   "timed out after", "Socket Timeout", "DistStoreError: Timed out"};
-  static const char* kError[] = {"Connection closed by peer", "Connection reset by peer", "Broken pipe",
-                                 "NCCL error", "ncclRemoteError", "ncclSystemError", "Read error",
-                                 "remote process exited or there was a network error"};
-  for (const char* p : kTimeout)
-    if (line.find(p) != std::string::npos) return "backend_timeout";
-  for (const char* p : kError)
-    if (line.find(p) != std::string::npos) return "backend_error";
-  return nullptr;
 }
 
 }  // namespace
@@ -135,6 +102,23 @@ Supervisor::Supervisor(const Scenario& sc, fs::path run_dir, std::vector<LaunchS
     r->rank = s.rank;
     ranks_.push_back(std::move(r));
   }
+  watchdog_ = std::make_unique<HarnessWatchdog>(
+      WatchdogLimits{sc_.timeouts.progress_s, sc_.timeouts.checkpoint_s, sc_.timeouts.eval_s});
+  StackSamplerOptions so;
+  so.run_dir = dir_;
+  // Each Python rank every period, two dumps a second at most in all (a large job's ranks
+  // take turns): a dump costs the host ~10-30 ms of CPU.
+  so.period_s = opts_.stack_sample_s <= 0 ? 0 : std::max(opts_.stack_sample_s, 0.5 * static_cast<double>(specs_.size()));
+  so.on_spawn = [this](pid_t pid, const std::string& what) {
+    if (opts_.state) opts_.state->process(pid, what);
+  };
+  stacks_ = std::make_unique<StackSampler>(so);
+}
+
+std::vector<RankWatch*> Supervisor::watches() {
+  std::vector<RankWatch*> v;
+  for (auto& r : ranks_) v.push_back(r.get());
+  return v;
 }
 
 Supervisor::~Supervisor() {
@@ -273,7 +257,7 @@ void Supervisor::launch_all() {
   if (opts_.state) opts_.state->env_marker("HANGLAB_RUN_ID", run_id_);
   facts_.start_t = unix_now();
   launch_mono_ = mono_now();
-  last_progress_mono_ = launch_mono_;
+  watchdog_->start(launch_mono_);
   if (!opts_.launcher) {
     for (auto& r : ranks_) launch(*r, specs_[r->rank]);
     return;
@@ -454,13 +438,8 @@ void Supervisor::finish_external(Rank& r, const std::string& how) {
                       {"status", ex.status()},
                       {"by_teardown", r.exit_by_teardown},
                       {"seen", launcher_teardown && !ours ? "killed by the launcher after an earlier failure" : how}});
-  bool bad = ex.signal || ex.code.value_or(0) != 0 || (!ex.code && !ex.signal);
-  if (!r.exit_by_teardown && bad) {
-    std::string what = ex.signal ? fmt::format("rank {} killed by {}", r.rank, signal_name(*ex.signal))
-                       : ex.code ? fmt::format("rank {} exited with code {}", r.rank, *ex.code)
-                                 : fmt::format("rank {} vanished ({})", r.rank, how);
-    detect("exit_monitor", r.rank, what, ex.t);
-  }
+  if (auto what = exit_monitor_detail(r.rank, ex.code, ex.signal, r.exit_by_teardown, how))
+    detect(kExitMonitor.name, r.rank, *what, ex.t);
 }
 
 void Supervisor::poll_external_ranks(bool launcher_gone) {
@@ -529,11 +508,8 @@ void Supervisor::new_incarnation(Rank& r, pid_t pid, int restart_count) {
     r.reported_signal.reset();
     r.launcher_sent.reset();
     r.exit_by_teardown = r.hb_lost = r.spoke = r.init_done = false;
-    r.in_checkpoint = r.in_eval = false;
+    r.in_checkpoint = r.in_eval = r.in_collective = r.in_shutdown = false;
     r.last_step = 0;
-    r.start_cpu_ticks = 0;
-    r.busy_window_ticks = 0;
-    r.busy_window_mono = 0;
     r.last_hb_mono = mono_now();
   }
   r.pid = pid;
@@ -553,14 +529,13 @@ void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, d
   }
   write_all(is_err ? r.err_log : r.out_log, iso_time(t) + " " + line + "\n");
   r.spoke = true;
-  for (auto& f : faults_)
-    if (!f.fired && !f.output_seen && f.spec->at_output && line.find(*f.spec->at_output) != std::string::npos)
-      f.output_seen = true;
+  note_output_trigger(line);
   if (first_sign_t_ == 0 || t < first_sign_t_) first_sign_t_ = t;
   if (!r.has_trace) {
-    // Without a trace, a rank's output is its only sign of progress and of errors.
-    last_progress_mono_ = mono_now();
-    if (const char* det = classify_backend_line(line)) detect(det, r.rank, utf8_prefix(line, 300), t);
+    // Without a trace, a rank's output is its voice: progress (once its main thread is seen
+    // to have run around it: detect/harness_watchdog.hpp) and errors.
+    watchdog_->output_line(r, mono_now());
+    if (const DetectorInfo* det = classify_backend_line(line)) detect(det->name, r.rank, utf8_prefix(line, 300), t);
     // ...and of its step: read with triage's own log parser, so that at_step triggers a
     // fault in a bring-your-own rank at a step (not at a wall-clock guess of when training
     // will have started), and the watchdog knows when its init is over.
@@ -579,6 +554,12 @@ void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, d
       if (ll.kind == LogKind::kStep && ll.step > 0) r.init_done = true, r.last_step = std::max(r.last_step, ll.step);
     }
   }
+}
+
+void Supervisor::note_output_trigger(const std::string& line) {
+  for (auto& f : faults_)
+    if (!f.fired && !f.output_seen && f.spec->at_output && line.find(*f.spec->at_output) != std::string::npos)
+      f.output_seen = true;
 }
 
 void Supervisor::drain_fd(Rank& r, int& fd, std::string& buf, int /*log_fd*/, bool is_err, bool flush_all) {
@@ -631,7 +612,8 @@ void Supervisor::drain_fd(Rank& r, int& fd, std::string& buf, int /*log_fd*/, bo
         if (end == std::string_view::npos) end = done.size();
         std::string seg(done.substr(start, end - start));
         if (!seg.empty()) {
-          if (match_progress(seg)) newest_progress = std::move(seg);
+          // A redraw that is not logged may still be the text a fault waits for.
+          if (match_progress(seg)) note_output_trigger(seg), newest_progress = std::move(seg);
           else on_output_line(r, seg, is_err, t);
         }
         start = end + 1;
@@ -640,7 +622,7 @@ void Supervisor::drain_fd(Rank& r, int& fd, std::string& buf, int /*log_fd*/, bo
         r.last_redraw_t = t;
         on_output_line(r, newest_progress, is_err, t);
       } else if (!newest_progress.empty() && !r.has_trace) {
-        last_progress_mono_ = mono_now();  // progress all the same, only not logged again
+        watchdog_->output_line(r, mono_now());  // progress all the same, only not logged again
         if (auto pm = match_progress(newest_progress)) {
           const long long n = pm->step ? *pm->step : pm->epoch ? static_cast<long long>(*pm->epoch) : 0;
           r.init_done = true;
@@ -723,7 +705,7 @@ void Supervisor::on_trace_event(Rank& r, const json& ev) {
   }
   // Every traced event proves the process runs (the heartbeat thread may lag behind it).
   r.last_hb_mono = now;
-  last_progress_mono_ = now;
+  watchdog_->traced_progress(now);
   if (kind == "start" && r.external && r.pid <= 0) {
     tail_exec_records(r);  // the exec record, where there is one, comes first and says the same
     if (r.pid <= 0) {
@@ -736,20 +718,20 @@ void Supervisor::on_trace_event(Rank& r, const json& ev) {
   }
   if (kind == "step") {
     r.last_step = std::max(r.last_step, ev.value("step", 0));
+  } else if (kind == "coll") {
+    r.in_collective = ev.value("edge", "") == "begin";
   } else if (kind == "phase") {
     const std::string name = ev.value("name", ""), edge = ev.value("edge", "");
     if (name == "init" && edge == "end") r.init_done = true;
     if (name == "checkpoint") r.in_checkpoint = edge == "begin";
     if (name == "eval") r.in_eval = edge == "begin";
+    if (name == "shutdown") r.in_shutdown = edge == "begin";
   } else if (kind == "error") {
-    std::string cls = ev.value("class", "");
+    const std::string cls = ev.value("class", "");
     double t = ev.value("t", unix_now());
     std::string detail = ev.value("msg", "");
     detail = utf8_prefix(detail, 300);
-    if (cls == "timeout")
-      detect("backend_timeout", r.rank, detail, t);
-    else if (cls == "comm")
-      detect("backend_error", r.rank, detail, t);
+    if (const DetectorInfo* det = backend_detector_for_trace_class(cls)) detect(det->name, r.rank, detail, t);
   } else if (kind == "fault") {
     for (auto& f : faults_) {
       if (f.fired || !f.injector->in_process() || f.injector->hook_kind() != ev.value("kind", "")) continue;
@@ -760,27 +742,43 @@ void Supervisor::on_trace_event(Rank& r, const json& ev) {
   }
 }
 
-void Supervisor::detect(const std::string& detector, int rank, const std::string& detail, double t) {
+void Supervisor::detect(std::string_view detector, int rank, const std::string& detail, double t) {
   for (const auto& d : facts_.detections)
     if (d.detector == detector && d.rank == rank) return;
-  facts_.detections.push_back({detector, rank, t, detail});
+  facts_.detections.push_back({std::string(detector), rank, t, detail});
   harness_log_.write({{"t", t}, {"ev", "detect"}, {"detector", detector}, {"rank", rank}, {"detail", detail}});
+  if (!in_teardown_)
+    take_snapshot(rank >= 0 ? fmt::format("first detection: {} (rank {})", detector, rank)
+                            : fmt::format("first detection: {}", detector),
+                  t);
   if (sc_.detect.flight_recorder && !fr_signalled_ && !in_teardown_) signal_fr_dump(t);
 }
 
-void Supervisor::signal_fr_dump(double t) {
-  // The first detection: every live rank that armed its recorder (it wrote its pid to
-  // <dump>.armed, so it takes SIGUSR1 instead of dying of it) dumps now, while the state that
-  // made the detector fire is still in its buffer. Teardown's SIGTERM dumps again at the end.
-  fr_signalled_ = true;
-  json signalled = json::array();
-  for (auto& r : ranks_) {
-    if (!r->alive || r->pid <= 0 || r->gone_t > 0) continue;
-    std::ifstream armed(rank_fr_dump(dir_, r->rank).string() + ".armed");
-    long long pid = 0;
-    if (!(armed >> pid) || pid != r->pid) continue;
-    if (::kill(r->pid, SIGUSR1) == 0) signalled.push_back(r->rank);
+void Supervisor::take_snapshot(const std::string& why, double t) {
+  if (snapshot_taken_) return;
+  snapshot_taken_ = true;
+  SnapshotInput in;
+  in.run_dir = dir_;
+  in.why = why;
+  in.t = t;
+  in.mono_to_unix = unix_now() - mono_now();
+  in.sample_period_s = std::max(opts_.stack_sample_s, 0.5 * static_cast<double>(ranks_.size()));
+  try {
+    write_snapshot(in, watches(), *watchdog_, stacks_.get());
+    harness_log_.write({{"t", unix_now()}, {"ev", "snapshot"}, {"file", "liveness.json"}, {"why", why}});
+  } catch (const std::exception& e) {
+    // The record of a run must not end it: the snapshot is evidence, not supervision.
+    harness_log_.write({{"t", unix_now()}, {"ev", "snapshot"}, {"error", e.what()}});
   }
+}
+
+void Supervisor::signal_fr_dump(double t) {
+  fr_signalled_ = true;
+  std::vector<FrDumpTarget> targets;
+  for (auto& r : ranks_)
+    if (r->alive && r->pid > 0 && r->gone_t == 0)
+      targets.push_back({r->rank, r->pid, rank_fr_dump(dir_, r->rank).string() + ".armed"});
+  json signalled = hanglab::signal_fr_dump(targets);
   harness_log_.write({{"t", t}, {"ev", "fr_dump_signal"}, {"signal", "SIGUSR1"}, {"ranks", signalled}});
 }
 
@@ -840,11 +838,8 @@ void Supervisor::reap() {
                         {"signal", ex.signal ? json(*ex.signal) : json(nullptr)},
                         {"status", ex.status()},
                         {"by_teardown", r->exit_by_teardown}});
-    if (!r->exit_by_teardown && (ex.signal || ex.code.value_or(0) != 0)) {
-      std::string what = ex.signal ? fmt::format("rank {} killed by {}", r->rank, signal_name(*ex.signal))
-                                   : fmt::format("rank {} exited with code {}", r->rank, *ex.code);
-      detect("exit_monitor", r->rank, what, ex.t);
-    }
+    if (auto what = exit_monitor_detail(r->rank, ex.code, ex.signal, r->exit_by_teardown, "reaped"))
+      detect(kExitMonitor.name, r->rank, *what, ex.t);
   }
   if (launcher_) poll_external_ranks(!launcher_->alive);
 }
@@ -905,202 +900,43 @@ void Supervisor::check_triggers(double now) {
 }
 
 void Supervisor::check_detectors(double now) {
-  // Before its first word (a trace event, an output line) a rank is starting: exec, the
-  // dynamic loading of LibTorch, `import torch`. That prints nothing for seconds — many
-  // on a loaded host — yet it is progress, and its only sign is the CPU time the process
-  // uses. Without it the watchdog declared a hang while ranks were still loading, and the
-  // verdict depended on how long a loaded host takes to start a process. A starting rank
-  // that uses no CPU at all (blocked before it ever ran) still trips the watchdog.
-  // A rank without a trace (a bring-your-own script) is starting until it logs its first
-  // step: after its first line, `import torch` may go on into silent set-up (torch 2.x's
-  // DDP constructor, dataset building) that takes seconds of CPU on a loaded host. Once any
-  // rank of the job has logged a step, set-up is over for all of them (their collectives
-  // hold them together): most programs (Lightning, HF Trainer, accelerate) print progress on
-  // rank 0 only, and a silent peer blocked in a collective still spends CPU (Gloo's and
-  // Python's threads), which must not count as progress for the rest of the run.
-  // A rank that spoke but never counts steps (a program that prints no step counter, e.g.
-  // accelerate's test script) would stay "starting" for the whole run, and a rank blocked
-  // in a collective spends a little CPU all the time (~0.2 % of a core: Gloo's and Python's
-  // threads polling): so once it spoke, its CPU counts only while it is busy, using at least
-  // 5 % of a core over a window of a second or more, or waiting on the disk (state D,
-  // an import from a cold page cache). Before it spoke, any CPU counts (a 64-rank job on 2
-  // cores gives each starting rank ~3 %).
-  bool job_stepped = false;
-  for (const auto& r : ranks_) job_stepped = job_stepped || r->last_step > 0;
-  static const double ticks_per_s = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  for (auto& r : ranks_) {
-    const bool starting = !r->spoke || (!r->has_trace && r->last_step == 0 && !job_stepped);
-    if (!r->alive || !starting || r->pid <= 0 || r->gone_t > 0) continue;
-    const long long cpu = process_cpu_ticks(r->pid);
-    if (!r->spoke) {
-      if (cpu > r->start_cpu_ticks) r->start_cpu_ticks = cpu, last_progress_mono_ = now;
-      continue;
-    }
-    if (r->busy_window_mono == 0) {
-      r->busy_window_mono = now, r->busy_window_ticks = cpu;
-      continue;
-    }
-    const double window = now - r->busy_window_mono;
-    if (window < 1.0) continue;
-    const double used_s = static_cast<double>(cpu - r->busy_window_ticks) / ticks_per_s;
-    if (used_s >= 0.05 * window || process_state(r->pid) == 'D') last_progress_mono_ = now;
-    r->busy_window_mono = now, r->busy_window_ticks = cpu;
-  }
   // A launcher that is starting ranks (torchrun importing torch, rendezvous, a restart of
-  // the worker group) runs while no rank can speak yet: its CPU time is that progress.
+  // the worker group) runs while no rank can speak yet: its own CPU counts as progress then.
+  HarnessWatchdog::Launcher launcher;
   if (launcher_ && launcher_->alive && launcher_->pid > 0) {
-    bool starting = false;
-    for (const auto& r : ranks_) starting = starting || (r->alive && (r->pid <= 0 || r->gone_t > 0));
+    launcher.pid = launcher_->pid;
     bool any_alive = false;
-    for (const auto& r : ranks_) any_alive = any_alive || r->alive;
-    if (starting || !any_alive) {
-      const long long cpu = process_cpu_ticks(launcher_->pid);
-      if (cpu > launcher_cpu_ticks_) launcher_cpu_ticks_ = cpu, last_progress_mono_ = now;
+    for (const auto& r : ranks_) {
+      launcher.starting = launcher.starting || (r->alive && (r->pid <= 0 || r->gone_t > 0));
+      any_alive = any_alive || r->alive;
     }
+    launcher.starting = launcher.starting || !any_alive;
   }
-  const double hb_limit = 3 * sc_.timeouts.heartbeat_s;
-  for (auto& r : ranks_) {
-    if (!r->alive || !r->has_trace || r->hb_lost || r->gone_t > 0) continue;  // dead, status pending: not silent
-    if (now - r->last_hb_mono > hb_limit) {
-      r->hb_lost = true;
-      detect("heartbeat_loss", r->rank,
-             fmt::format("rank {} alive (pid {}) but no heartbeat for {:.1f} s (limit 3 x {} s)", r->rank, r->pid,
-                         now - r->last_hb_mono, sc_.timeouts.heartbeat_s),
-             unix_now());
-    }
-  }
-  // The watchdog's limit: progress_s, or while a live rank is inside a checkpoint or eval
-  // phase that has its own limit, that limit (the larger one when both are open).
-  double limit = sc_.timeouts.progress_s;
-  std::string limit_name = "progress_s", where;
-  bool phase_limit = false;
-  for (const auto& r : ranks_) {
-    if (!r->alive) continue;
-    struct Open {
-      bool inside;
-      const std::optional<double>& limit;
-      const char* phase;
-    };
-    for (const Open& p : {Open{r->in_checkpoint, sc_.timeouts.checkpoint_s, "checkpoint"},
-                          Open{r->in_eval, sc_.timeouts.eval_s, "eval"}}) {
-      if (!p.inside || !p.limit) continue;
-      if (!phase_limit || *p.limit > limit) {
-        limit = *p.limit;
-        limit_name = fmt::format("{}_s", p.phase);
-        where = fmt::format("; rank {} in {}", r->rank, p.phase);
-      }
-      phase_limit = true;
-    }
-  }
-  if (!hang_declared_ && !all_exited() && now - last_progress_mono_ > limit) {
-    hang_declared_ = true;
-    detect("harness_watchdog", -1,
-           fmt::format("no progress on any live rank for {:.1f} s ({} = {}{})", now - last_progress_mono_, limit_name,
-                       limit, where),
-           unix_now());
-  }
+  const auto ranks = watches();
+  std::vector<const RankWatch*> live(ranks.begin(), ranks.end());
+  stacks_->tick(live, now);
+  const DetectFn sink = [this](std::string_view d, int rank, const std::string& detail, double t) {
+    detect(d, rank, detail, t);
+  };
+  check_heartbeat_loss(ranks, now, sc_.timeouts.heartbeat_s, sink);
+  watchdog_->check(ranks, launcher, now, stacks_.get(), sink);
 }
 
-void Supervisor::capture_stacks() {
-  struct Capture {
-    int rank;
-    pid_t pid;
-    std::string tool;
-  };
-  std::vector<Capture> caps;
+void Supervisor::capture_stacks_now() {
   if (opts_.on_state) opts_.on_state("hang declared: capturing stacks");
-  // gdb and py-spy stop each rank while they read it: triage must not count the ranks'
-  // silence from here on as theirs.
-  harness_log_.write({{"t", unix_now()}, {"ev", "stack_capture"}, {"timeout_s", opts_.stack_timeout_s}});
-  for (auto& r : ranks_) {
-    if (!r->alive || r->gone_t > 0) continue;
-    // The process state before the tool stops it: R running, S sleeping (wchan: where in
-    // the kernel), D uninterruptible (I/O), T stopped (a SIGSTOP, i.e. frozen).
-    const ProcState ps = read_proc_state(r->pid);
-    std::error_code ec;
-    std::string exe = fs::read_symlink("/proc/" + std::to_string(r->pid) + "/exe", ec).filename().string();
-    bool python = exe.rfind("python", 0) == 0;
-    std::vector<std::string> argv;
-    std::string tool;
-    if (python && ::system("command -v py-spy >/dev/null 2>&1") == 0) {
-      tool = "py-spy";
-      // py-spy cannot suspend a process that is already stopped (SIGSTOP); then read
-      // its memory without suspending it.
-      const std::string pid = std::to_string(r->pid);
-      // Nor one in an uninterruptible wait (state D, e.g. a write to stalled storage): ptrace
-      // cannot stop it until the call returns.
-      // A FUSE / NFS wait (wchan request_wait_answer, nfs_*) lets no SIGSTOP in either, and a
-      // blocking dump that cannot stop the rank hangs: it gets half the capture time.
-      const bool unstoppable = ps.state == "D" || ps.state == "T" || ps.wchan.find("fuse") != std::string::npos ||
-                               ps.wchan == "request_wait_answer" || ps.wchan.rfind("nfs", 0) == 0;
-      const std::string half = fmt::format("{:.0f}", std::max(1.0, opts_.stack_timeout_s / 2));
-      argv = unstoppable ? std::vector<std::string>{"py-spy", "dump", "--nonblocking", "--pid", pid}
-                         : std::vector<std::string>{"sh", "-c",
-                                                    "timeout " + half + " py-spy dump --pid " + pid +
-                                                        " || py-spy dump --nonblocking --pid " + pid};
-    } else {
-      tool = "gdb";
-      argv = {"gdb", "-p", std::to_string(r->pid), "-batch", "-nx", "-ex", "set pagination off",
-              "-ex", "thread apply all bt"};
-    }
-    fs::path out = dir_ / "ranks" / std::to_string(r->rank) / "stack.txt";
-    int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) continue;
-    std::string head = fmt::format("# {} of rank {} (pid {}) at {}\n# state: {} wchan: {}\n", tool, r->rank, r->pid,
-                                   iso_time(unix_now()), ps.state.empty() ? "?" : ps.state,
-                                   ps.wchan.empty() ? "-" : ps.wchan);
-    harness_log_.write({{"t", unix_now()}, {"ev", "proc_state"}, {"rank", r->rank}, {"pid", r->pid},
-                        {"state", ps.state}, {"wchan", ps.wchan}});
-    write_all(fd, head);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      std::vector<char*> cargv;
-      for (auto& a : argv) cargv.push_back(a.data());
-      cargv.push_back(nullptr);
-      ::execvp(cargv[0], cargv.data());
-      _exit(127);
-    }
-    ::close(fd);
-    if (pid > 0) {
-      ::setpgid(pid, pid);
-      if (opts_.state) opts_.state->process(pid, fmt::format("{} on rank {}", tool, r->rank));
-      caps.push_back({r->rank, pid, tool});
-    }
-  }
-  // All captures run in parallel; the whole batch is bounded by stack_timeout_s.
-  double deadline = mono_now() + opts_.stack_timeout_s;
-  std::vector<bool> done(caps.size(), false);
-  size_t left = caps.size();
-  while (left > 0) {
-    for (size_t i = 0; i < caps.size(); ++i) {
-      if (done[i]) continue;
-      int st = 0;
-      if (::waitpid(caps[i].pid, &st, WNOHANG) == caps[i].pid) {
-        done[i] = true;
-        --left;
-        bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-        harness_log_.write({{"t", unix_now()}, {"ev", "stack"}, {"rank", caps[i].rank},
-                            {"file", fmt::format("ranks/{}/stack.txt", caps[i].rank)}, {"tool", caps[i].tool}, {"ok", ok}});
-      }
-    }
-    if (left == 0) break;
-    if (mono_now() > deadline) {
-      for (size_t i = 0; i < caps.size(); ++i) {
-        if (done[i]) continue;
-        ::kill(-caps[i].pid, SIGKILL);
-        ::waitpid(caps[i].pid, nullptr, 0);
-        harness_log_.write({{"t", unix_now()}, {"ev", "stack"}, {"rank", caps[i].rank},
-                            {"file", fmt::format("ranks/{}/stack.txt", caps[i].rank)}, {"tool", caps[i].tool},
-                            {"ok", false}, {"detail", "timed out"}});
-      }
-      break;
-    }
-    pump_output(0.05);
-  }
+  stacks_->stop();  // a sample still running would hold the rank the capture needs
+  std::vector<StackCaptureTarget> targets;
+  for (auto& r : ranks_)
+    if (r->alive && r->gone_t == 0 && r->pid > 0) targets.push_back({r->rank, r->pid});
+  StackCaptureOptions o;
+  o.run_dir = dir_;
+  o.timeout_s = opts_.stack_timeout_s;
+  o.on_spawn = [this](pid_t pid, const std::string& what) {
+    if (opts_.state) opts_.state->process(pid, what);
+  };
+  o.log = [this](const json& j) { harness_log_.write(j); };
+  o.pump = [this](double s) { pump_output(s); };
+  capture_stacks(targets, o);
 }
 
 void Supervisor::kill_stray_children() {
@@ -1152,6 +988,7 @@ void Supervisor::teardown(const std::string& reason) {
   teardown_t_ = unix_now();
   harness_log_.write({{"t", teardown_t_}, {"ev", "teardown"}, {"reason", reason}});
   if (opts_.on_state) opts_.on_state("tearing down (" + reason + ")");
+  stacks_->stop();
   for (auto& r : ranks_) {
     // A dead launcher's rank may already be reaped and its pid reused.
     if (!r->alive || r->pid <= 0 || (r->external && r->gone_t > 0)) continue;
@@ -1239,7 +1076,7 @@ RunFacts Supervisor::run() {
       opts_.on_state((rendezvous ? std::string("rendezvous") : fmt::format("step {}/{}", step, sc_.workload.steps)) +
                      (facts_.detections.empty() ? "" : fmt::format(", {} detection(s)", facts_.detections.size())));
     }
-    if (hang_declared_) {
+    if (watchdog_->fired()) {
       reason = "hang";
       break;
     }
@@ -1249,11 +1086,15 @@ RunFacts Supervisor::run() {
       break;
     }
   }
-  if ((reason == "hang" || reason == "deadline") && opts_.capture_stacks) capture_stacks();
+  // What decides the phase and liveness is recorded before any teardown signal (the hang's
+  // capture stops no rank for good: it reads them where they stand).
+  if (reason != "all_exited") take_snapshot("teardown: " + reason, unix_now());
+  if ((reason == "hang" || reason == "deadline") && opts_.capture_stacks) capture_stacks_now();
   if (reason != "all_exited")
     teardown(reason);
   else {
     facts_.teardown_reason = reason;
+    stacks_->stop();
     kill_stray_children();
   }
   // Everything is gone: flush the last partial lines and trace events. A rank's fifo
