@@ -103,7 +103,10 @@ bool HarnessWatchdog::check(const std::vector<RankWatch*>& ranks, const Launcher
         p.pending_line_mono = 0;
       }
       if (known) p.prev_main_ran = l->main_ran;
-      if (!r->alive || !known) continue;
+      if (!r->alive) continue;
+      // A rank whose first window is still open cannot be called blocked yet.
+      if (l && l->activity == Activity::kUnknown) last_alive_mono_ = std::max(last_alive_mono_, now_mono);
+      if (!known) continue;
       const bool working = l->activity == Activity::kBusy || l->activity == Activity::kDisk;
       const std::string why = working ? waits(*r, stacks) : "";
       if (working && why.empty()) {

@@ -80,6 +80,26 @@ std::optional<std::array<unsigned long long, 3>> parse_schedstat(std::string_vie
   return v;
 }
 
+std::optional<long long> parse_reaped_children_ticks(std::string_view line) {
+  const auto rp = line.rfind(')');
+  if (rp == std::string_view::npos) return std::nullopt;
+  std::string rest(line.substr(rp + 1));
+  // After ")": state (3) ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+  // utime stime (14, 15) cutime cstime (16, 17).
+  char* p = rest.data();
+  long long v[15] = {0};
+  ++p;  // the space after ')'
+  while (*p == ' ') ++p;
+  ++p;  // the state letter
+  for (long long& x : v) {
+    char* end = nullptr;
+    x = std::strtoll(p, &end, 10);
+    if (end == p) return std::nullopt;
+    p = end;
+  }
+  return v[12] + v[13];
+}
+
 std::optional<long long> parse_io_bytes(std::string_view text) {
   long long total = 0;
   int found = 0;
@@ -167,7 +187,9 @@ void LivenessSampler::sample_one(const Target& t, double now_mono) {
   std::vector<pid_t> procs = {t.pid};
   std::map<pid_t, ThreadCounters> threads;
   std::map<pid_t, long long> io;
+  std::map<pid_t, long long> reaped;
   long long io_delta = 0;
+  long long reaped_delta = 0;
   bool root_alive = false;
   for (size_t i = 0; i < procs.size() && procs.size() <= kMaxProcesses; ++i) {
     const pid_t p = procs[i];
@@ -175,6 +197,14 @@ void LivenessSampler::sample_one(const Target& t, double now_mono) {
     const std::vector<pid_t> tids = list_numeric(pdir + "/task");
     if (tids.empty()) continue;
     if (p == t.pid) root_alive = true;
+    // CPU of the process's children that ended in the window (a shell running short-lived
+    // commands works in them): cutime + cstime of its stat.
+    if (read_small(pdir + "/stat", buf, sizeof buf) > 0)
+      if (auto c = parse_reaped_children_ticks(buf)) {
+        reaped[p] = *c;
+        auto prev = st.reaped.find(p);
+        if (!first && prev != st.reaped.end()) reaped_delta += std::max(0LL, *c - prev->second);
+      }
     if (read_small(pdir + "/io", buf, sizeof buf) > 0)
       if (auto b = parse_io_bytes(buf)) {
         io[p] = *b;
@@ -229,8 +259,19 @@ void LivenessSampler::sample_one(const Target& t, double now_mono) {
     }
   }
   live.processes = static_cast<int>(std::min(procs.size(), kMaxProcesses));
+  if (!first && dt > 0 && reaped_delta > 0) {
+    static const double ticks_per_s = static_cast<double>(::sysconf(_SC_CLK_TCK));
+    ThreadActivity a;
+    a.pid = t.pid;
+    a.comm = "(ended children)";
+    a.state = 'Z';
+    a.cpu = a.demand = static_cast<double>(reaped_delta) / ticks_per_s / dt;
+    a.run_ms = o_.busy_run_ms;  // unknown: they ran, and they are gone
+    if (a.demand >= o_.busy_demand) live.busy.push_back(std::move(a));
+  }
   st.threads = std::move(threads);
   st.io = std::move(io);
+  st.reaped = std::move(reaped);
   st.mono = now_mono;
   std::sort(live.busy.begin(), live.busy.end(),
             [](const ThreadActivity& a, const ThreadActivity& b) { return a.demand > b.demand; });

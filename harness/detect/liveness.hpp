@@ -97,7 +97,8 @@ class LivenessSampler {
     pid_t pid = 0;
     double mono = 0;
     std::map<pid_t, ThreadCounters> threads;
-    std::map<pid_t, long long> io;  // per process
+    std::map<pid_t, long long> io;      // per process
+    std::map<pid_t, long long> reaped;  // per process: its reaped children's CPU ticks
     RankLiveness live;
   };
   void sample_one(const Target& t, double now_mono);
@@ -117,6 +118,8 @@ struct StatFields {
 std::optional<StatFields> parse_stat_line(std::string_view line);
 // "run_ns wait_ns runs" of /proc/.../schedstat.
 std::optional<std::array<unsigned long long, 3>> parse_schedstat(std::string_view text);
+// cutime + cstime (fields 16, 17) of a /proc/P/stat line: CPU ticks of its reaped children.
+std::optional<long long> parse_reaped_children_ticks(std::string_view line);
 // read_bytes + write_bytes of /proc/P/io; nullopt when absent.
 std::optional<long long> parse_io_bytes(std::string_view text);
 // What a sleeping thread waits for, from its state and kernel wait channel: running, stopped,

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,25 +108,52 @@ TEST_CASE("a stopped process is stopped") {
 }
 
 TEST_CASE("a rank whose child works is busy; a launcher's children do not count for it") {
-  Child parent([] {
-    pid_t kid = ::fork();
-    if (kid == 0) spin_forever();
-    ::waitpid(kid, nullptr, 0);
-  });
-  const RankLiveness tree = watch(parent.pid, 2);
-  CHECK(tree.processes == 2);
-  CHECK(tree.activity == Activity::kBusy);
-  CHECK(tree.where == "child");
-  LivenessOptions o;
-  o.interval_s = 0.3;
-  LivenessSampler own(o);
-  for (int i = 0; i < 3; ++i) {
+  // The grandchild ends with its parent (PDEATHSIG) and, orphaned, is reaped here.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  {
+    Child parent([] {
+      pid_t kid = ::fork();
+      if (kid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        spin_forever();
+      }
+      ::waitpid(kid, nullptr, 0);
+    });
+    const RankLiveness tree = watch(parent.pid, 2);
+    CHECK(tree.processes == 2);
+    CHECK(tree.activity == Activity::kBusy);
+    CHECK(tree.where == "child");
+    LivenessOptions o;
+    o.interval_s = 0.3;
+    LivenessSampler own(o);
+    for (int i = 0; i < 3; ++i) {
+      own.sample({{-1, parent.pid, false}}, mono_now());
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
     own.sample({{-1, parent.pid, false}}, mono_now());
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(own.get(-1)->processes == 1);
+    CHECK(own.get(-1)->activity == Activity::kBlocked);
   }
-  own.sample({{-1, parent.pid, false}}, mono_now());
-  CHECK(own.get(-1)->processes == 1);
-  CHECK(own.get(-1)->activity == Activity::kBlocked);
+  while (::waitpid(-1, nullptr, 0) > 0) {
+  }
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+TEST_CASE("a process that works in short-lived children (a shell running commands) is busy") {
+  Child c([] {
+    for (;;) {
+      pid_t kid = ::fork();
+      if (kid == 0) {
+        const double end = mono_now() + 0.03;
+        volatile unsigned long x = 0;
+        while (mono_now() < end) ++x;
+        _exit(0);
+      }
+      ::waitpid(kid, nullptr, 0);
+    }
+  });
+  const RankLiveness l = watch(c.pid, 3);
+  CHECK(l.activity == Activity::kBusy);
 }
 
 TEST_CASE("a process that is gone is gone; the first sample only opens the window") {
@@ -147,6 +175,8 @@ TEST_CASE("/proc parsing") {
   CHECK(st->state == 'S');
   CHECK(st->comm == "pt_gloo (x)");
   CHECK(!parse_stat_line("garbage"));
+  CHECK(parse_reaped_children_ticks("77 (ba sh) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16") == 13 + 14);
+  CHECK(!parse_reaped_children_ticks("77 (bash) S 1 2"));
   auto ss = parse_schedstat("224975809 2091872391 5251\n");
   REQUIRE(ss);
   CHECK((*ss)[0] == 224975809ULL);

@@ -102,8 +102,11 @@ Supervisor::Supervisor(const Scenario& sc, fs::path run_dir, std::vector<LaunchS
     r->rank = s.rank;
     ranks_.push_back(std::move(r));
   }
+  // Twice a second, or five windows per limit for a short one.
+  LivenessOptions lo;
+  lo.interval_s = std::clamp(sc_.timeouts.progress_s / 5, 0.1, 0.5);
   watchdog_ = std::make_unique<HarnessWatchdog>(
-      WatchdogLimits{sc_.timeouts.progress_s, sc_.timeouts.checkpoint_s, sc_.timeouts.eval_s});
+      WatchdogLimits{sc_.timeouts.progress_s, sc_.timeouts.checkpoint_s, sc_.timeouts.eval_s}, lo);
   StackSamplerOptions so;
   so.run_dir = dir_;
   // Each Python rank every period, two dumps a second at most in all (a large job's ranks
