@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "detect/stack_sampler.hpp"
+#include "triage/records/stack_class.hpp"
 #include "util.hpp"
 
 namespace hanglab {
@@ -67,16 +68,34 @@ std::pair<double, std::string> HarnessWatchdog::limit(const std::vector<RankWatc
   return {lim, fmt::format("{} = {}{}", name, lim, where)};
 }
 
+namespace {
+
+// The main thread is inside a collective call itself: its innermost frame is one (all_reduce in
+// distributed_c10d.py, a Work's wait, MPI). A frame further out proves nothing about a busy
+// thread: DDP's constructor imports torch._dynamo, a training step runs under backward.
+bool inside_collective_call(const StackFrameInfo& info) {
+  if (info.frames.empty()) return false;
+  const std::string& f = info.frames.front();
+  for (const auto& rule : stack_class_rules()) {
+    if (std::string_view(rule.klass) != "collective") continue;
+    for (const char* n : rule.needles)
+      if (f.find(n) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 // Why a working rank is known to wait after all: its trace says so, or a stack sampled since
-// the job's last progress shows it in a collective. Empty: it is not known to wait.
+// the job's last progress shows its main thread inside a collective call (spinning in it).
+// Empty: it is not known to wait.
 std::string HarnessWatchdog::waits(const RankWatch& r, const StackSampler* stacks) const {
   if (r.has_trace && r.in_collective) return "in a collective (trace)";
   if (r.has_trace && r.in_shutdown) return "past its training loop (trace)";
   if (stacks)
     if (const StackSample* s = stacks->latest(r.rank);
-        s && s->pid == r.pid && s->mono >= last_progress_mono_ && s->info && s->info->klass == "collective")
-      return "in " + (s->info->klass_what.empty() ? std::string("a collective") : s->info->klass_what) +
-             " (sampled stack)";
+        s && s->pid == r.pid && s->mono >= last_progress_mono_ && s->info && inside_collective_call(*s->info))
+      return "in " + s->info->frames.front() + " (sampled stack)";
   return "";
 }
 
