@@ -205,11 +205,11 @@ void Supervisor::detect(std::string_view detector, int rank, const std::string& 
     if (d.detector == detector && d.rank == rank) return;
   facts_.detections.push_back({std::string(detector), rank, t, detail});
   harness_log_.write({{"t", t}, {"ev", "detect"}, {"detector", detector}, {"rank", rank}, {"detail", detail}});
+  if (sc_.detect.flight_recorder && !fr_signalled_ && !in_teardown_) signal_fr_dump(t);
   if (!in_teardown_)
     take_snapshot(rank >= 0 ? fmt::format("first detection: {} (rank {})", detector, rank)
                             : fmt::format("first detection: {}", detector),
                   t);
-  if (sc_.detect.flight_recorder && !fr_signalled_ && !in_teardown_) signal_fr_dump(t);
 }
 
 void Supervisor::take_snapshot(const std::string& why, double t) {
