@@ -69,14 +69,14 @@ void StackSampler::stop() {
   running_.clear();
 }
 
-bool StackSampler::is_python(pid_t pid) {
+bool StackSampler::is_python(pid_t pid, double now_mono) {
+  // A "no" is asked again a little later: `sh -c "exec python ..."` is a shell at first.
   auto it = python_.find(pid);
-  if (it != python_.end()) return it->second;
+  if (it != python_.end() && (it->second.first || now_mono - it->second.second < 5)) return it->second.first;
   std::error_code ec;
   const std::string exe = fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec).filename().string();
-  if (ec) return false;  // not readable yet (exec in progress): asked again next time
-  const bool py = exe.rfind("python", 0) == 0;
-  python_[pid] = py;
+  const bool py = !ec && exe.rfind("python", 0) == 0;
+  python_[pid] = {py, now_mono};
   return py;
 }
 
@@ -191,7 +191,7 @@ void StackSampler::tick(const std::vector<const RankWatch*>& ranks, double now_m
     for (const RankWatch* r : ranks) {
       if (!r->alive || r->pid <= 0 || r->gone_t > 0) continue;
       if (std::any_of(running_.begin(), running_.end(), [&](const Running& x) { return x.rank == r->rank; })) continue;
-      if (!is_python(r->pid)) continue;
+      if (!is_python(r->pid, now_mono)) continue;
       const auto last = last_start_mono_.find(r->rank);
       const double since = last == last_start_mono_.end() ? 1e9 : now_mono - last->second;
       double due = -1;

@@ -66,7 +66,7 @@ class StackSampler {
     double t = 0, mono = 0;
     std::filesystem::path tmp;
   };
-  bool is_python(pid_t pid);
+  bool is_python(pid_t pid, double now_mono);
   void start(const RankWatch& r, double now_mono);
   void finish(Running& run, bool timed_out);
 
@@ -76,7 +76,7 @@ class StackSampler {
   std::map<int, StackSample> latest_;
   std::map<int, double> last_start_mono_;
   std::map<int, bool> requested_;
-  std::map<pid_t, bool> python_;
+  std::map<pid_t, std::pair<bool, double>> python_;  // is it, and when it was asked
 };
 
 // The process state and wait channel of a process's main thread (for the stack header).

@@ -320,10 +320,17 @@ void Supervisor::check_triggers(double now) {
       // still alive has entered the step, so the fault finds them all in it. Firing at the
       // first would leave where the others were (still finishing the step before, or not)
       // to the scheduler: the same scenario would record a different last good step.
+      // A rank without a trace that reports no step of its own (most libraries print from rank
+      // 0 only) is in the step its peers report: DDP's collectives keep the ranks in step.
+      int job_step = 0;
+      bool job_init = false;
+      for (const auto& r : ranks_) job_step = std::max(job_step, r->last_step), job_init = job_init || r->init_done;
       bool all = true, any = false;
       for (int x : f.spec->ranks) {
         const Rank& r = *ranks_[x];
-        const bool in = *f.spec->at_step <= 1 ? r.init_done : r.last_step >= *f.spec->at_step - 1;
+        const bool silent = !r.has_trace && r.last_step == 0 && !r.init_done;
+        const int step = silent ? job_step : r.last_step;
+        const bool in = *f.spec->at_step <= 1 ? (silent ? job_init : r.init_done) : step >= *f.spec->at_step - 1;
         any |= in;
         if (!in && r.alive) all = false;
       }
