@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <stdexcept>
 #include <sys/prctl.h>
@@ -124,11 +125,12 @@ int hold_port(int port, const char** what) {
 
 }  // namespace
 
-void PortHolder::start(int port, RunState* state) {
+void PortHolder::start(int port, RunState* state, const std::string& netns) {
   stop();
   int ready[2];
   if (::pipe2(ready, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("port holder: pipe2 failed: ") + std::strerror(errno));
+  const std::string ns_path = "/run/netns/" + netns;  // built before fork: the child only makes syscalls
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -159,7 +161,15 @@ void PortHolder::start(int port, RunState* state) {
     }
     ::syscall(SYS_close_range, 4u, ~0u, 0u);  // ENOSYS before Linux 5.9: then keep them
     const char* what = "";
-    int err = hold_port(port, &what);
+    int err = 0;
+    if (!netns.empty()) {
+      const int nsfd = ::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (nsfd < 0 || ::setns(nsfd, CLONE_NEWNET) != 0) {
+        err = errno;
+        what = "setns";
+      }
+    }
+    if (err == 0) err = hold_port(port, &what);
     int msg[2] = {err, 0};
     char buf[64 + sizeof msg] = {};
     std::memcpy(buf, msg, sizeof msg);

@@ -63,8 +63,9 @@ class PortHolder {
 
   // Forks the holder and returns once it listens. Throws std::runtime_error with the
   // failing call and errno when it cannot bind (the port is taken already) or listen.
-  // With a run state the holder is recorded there at once, and released by stop().
-  void start(int port, RunState* state = nullptr);
+  // With a run state the holder is recorded there at once, and released by stop(). With
+  // `netns` (a name under /run/netns: a [topology] node) it holds the port in that namespace.
+  void start(int port, RunState* state = nullptr, const std::string& netns = "");
   // SIGKILLs and reaps the holder if it is still ours; idempotent. Safe after someone
   // else (the supervisor's waitpid(-1)) reaped it: then it only forgets the pid.
   void stop();

@@ -31,7 +31,8 @@ class PortInUse : public Injector {
     // Without a MASTER_PORT (a launch spec not made by the runner) there is no port to
     // take; fire() says so in harness.jsonl rather than failing the run.
     if (!spec.env.count("MASTER_PORT")) return;
-    holder_.start(env_int_of(spec, "MASTER_PORT"), state());
+    // On [topology] nodes the store is node 0's: the holder takes the port in node 0's namespace.
+    holder_.start(env_int_of(spec, "MASTER_PORT"), state(), nodes() ? nodes()->ns(0) : "");
   }
 
   Manifest manifested(const RunFactsView& run) const override {

@@ -30,6 +30,7 @@ InjectorInfo link_flap_info();
 InjectorInfo mtu_mismatch_info();
 InjectorInfo store_unreachable_info();
 InjectorInfo dns_failure_info();
+InjectorInfo env_skew_info();
 
 const std::vector<InjectorInfo>& injector_registry() {
   static const std::vector<InjectorInfo> kRegistry = {
@@ -60,6 +61,7 @@ const std::vector<InjectorInfo>& injector_registry() {
       mtu_mismatch_info(),
       store_unreachable_info(),
       dns_failure_info(),
+      env_skew_info(),
   };
   return kRegistry;
 }

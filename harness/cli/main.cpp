@@ -1,6 +1,6 @@
 // hanglab: the command-line entry point: subcommand dispatch. Subcommands: run (cli/run_cmd.cpp),
 // triage, validate, report, history, list, describe, clean, bench, manifest (export/k8s_manifest.cpp),
-// repro (repro/repro_cmd.cpp).
+// repro (repro/repro_cmd.cpp), preflight (preflight/preflight_cmd.cpp).
 // Exit codes (design): 0 all expectations met, 1 an expectation failed, 2 scenario or
 // usage error (nothing ran), 3 internal error or unknown verdict, 4 skipped, 130 interrupted.
 #include <algorithm>
@@ -33,6 +33,7 @@
 #include "bench/bench.hpp"
 #include "export/k8s_manifest.hpp"
 #include "repro/repro_cmd.hpp"
+#include "preflight/preflight_cmd.hpp"
 #include "run/workloads.hpp"
 
 using namespace hanglab;
@@ -259,6 +260,10 @@ int cmd_describe(const std::string& kind) {
 int main(int argc, char** argv) {
   CLI::App app{"hanglab: fault injection and reproduction harness for distributed-training hangs"};
   app.require_subcommand(1);
+  // Bad input is one line (CLI11's default adds "Run with --help for more information.").
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("hanglab: ") + e.what() + " (see --help)\n";
+  });
   app.set_version_flag("--version", "hanglab 0.1.0");
 
   RunCommand rc;
@@ -358,6 +363,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"yaml", "json"}))
       ->capture_default_str();
   manifest->add_option("--out", mc.out, "write here instead of stdout (nothing is written on bad input)");
+  manifest->add_flag("--preflight", mc.options.preflight,
+                     "add an init container that runs `hanglab preflight` on every pod before torchrun starts");
 
   repro::ReproCommand rp;
   int repro_world = 0;
@@ -373,6 +380,9 @@ int main(int argc, char** argv) {
   repro_sub->add_flag("--force", rp.force, "let --out replace existing files");
   repro_sub->add_option("--results", rp.results, "where run records (and scenarios without --out) go")
       ->capture_default_str();
+
+  preflight::PreflightCommand pfc;
+  auto* preflight_sub = preflight::add_preflight_subcommand(app, pfc);
 
   auto* clean = app.add_subcommand(
       "clean", "revert what killed hanglab runs left (processes, mounts, cgroups); exit 1 if something could not be");
@@ -427,6 +437,7 @@ int main(int argc, char** argv) {
       rp.interrupted = &g_interrupted;
       return repro::repro_command(rp);
     }
+    if (*preflight_sub) return preflight::preflight_command(pfc);
     if (*list) return cmd_list();
     if (*describe) return cmd_describe(kind);
     if (*clean) {

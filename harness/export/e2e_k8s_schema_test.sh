@@ -42,6 +42,19 @@ for sc in scenarios/kill_rank.toml scenarios/net_kill_node.toml scenarios/net_ba
     pairs+=("$y:$j")
   done
 done
+# --preflight: an init container on every pod (2 nodes gloo, and nccl with its GPUs), both kinds.
+for sc in scenarios/net_baseline.toml scenarios/gpu/c10d_nccl_kill_rank.toml; do
+  base=$(basename "$sc" .toml).preflight
+  for kind in indexed-job pytorchjob; do
+    y="$work/$base.$kind.yaml" j="$work/$base.$kind.json"
+    "$hanglab" manifest "$src/$sc" --kind "$kind" --preflight --out "$y" 2> "$work/err" || fail "$sc ($kind, --preflight): $(cat "$work/err")"
+    "$hanglab" manifest "$src/$sc" --kind "$kind" --preflight --format json --out "$j" 2> "$work/err" ||
+      fail "$sc ($kind, --preflight, json): $(cat "$work/err")"
+    grep -q "initContainers:" "$y" && grep -q "hanglab preflight --ranks-per-node" "$y" || fail "$y: no preflight init container"
+    grep -q "^# Preflight: init container" "$y" || fail "$y: the header does not say so"
+    pairs+=("$y:$j")
+  done
+done
 grep -q "pod i is not node rank i beyond pod 9" "$work/twelve_nodes.indexed-job.yaml" || fail "no node-rank warning for 12 nodes"
 grep -q "NOT CARRIED OVER: the scenario's 1 fault" "$work/net_kill_node.indexed-job.yaml" || fail "the fault is not named"
 

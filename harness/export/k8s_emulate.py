@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs a manifest of `hanglab manifest --format json` (an Indexed Job, or a PyTorchJob with the
 environment the Training Operator adds to each pod: RANK, WORLD_SIZE, MASTER_*, PET_*) on this host, one
-torchrun per pod (test e2e.k8s_manifest_local): each "pod" gets the container's args and env as the
+torchrun per pod (test e2e.k8s_manifest_local), after its init containers (`--preflight`: hanglab preflight on
+every pod, at once) have exited 0: each "pod" gets the container's args and env as the
 kubelet would hand them over ($(VAR) expanded, $$ -> $), with only what a pod has and this host has
 not replaced: the image's paths by this checkout's (--image-root -> SOURCE, its build/workloads ->
 WORKLOAD_DIR, its .venv -> VENV), the pod's emptyDir by a folder per pod, pod 0's DNS name by 127.0.0.1
@@ -37,7 +38,8 @@ def main(argv):
     job = next((d for d in items if d["kind"] == "Job"), None)
     if job:
         for i in range(job["spec"]["completions"]):
-            pods.append((job["spec"]["template"]["spec"]["containers"][0], {"JOB_COMPLETION_INDEX": str(i)}))
+            pods.append((job["spec"]["template"]["spec"]["containers"][0], {"JOB_COMPLETION_INDEX": str(i)},
+                         job["spec"]["template"]["spec"].get("initContainers", [])))
     else:
         # A PyTorchJob: what the Training Operator (v1.9) adds to each replica's "pytorch" container
         # (pkg/controller.v1/pytorch: envvar.go, master.go, elastic.go).
@@ -59,7 +61,9 @@ def main(argv):
                                 "PET_MAX_RESTARTS": str(ep.get("maxRestarts", 0)), "PET_RDZV_ID": ep["rdzvId"]})
                 if "nprocPerNode" in spec:
                     add["PET_NPROC_PER_NODE"] = spec["nprocPerNode"]
-                pods.append((specs[role]["template"]["spec"]["containers"][0], add))
+                pods.append((specs[role]["template"]["spec"]["containers"][0], add,
+                             [dict(ic, _labels={"training.kubeflow.org/replica-index": str(i)})
+                              for ic in specs[role]["template"]["spec"].get("initContainers", [])]))
     n = len(pods)
     c = pods[0][0]
     root = "/opt/hanglab"
@@ -76,18 +80,62 @@ def main(argv):
         s = s.replace(f"{root}/build/workloads", workload_dir).replace(f"{root}/.venv", venv).replace(root, source)
         return s
 
-    procs = []
+    def pod_env(i, run, container, controller_env=True):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCHELASTIC_", "PET_"))}
+        for e in container.get("env", []):
+            if "value" in e:
+                env[e["name"]] = local(e["value"], i, run)
+            elif "fieldRef" in e.get("valueFrom", {}):  # the downward API: a pod label or annotation
+                path = e["valueFrom"]["fieldRef"]["fieldPath"]
+                m = re.match(r"metadata\.labels\['(.+)'\]", path)
+                if m and m.group(1) in container.get("_labels", {}):
+                    env[e["name"]] = container["_labels"][m.group(1)]
+        # The Job controller's JOB_COMPLETION_INDEX reaches every container; the Training Operator adds
+        # its variables to the replica's "pytorch" container only, not to init containers.
+        env.update({k: v for k, v in pods[i][1].items() if controller_env or k == "JOB_COMPLETION_INDEX"})
+        for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+            env.pop(k, None)
+        return env
+
     for i in range(n):
         run = os.path.join(work, f"pod{i}")
         shutil.rmtree(run, ignore_errors=True)
         os.makedirs(run)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCHELASTIC_", "PET_"))}
-        for e in c["env"]:
-            if "value" in e:
-                env[e["name"]] = local(e["value"], i, run)
-        env.update(pods[i][1])
-        for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
-            env.pop(k, None)
+    # Init containers first, every pod's at once (hanglab preflight rendezvous across the pods), each
+    # to its end; a pod whose init container fails never starts its container (the kubelet's rule).
+    inits = []
+    for i in range(n):
+        run = os.path.join(work, f"pod{i}")
+        for ic in pods[i][2]:
+            env = pod_env(i, run, ic, controller_env=False)
+            if env.get("MASTER_ADDR", "").endswith(("-master-0", "-0." + env.get("MASTER_ADDR", ".").split(".")[-1])):
+                env["MASTER_ADDR"] = "127.0.0.1"
+            if "MASTER_PORT" in env:  # the rendezvous port, here the free port the pods' torchrun will use
+                env["MASTER_PORT"] = str(port)
+            env.update(extra)
+            cmd = [local(a, i, run) for a in ic["command"]]
+            inits.append((i, subprocess.Popen(cmd, env=env, stdout=open(os.path.join(run, f"init-{ic['name']}.log"), "w"),
+                                              stderr=subprocess.STDOUT)))
+    failed_init = set()
+    for i, p in inits:
+        try:
+            rc = p.wait(timeout=400)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = "timeout"
+        print(f"  pod {i}: init container exit {rc}")
+        if rc != 0:
+            failed_init.add(i)
+    if failed_init:
+        for i in sorted(failed_init):
+            for f in glob.glob(os.path.join(work, f"pod{i}", "init-*.log")):
+                print(f"--- pod {i} {os.path.basename(f)}\n" + open(f).read()[-3000:])
+        return 1
+
+    procs = []
+    for i in range(n):
+        run = os.path.join(work, f"pod{i}")
+        env = pod_env(i, run, c)
         if "PET_RDZV_ENDPOINT" in env:  # pod 0's Service name: not resolvable here
             env["PET_RDZV_ENDPOINT"] = f"127.0.0.1:{port}"
         if env.get("MASTER_ADDR", "").endswith("-master-0"):

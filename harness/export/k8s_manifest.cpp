@@ -184,6 +184,42 @@ ordered_json container(const PreparedScenario& ps, const ManifestOptions& o, con
   return c;
 }
 
+// --preflight: `hanglab preflight` with the job's environment before torchrun starts, on every pod.
+// MASTER_PORT is torchrun's rendezvous port: pod 0's preflight binds it (that is the port check)
+// and releases it before its torchrun starts. node_rank_sh: the shell expression of the pod's node
+// rank (Indexed Job: its completion index; PyTorchJob: 0 for Master, replica index + 1 for Workers).
+ordered_json preflight_container(const PreparedScenario& ps, const ManifestOptions& o, const std::string& rdzv_host,
+                                 const std::string& node_rank_sh, bool indexed, bool worker) {
+  const Scenario& sc = ps.scenario;
+  const fs::path root(o.image_root);
+  const std::string ckpt = std::string(kPodRunDir) + "/ckpt";
+  const std::string script = fmt::format(
+      "mkdir -p {} && NODE_RANK={} exec {} preflight --ranks-per-node {} --backend {} --deadline-s {} --ckpt-dir {} "
+      "--python {}",
+      ckpt, node_rank_sh, (root / "build" / "harness" / "hanglab").string(), ranks_per_node(sc),
+      sc.workload.backend == "nccl" ? "nccl" : "gloo", o.preflight_deadline_s, ckpt, (root / ".venv" / "bin" / "python").string());
+  ordered_json c;
+  c["name"] = "preflight";
+  c["image"] = o.image;
+  c["command"] = ordered_json::array({"sh", "-c", k8s_literal(script)});
+  auto env = manifest_env(ps, o);
+  env.emplace_back("MASTER_ADDR", rdzv_host);
+  env.emplace_back("MASTER_PORT", std::to_string(o.rdzv_port));
+  env.emplace_back("NNODES", std::to_string(nodes_of(sc)));
+  env.emplace_back("WORLD_SIZE", std::to_string(sc.workload.world_size));
+  std::sort(env.begin(), env.end());
+  ordered_json list = env_list(env, indexed);
+  if (worker)
+    list.push_back({{"name", "REPLICA_INDEX"},
+                    {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.labels['training.kubeflow.org/replica-index']"}}}}}});
+  c["env"] = std::move(list);
+  if (sc.workload.backend == "nccl")
+    c["resources"] = {{"limits", {{"nvidia.com/gpu", std::to_string(ranks_per_node(sc))}}}};
+  c["volumeMounts"] = ordered_json::array({{{"name", "dshm"}, {"mountPath", "/dev/shm"}},
+                                           {{"name", "hanglab-run"}, {"mountPath", kPodRunDir}}});
+  return c;
+}
+
 ordered_json pod_spec(const PreparedScenario& ps, ordered_json c) {
   ordered_json spec;
   spec["restartPolicy"] = ps.scenario.workload.max_restarts > 0 ? "OnFailure" : "Never";
@@ -223,6 +259,8 @@ std::vector<ordered_json> indexed_job(const PreparedScenario& ps, const Manifest
   spec["backoffLimit"] = sc.workload.max_restarts;
   spec["activeDeadlineSeconds"] = deadline_seconds(sc);
   ordered_json pod = pod_spec(ps, container(ps, o, "hanglab", "rdzv", "$(JOB_COMPLETION_INDEX)", rdzv_host));
+  if (o.preflight)
+    pod["initContainers"] = ordered_json::array({preflight_container(ps, o, rdzv_host, "${JOB_COMPLETION_INDEX}", true, false)});
   ordered_json podspec;
   podspec["subdomain"] = name;
   for (auto it = pod.begin(); it != pod.end(); ++it) podspec[it.key()] = it.value();
@@ -239,11 +277,15 @@ std::vector<ordered_json> pytorch_job(const PreparedScenario& ps, const Manifest
   // The operator sets RANK to the pod's node index (Master 0, Worker i+1) in the pod spec itself,
   // so $(RANK) expands in args; torchrun then sets each worker's own RANK.
   ordered_json c = container(ps, o, "pytorch", "pytorchjob-port", "$(RANK)", rdzv_host);
-  auto replica = [&](int replicas) {
+  auto replica = [&](int replicas, bool worker) {
     ordered_json r;
     r["replicas"] = replicas;
     r["restartPolicy"] = sc.workload.max_restarts > 0 ? "OnFailure" : "Never";
-    r["template"] = {{"metadata", {{"labels", labels(name)}}}, {"spec", pod_spec(ps, c)}};
+    ordered_json pod = pod_spec(ps, c);
+    if (o.preflight)  // the operator labels each pod with its replica index: Worker i is node i + 1
+      pod["initContainers"] = ordered_json::array(
+          {preflight_container(ps, o, rdzv_host, worker ? "$((REPLICA_INDEX + 1))" : "0", false, worker)});
+    r["template"] = {{"metadata", {{"labels", labels(name)}}}, {"spec", std::move(pod)}};
     return r;
   };
   ordered_json job;
@@ -265,8 +307,8 @@ std::vector<ordered_json> pytorch_job(const PreparedScenario& ps, const Manifest
                        {"backoffLimit", sc.workload.max_restarts},
                        {"cleanPodPolicy", "None"}};  // keep the pods (and their logs) after the job ends
   ordered_json replicas;
-  replicas["Master"] = replica(1);
-  if (n > 1) replicas["Worker"] = replica(n - 1);
+  replicas["Master"] = replica(1, false);
+  if (n > 1) replicas["Worker"] = replica(n - 1, true);
   spec["pytorchReplicaSpecs"] = std::move(replicas);
   job["spec"] = std::move(spec);
   return {job};
@@ -433,6 +475,12 @@ K8sManifest build_manifest(const PreparedScenario& ps, const ManifestOptions& op
       h.push_back("The command's {scenario_dir} is outside a hanglab checkout: the image must hold " +
                   image_scenario_dir(sc, o, nullptr) + ".");
   }
+  if (o.preflight)
+    h.push_back(fmt::format("Preflight: init container `hanglab preflight` on every pod, with the job's environment and "
+                            "MASTER_ADDR:MASTER_PORT = {}:{} (pod 0's binds it, the port check, and releases it for "
+                            "torchrun); a failed check fails the pod before torchrun starts. Every pod's init container "
+                            "must start within {} s of the first (--deadline-s): pre-pull the image.",
+                            indexed ? o.name + "-0." + o.name : o.name + "-master-0", o.rdzv_port, o.preflight_deadline_s));
   std::vector<std::string> env_notes;
   manifest_env(ps, o, &env_notes);
   for (const auto& note : env_notes) h.push_back("Environment: " + note + ".");

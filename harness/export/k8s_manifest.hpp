@@ -20,6 +20,7 @@
 // torchrun's --max-restarts and the pods' restart policy and backoff limit, one GPU per rank with
 // backend nccl, a memory-backed /dev/shm. Not carried over, and said so in the manifest's header:
 // [[fault]] tables (they need hanglab on the node), [expect], hanglab's detectors and triage.
+// With --preflight, an init container per pod runs `hanglab preflight` first (preflight/preflight.hpp).
 #pragma once
 
 #include <filesystem>
@@ -42,6 +43,11 @@ struct ManifestOptions {
   std::string image_root = "/opt/hanglab";
   int rdzv_port = 29400;  // torchrun's c10d rendezvous port (its default)
   std::string format = "yaml";  // yaml | json (a v1 List)
+  // --preflight: every pod first runs `hanglab preflight` as an init container, with the job's
+  // environment and its rendezvous (pod 0's name, rdzv_port): a failing check fails the pod, so the
+  // job never starts into the hang. Every pod's init container must start within preflight_deadline_s.
+  bool preflight = false;
+  double preflight_deadline_s = 300;
   std::string version_note;     // "hanglab 0.1.0 (commit abc123)" for the header
 };
 

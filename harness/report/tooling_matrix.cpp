@@ -199,8 +199,8 @@ ToolCell na(const std::string& tool, const std::string& why) {
 }
 
 std::string fr_na_reason(const ToolingRow& row) {
-  if (row.workload.rfind("built-in", 0) == 0)
-    return "built-in C++ workload: hanglab collects FR dumps from Python ranks only";
+  if (row.workload.rfind("built-in", 0) == 0 && row.backend == "mpi")
+    return "MPI backend: no torch Flight Recorder";
   return "Flight Recorder off in this scenario ([detect] flight_recorder)";
 }
 

@@ -237,7 +237,8 @@ HANGLAB_PY_UNRELATED = "x"
   CHECK(cell(row, "triage").rank_judgment == "right");
 }
 
-TEST_CASE("tooling matrix: NCCL heartbeat monitor from a rank's log, and a built-in workload has no FR", "[tooling_matrix]") {
+TEST_CASE("tooling matrix: NCCL heartbeat monitor from a rank's log, and FR cells n/a when the scenario has it off",
+          "[tooling_matrix]") {
   fs::path d = fresh_dir("nccl_freeze");
   write_file(d / "scenario.toml", R"([scenario]
 name = "nccl_freeze"
@@ -272,8 +273,38 @@ cause = "frozen"
   CHECK(hb.ranks == std::vector<int>{0});
   CHECK(hb.victim);
   CHECK(cell(row, "torchfrtrace").status == "na");
-  CHECK_THAT(cell(row, "fr_hanglab").note, Contains("built-in"));
+  // The built-in workload records it on NCCL too: n/a only because this scenario turned it off.
+  CHECK_THAT(cell(row, "fr_hanglab").note, Contains("Flight Recorder off in this scenario"));
   CHECK(cell(row, "triage").status == "no_verdict");  // no triage.json
+}
+
+TEST_CASE("tooling matrix: a built-in workload on MPI has no torch Flight Recorder", "[tooling_matrix]") {
+  fs::path d = fresh_dir("mpi_kill");
+  write_file(d / "scenario.toml", R"([scenario]
+name = "mpi_kill"
+[workload]
+name = "mpi_ddp"
+backend = "mpi"
+world_size = 2
+launcher = "mpirun"
+[[fault]]
+kind = "kill_rank"
+ranks = [1]
+at_step = 3
+)");
+  json run = {{"scenario", "mpi_kill"},
+              {"settings", {{"backend", "mpi"}, {"launcher", "mpirun"}, {"world_size", 2}, {"workload", "mpi_ddp"}}},
+              {"start_t", kT0},
+              {"end_t", kFault + 5},
+              {"faults", json::array({{{"kind", "kill_rank"}, {"ranks", json::array({1})}, {"t", kFault}, {"fired", true}}})},
+              {"detections", json::array()},
+              {"verdict", {{"status", "pass"}}}};
+  write_file(d / "run.json", run.dump());
+  const ToolingRow row = tooling_row(d, d.parent_path());
+  for (const char* tool : {"torchfrtrace", "fr_hanglab"}) {
+    CHECK(cell(row, tool).status == "na");
+    CHECK_THAT(cell(row, tool).note, Contains("MPI backend: no torch Flight Recorder"));
+  }
 }
 
 TEST_CASE("tooling matrix: Markdown and HTML over runs, and a directory that is not a run", "[tooling_matrix]") {

@@ -12,6 +12,7 @@
 #include "network_common.hpp"
 #include "run/nodes.hpp"
 #include "run/port_lease.hpp"
+#include "run/preflight_run.hpp"
 #include "run/rank_env.hpp"
 #include "run/run_record.hpp"
 #include "run/state.hpp"
@@ -152,6 +153,9 @@ RunResult run_scenario(PreparedScenario& ps, const HostInfo& host, const RunOpti
   double t0 = unix_now();
   res.run_dir = make_run_dir(opts.results_dir, sc.name, t0);
   write_file(res.run_dir / "scenario.toml", sc.source_text);
+
+  // [preflight]: `hanglab preflight` once per node under the faults, instead of the job.
+  if (sc.preflight) return run_preflight_scenario(ps, host, opts, res.run_dir, t0);
 
   std::string skip = unsupported_reason(ps, host);
   if (!skip.empty()) {

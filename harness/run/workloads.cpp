@@ -28,7 +28,7 @@ const std::vector<WorkloadInfo>& workload_registry() {
       {"torch_ddp", "torch_ddp", {"gloo", "nccl"}, &torch_ddp_args(),
        "the training loop on LibTorch c10d (TCPStore rendezvous; gloo: ProcessGroupGloo, nccl: ProcessGroupNCCL "
        "with torch's watchdog, heartbeat monitor and Flight Recorder, one GPU per rank)",
-       true, {{"nccl", "torch_ddp_nccl"}}, kLibTorchVersion},
+       true, {{"nccl", "torch_ddp_nccl"}}, kLibTorchVersion, {"gloo", "nccl"}},
       {"nccl_probe", "nccl_probe", {"nccl"}, [] { static const std::vector<ArgSpec> kNoArgs; return &kNoArgs; }(),
        "NCCL's CPU-side bootstrap on every rank (ncclGetUniqueId: socket interface selection), rank 0's id shared; "
        "built only where NCCL is found",
@@ -162,6 +162,7 @@ LoadOptions make_load_options() {
     o.known_workloads.push_back(w.name);
     auto& args = o.workload_args[w.name];
     for (const auto& a : *w.args) args[a.name] = a.type;
+    if (!w.flight_recorder_backends.empty()) o.flight_recorder_backends[w.name] = w.flight_recorder_backends;
   }
   for (const auto& i : injector_registry()) o.known_faults.push_back(i.kind);
   return o;

@@ -23,6 +23,9 @@ struct WorkloadInfo {
   std::vector<std::pair<std::string, std::string>> backend_binaries = {};
   // The LibTorch the binary was compiled against ("2.15.0"), empty for the others.
   std::string libtorch = {};
+  // Backends on which the ranks record torch's Flight Recorder and dump it to
+  // HANGLAB_FR_DUMP ([detect] flight_recorder; workloads/loop/flight_recorder.hpp).
+  std::vector<std::string> flight_recorder_backends = {};
 };
 
 // The executable's file name for one of the workload's backends.

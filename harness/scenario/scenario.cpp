@@ -8,6 +8,7 @@
 #include "scenario/scenario.hpp"
 
 #include "scenario/header_comments.hpp"
+#include "scenario/preflight_spec.hpp"
 
 #include "detect/registry.hpp"
 
@@ -31,7 +32,8 @@ namespace {
 
 using Allowed = std::initializer_list<std::string_view>;
 
-const Allowed kTopLevelKeys = {"scenario", "workload", "topology", "timeouts", "detect", "torch", "fault", "expect"};
+const Allowed kTopLevelKeys = {"scenario", "workload", "topology", "timeouts", "detect", "torch", "fault", "expect",
+                               "preflight"};
 const Allowed kTopologyKeys = {"nodes", "ranks_per_node", "second_nic"};
 const Allowed kDetectKeys = {"flight_recorder", "fr_buffer_size"};
 const Allowed kScenarioKeys = {"name", "description", "tags", "deadline_s"};
@@ -319,7 +321,9 @@ class Loader {
   void load_workload_args(const toml::table& args, const std::string& workload, WorkloadSpec& w);
   void load_topology(const toml::table& root, Scenario& sc);
   void load_timeouts(const toml::table& root, Timeouts& to);
-  void load_detect(const toml::table& root, DetectSpec& d);
+  void load_detect(const toml::table& root, const WorkloadSpec& w, DetectSpec& d);
+  bool records_fr(const WorkloadSpec& w) const;
+  std::string fr_capable_text() const;
   void load_torch(const toml::table& root, Scenario& sc);
   void load_faults(toml::table& root, std::vector<FaultSpec>& faults);
   void load_expect(const toml::table& root, ExpectSpec& ex);
@@ -342,16 +346,17 @@ void Loader::load(toml::table& root, Scenario& sc) {
     if (!contains(kTopLevelKeys, k.str()))
       error(k.source(), key_path("", k.str()),
             "unknown table (expected one of: [scenario], [workload], [topology], [timeouts], [detect], [torch], [[fault]], "
-            "[expect])");
+            "[expect], [preflight])");
   }
   load_scenario_table(root, sc);
   load_workload(root, sc.workload);
   load_topology(root, sc);
   load_timeouts(root, sc.timeouts);
-  load_detect(root, sc.detect);
+  load_detect(root, sc.workload, sc.detect);
   load_torch(root, sc);
   load_faults(root, sc.faults);
   load_expect(root, sc.expect);
+  load_preflight_table(root, file_, sc, errors_);
 }
 
 void Loader::load_scenario_table(const toml::table& root, Scenario& sc) {
@@ -574,7 +579,9 @@ void Loader::load_topology(const toml::table& root, Scenario& sc) {
     const toml::node& at = n ? *n : static_cast<const toml::node&>(*t);
     // srun's tasks are hanglab_rank_exec, which runs each rank under its wrapper (`ip netns
     // exec NODE`) as the local launcher does; torchrun runs one agent per node, in the node.
-    if (sc.workload.launcher != "local" && sc.workload.launcher != "torchrun" && sc.workload.launcher != "srun")
+    // A [preflight] scenario runs no ranks: mpirun starts one preflight per node, each in its node.
+    if (sc.workload.launcher != "local" && sc.workload.launcher != "torchrun" && sc.workload.launcher != "srun" &&
+        !(sc.workload.launcher == "mpirun" && root.get("preflight")))
       error(at, "topology.nodes",
             fmt::format("nodes > 1 runs with launcher = \"local\", \"torchrun\" (one agent per node) or \"srun\", not {}",
                         in_quotes(sc.workload.launcher)));
@@ -597,18 +604,34 @@ void Loader::load_timeouts(const toml::table& root, Timeouts& to) {
   if (auto v = number_at(*t, "eval_s", "timeouts", true)) to.eval_s = *v;
 }
 
-void Loader::load_detect(const toml::table& root, DetectSpec& d) {
+bool Loader::records_fr(const WorkloadSpec& w) const {
+  auto it = opts_.flight_recorder_backends.find(w.name);
+  return it != opts_.flight_recorder_backends.end() &&
+         std::find(it->second.begin(), it->second.end(), w.backend) != it->second.end();
+}
+
+std::string Loader::fr_capable_text() const {
+  std::string s;
+  for (const auto& [name, backends] : opts_.flight_recorder_backends)
+    s += (s.empty() ? "" : "; ") + name + " on " + join(backends);
+  return s.empty() ? std::string("none built here") : s;
+}
+
+void Loader::load_detect(const toml::table& root, const WorkloadSpec& w, DetectSpec& d) {
   const toml::table* t = table_at(root, "detect", "");
   if (!t) return;
   reject_unknown_keys(*t, "detect", kDetectKeys);
   if (const toml::node* n = t->get("flight_recorder")) {
     if (!n->is_boolean())
       type_error(*n, "detect.flight_recorder", "true or false");
-    else if (n->as_boolean()->get() && builtin_workload_)
-      // The built-in (LibTorch) workloads have no dump trigger yet; the Python ranks dump on
-      // HANGLAB_FR_DUMP (workloads/python_ddp/train.py).
-      error(*n, "detect.flight_recorder", "only with a bring-your-own command for now (a Python rank that dumps "
-                                          "to HANGLAB_FR_DUMP); the built-in workloads write no dump");
+    else if (n->as_boolean()->get() && builtin_workload_ && !w.name.empty() && !records_fr(w))
+      // The ranks dump to HANGLAB_FR_DUMP: torch_ddp's (workloads/loop/flight_recorder.hpp), a
+      // bring-your-own Python rank's (workloads/python_ddp/train.py). MPI and raw NCCL have no
+      // torch Flight Recorder.
+      error(*n, "detect.flight_recorder",
+            fmt::format("the built-in workload {} on backend {} has no torch Flight Recorder (only {}; or a "
+                        "bring-your-own command whose ranks dump to HANGLAB_FR_DUMP)",
+                        in_quotes(w.name), in_quotes(w.backend), fr_capable_text()));
     else
       d.flight_recorder = n->as_boolean()->get();
   }

@@ -135,6 +135,21 @@ struct TopologySpec {
   int node_of(int rank) const { return nodes > 1 && ranks_per_node > 0 ? rank / ranks_per_node : 0; }
 };
 
+// [preflight]: instead of the job, `hanglab preflight` runs once per [topology] node, started as the
+// node's first rank would be (its environment, wrappers, namespaces and cgroups, so every fault
+// that acts from launch is in force), and the verdict is preflight's: the checks in `fail` must
+// fail on `nodes` (and only there), nothing else may fail but `echoes`; with `fail` empty (a healthy
+// baseline) nothing may fail, warn or skip. run/preflight_run.cpp runs it.
+struct PreflightSpec {
+  double deadline_s = 10;             // preflight --deadline-s
+  std::vector<std::string> fail;      // checks that must fail
+  std::vector<int> nodes;             // on these nodes
+  std::vector<std::string> echoes;    // checks allowed to fail too, as consequences, on any node
+  std::vector<std::string> args;      // further preflight options, verbatim
+  bool ckpt = true;                   // --ckpt-dir = the run's checkpoint directory (HANGLAB_CKPT_DIR)
+  SourcePos pos;
+};
+
 struct Scenario {
   std::filesystem::path file;
   std::string source_text;       // exact bytes of the file (copied into the run dir)
@@ -149,6 +164,7 @@ struct Scenario {
   DetectSpec detect;
   TorchKnobs torch;  // [torch]: torch's environment knobs, set in every rank
   TopologySpec topology;
+  std::optional<PreflightSpec> preflight;
   std::vector<FaultSpec> faults;
   ExpectSpec expect;
 };
@@ -159,6 +175,9 @@ struct LoadOptions {
   // Known [workload.args] keys per built-in workload with their type:
   // "int" | "float" | "bool" | "string". Unknown args are a ConfigError.
   std::map<std::string, std::map<std::string, std::string>> workload_args;
+  // Built-in workloads whose ranks dump torch's Flight Recorder, with the backends they do it
+  // on ([detect] flight_recorder = true is refused for the others).
+  std::map<std::string, std::vector<std::string>> flight_recorder_backends;
 };
 
 // Parses and validates one scenario file. Throws ConfigError (file:line:col, key).

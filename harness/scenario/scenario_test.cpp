@@ -39,6 +39,7 @@ LoadOptions options() {
   LoadOptions o;
   o.known_workloads = {"torch_ddp", "mpi_ddp"};
   o.known_faults = {"kill_rank", "skip_collective"};
+  o.flight_recorder_backends["torch_ddp"] = {"gloo", "nccl"};
   o.workload_args["torch_ddp"] = {
       {"checkpoint_every", "int"}, {"lr", "float"}, {"verbose", "bool"}, {"model", "string"}};
   return o;
@@ -353,8 +354,13 @@ TEST_CASE("each class of bad input names the key and its line:col", "[scenario][
        "detect.fr_buffer_size", 6, 18, "only with flight_recorder = true"},
       {"[detect] fr_buffer_size zero", kByoWorkload + "[detect]\nflight_recorder = true\nfr_buffer_size = 0\n",
        "detect.fr_buffer_size", 7, 18, "must be between 1 and 1000000 (got 0)"},
-      {"[detect] flight_recorder with a built-in workload", kWorkload + "[detect]\nflight_recorder = true\n",
-       "detect.flight_recorder", 6, 19, "only with a bring-your-own command"},
+      {"[detect] flight_recorder on a built-in workload without torch",
+       "[workload]\nname = \"mpi_ddp\"\nbackend = \"mpi\"\n[detect]\nflight_recorder = true\n",
+       "detect.flight_recorder", 5, 19,
+       "the built-in workload \"mpi_ddp\" on backend \"mpi\" has no torch Flight Recorder (only torch_ddp on gloo, "
+       "nccl; or a bring-your-own command whose ranks dump to HANGLAB_FR_DUMP)"},
+      {"[detect] flight_recorder on torch_ddp over MPI", kWorkload + "backend = \"mpi\"\n[detect]\nflight_recorder = true\n",
+       "detect.flight_recorder", 7, 19, "the built-in workload \"torch_ddp\" on backend \"mpi\" has no torch Flight Recorder"},
       {"[detect] not a table", "detect = true\n" + kWorkload, "detect", 1, 10, "expected a table, got boolean"},
       {"unknown [expect] key", kWorkload + "[expect]\noutcome = \"hang\"\ndetect = []\n", "expect.detect", 7, 1,
        "unknown key"},
@@ -641,6 +647,16 @@ TEST_CASE("[detect] flight_recorder: off by default, buffer size 2000 unless set
   CHECK(sized.detect.fr_buffer_size == 64);
   Scenario explicit_off = load(kWorkload + "[detect]\nflight_recorder = false\n");
   CHECK_FALSE(explicit_off.detect.flight_recorder);
+}
+
+TEST_CASE("[detect] flight_recorder: torch_ddp records it on Gloo and on NCCL", "[scenario]") {
+  for (const char* backend : {"gloo", "nccl"}) {
+    Scenario sc = load(kWorkload + "backend = \"" + backend + "\"\n[detect]\nflight_recorder = true\nfr_buffer_size = 100\n");
+    CHECK(sc.detect.flight_recorder);
+    CHECK(sc.detect.fr_buffer_size == 100);
+  }
+  // The default backend is gloo.
+  CHECK(load(kWorkload + "[detect]\nflight_recorder = true\n").detect.flight_recorder);
 }
 
 TEST_CASE("[topology]: nodes spread the ranks evenly, and what cannot be is an error at its key", "[scenario]") {

@@ -120,6 +120,7 @@ std::vector<std::string> documented_env(const BackendSpec& spec) {
                                   "HANGLAB_DATA_DIR",
                                   "HANGLAB_CKPT_DIR",
                                   "HANGLAB_HOOKS"};
+  if (spec.fr_dumper) env.insert(env.end(), {"HANGLAB_FR_DUMP", "TORCH_FR_BUFFER_SIZE"});
   env.insert(env.end(), spec.extra_env.begin(), spec.extra_env.end());
   return env;
 }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "flight_recorder.hpp"
 #include "loader.hpp"
 
 namespace hanglab {
@@ -111,6 +112,8 @@ void fail(ErrorClass cls, const std::string& what) {
     coll = " (in " + p.op + " seq " + std::to_string(p.seq) + ", numel " + std::to_string(p.numel) + ")";
   }
   emit("error", fields);
+  // What the recorder holds now is the state that made the rank fail (a no-op unless armed).
+  fr_dump((std::string("the loop ended early: ") + error_class_name(cls)).c_str(), /*final=*/true);
   emit("exit", {{"code", code}});
   log_error("ERROR (%s) in %s at step %d: %s%s", error_class_name(cls), p.phase.c_str(), p.step, what.c_str(),
             coll.c_str());

@@ -603,6 +603,8 @@ int workload_main(int argc, char** argv, const BackendSpec& spec) {
                     {"workload", spec.workload}};
   if (!spec.built_with.empty()) start["built_with"] = spec.built_with;
   emit("start", start);
+  // Before the first thread (the heartbeat's, then the backend's): they inherit the mask.
+  fr_arm(spec.fr_dumper);
   // Started before the backend's init so that a rank stuck in MPI_Init or NCCL's
   // bootstrap still shows as alive-but-blocked. The heartbeat thread never calls into
   // the backend (MPI is initialised for FUNNELED use: only the training thread calls it).
@@ -613,6 +615,7 @@ int workload_main(int argc, char** argv, const BackendSpec& spec) {
     Hooks hooks = Hooks::from_env();
     Trainer trainer(options, env, hooks, spec);
     trainer.run();
+    fr_dump("end of training", /*final=*/true);
     // Leave from inside this scope so the Trainer (and its communicator) is never
     // destroyed: see fail().
     heartbeat.stop();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "exit_codes.hpp"
+#include "flight_recorder.hpp"
 
 namespace hanglab {
 
@@ -91,6 +92,9 @@ struct BackendSpec {
   // Builds the communicator, inside phase `init`. Throws CollectiveError or any
   // exception (classified rendezvous, exit 12).
   std::function<std::unique_ptr<Collectives>(const RankEnv&)> connect;
+  // torch's Flight Recorder dump of this backend (flight_recorder.hpp); unset: the backend
+  // has none (mpi_ddp, nccl_ddp), and HANGLAB_FR_DUMP is ignored.
+  FrDumper fr_dumper;
 };
 
 // RANK/WORLD_SIZE (or the launcher's identity), MASTER_*, HANGLAB_* (exposed for tests).

@@ -7,7 +7,11 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupWrapper.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/debug.h>
+#if __has_include(<torch/headeronly/version.h>)
 #include <torch/headeronly/version.h>
+#else
+#include <torch/version.h>  // torch before the header-only split
+#endif
 #include <ATen/ATen.h>
 
 #include <chrono>

@@ -3,6 +3,10 @@
 // (backends/c10d), one Gloo device per GLOO_SOCKET_IFNAME interface, the collective
 // timeout as the backend timeout. Gloo's own errors and timeouts ("Connection reset by
 // peer", "Timed out waiting ... for recv operation to complete") are what a rank reports.
+// Flight Recorder: ProcessGroupGloo records every collective into libtorch_cpu's recorder
+// when TORCH_FR_BUFFER_SIZE > 0; c10d::dump_fr_trace (what Python's _dump_fr_trace calls)
+// returns its pickle, which the loop writes to HANGLAB_FR_DUMP (loop/flight_recorder.hpp).
+#include <torch/csrc/distributed/c10d/FlightRecorder.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <cstdlib>
@@ -46,6 +50,10 @@ std::unique_ptr<Collectives> connect(const RankEnv& env) {
     }
     c10::intrusive_ptr<c10d::Backend> pg =
         c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts);
+    // As init_process_group names the default group after building its backend
+    // (ProcessGroup::setGroupName/setGroupDesc): the Flight Recorder's entries carry it.
+    pg->setGroupUid("0");
+    pg->setGroupDesc("default_pg");
     std::string description = "gloo, world_size " + std::to_string(env.world_size) + ", collective timeout " +
                               std::to_string(env.collective_timeout.count()) + " ms";
     pg = c10d_apply_debug_level(pg, store, env, description);
@@ -64,5 +72,7 @@ int main(int argc, char** argv) {
   spec.notes =
       "--backend=nccl is the torch_ddp_nccl binary (ProcessGroupNCCL), built where the venv's torch has CUDA.";
   spec.connect = hanglab::connect;
+  // _dump_fr_trace(includeCollectives=True, includeStackTraces=True), as the Python ranks dump.
+  spec.fr_dumper = [] { return c10d::dump_fr_trace(true, true, false); };
   return hanglab::c10d_workload_main(argc, argv, spec);
 }
