@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # e2e.determinism: the same run gives the same answer, however fast a launcher tears the
 # survivors down. A third-party program (Lightning's Trainer under torchrun, progress by epoch
-# from rank 0 only: scenarios/thirdparty/lightning_epochs_*.toml) runs 10 times for each of a
-# kill, a freeze and a slow checkpoint, three at once (each run is the others' load). Every run
-# must pass, and the ten answers of a scenario must be one: triage's category, cause, phase,
-# scope, missing ranks and every rank's liveness, and the first detector. Under torchrun a
-# SIGKILLed rank's peer is stopped by torchrun within its monitor interval, sometimes before it
-# prints its traceback: what decides the phase is recorded before any teardown
-# (detect/snapshot.hpp) so that it cannot depend on that race.
-# usage: e2e_determinism_test.sh HANGLAB SOURCE_DIR OUT_DIR [RUNS]   (exit 4: skipped)
+# from rank 0 only: scenarios/thirdparty/lightning_epochs_*.toml) runs RUNS (10) times, JOBS at
+# once (each run is the others' load; ports, cgroups and namespaces are leased per run). Every run
+# must pass, and the answers of a scenario must be one: triage's category, cause, phase, scope,
+# missing ranks and every rank's liveness, and the first detector. Under torchrun a SIGKILLed
+# rank's peer is stopped by torchrun within its monitor interval, sometimes before it prints its
+# traceback: what decides the phase is recorded before any teardown (detect/snapshot.hpp) so
+# that it cannot depend on that race.
+# CTest runs the kill (the case where the launcher's teardown races the evidence; ~2 min on 2
+# cores); HANGLAB_DETERMINISM_SCENARIOS="kill_rank freeze_rank slow_checkpoint" runs the three
+# of issue 23 (about 3x as long).
+# usage: e2e_determinism_test.sh HANGLAB SOURCE_DIR OUT_DIR [RUNS] [JOBS]   (exit 4: skipped)
 set -uo pipefail
-hanglab=$1 src=$2 out=$3 runs=${4:-10}
+hanglab=$1 src=$2 out=$3 runs=${4:-10} jobs=${5:-5}
 rm -rf "$out" && mkdir -p "$out"
 scenarios=()
-for s in kill_rank freeze_rank slow_checkpoint; do
+for s in ${HANGLAB_DETERMINISM_SCENARIOS:-kill_rank}; do
   scenarios+=("$src/scenarios/thirdparty/lightning_epochs_$s.toml")
 done
-"$hanglab" run "${scenarios[@]}" --repeat "$runs" -j 3 --json --results "$out/runs" > "$out/matrix.json" 2> "$out/stderr.txt"
+"$hanglab" run "${scenarios[@]}" --repeat "$runs" -j "$jobs" --json --results "$out/runs" > "$out/matrix.json" 2> "$out/stderr.txt"
 rc=$?
 [ "$rc" = 2 ] && { cat "$out/stderr.txt"; echo "FAIL: the scenarios did not load"; exit 1; }
 python3 - "$out/matrix.json" "$runs" <<'PY'

@@ -13,11 +13,17 @@ namespace fs = std::filesystem;
 void write_snapshot(const SnapshotInput& in, const std::vector<RankWatch*>& ranks, const HarnessWatchdog& watchdog,
                     const StackSampler* stacks) {
   nlohmann::json rj = nlohmann::json::array();
+  // The job progressed after a sample older than this: the ranks have been elsewhere since (a
+  // fast loop passes a step per sampling period), so such a sample tells where a rank was, not
+  // where it is, and the phase it would name depends on how the sampling fell.
+  const double job_progress_t = watchdog.last_progress_mono() + in.mono_to_unix;
   for (const RankWatch* r : ranks) {
     nlohmann::json j = watchdog.rank_json(*r, in.mono_to_unix);
     const StackSample* s = stacks ? stacks->latest(r->rank) : nullptr;
-    // Only a sample from before the cause, and recent: what the rank was doing then.
-    const bool usable = s && s->pid == r->pid && s->t <= in.t && in.t - s->t <= 2 * in.sample_period_s + 1;
+    // Only a sample from before the cause, recent, and taken since the job last progressed:
+    // what the rank was doing then.
+    const bool usable = s && s->pid == r->pid && s->t <= in.t && in.t - s->t <= 2 * in.sample_period_s + 1 &&
+                        s->t >= job_progress_t;
     if (usable) {
       j["stack_sample"] = {{"t", s->t},
                            {"file", fmt::format("ranks/{}/stack.sample.txt", r->rank)},

@@ -201,6 +201,18 @@ void Supervisor::launch_all() {
 }
 
 void Supervisor::detect(std::string_view detector, int rank, const std::string& detail, double t) {
+  // What a rank reports after the teardown began is the teardown's doing (a peer's socket
+  // closed by our SIGTERM/SIGKILL, torchrun stopping its workers), not the fault's: it is kept
+  // in the log, not counted as a detection, so that the verdict cannot depend on how fast the
+  // ranks die. Output written before the teardown was drained before its first signal.
+  if (in_teardown_ && t >= teardown_t_) {
+    harness_log_.write({{"t", t},
+                        {"ev", "detect_after_teardown"},
+                        {"detector", detector},
+                        {"rank", rank},
+                        {"detail", detail}});
+    return;
+  }
   for (const auto& d : facts_.detections)
     if (d.detector == detector && d.rank == rank) return;
   facts_.detections.push_back({std::string(detector), rank, t, detail});
@@ -448,6 +460,8 @@ void Supervisor::console_signal(const Rank& r, int signo, const std::string& rea
 
 void Supervisor::teardown(const std::string& reason) {
   if (in_teardown_ && reason != "error") return;
+  // Lines the ranks wrote before this moment are read now, so that they still count.
+  if (!in_teardown_) pump_output(0);
   in_teardown_ = true;
   facts_.teardown_reason = reason;
   teardown_t_ = unix_now();

@@ -374,3 +374,22 @@ TEST_CASE("the first detection writes the pre-teardown snapshot: each rank's ker
   CHECK(stack.find("# state: S") != std::string::npos);
   CHECK(f.teardown_reason == "deadline");
 }
+
+TEST_CASE("what a rank reports after the teardown began is the teardown's doing, not a detection") {
+  // Both ranks print a backend error line when our SIGTERM reaches them (as a Gloo peer does
+  // when the teardown closes its socket); one of them printed a real one before.
+  auto dir = fresh_dir("after_teardown");
+  auto sc = shell_scenario(
+      2, "trap 'echo \"Connection reset by peer (on SIGTERM)\"; exit 1' TERM; "
+         "if [ $RANK = 1 ]; then echo \"Connection closed by peer (before)\"; fi; sleep 30 & wait");
+  sc.deadline_s = 1.5;
+  Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+  RunFacts f = sup.run();
+  CHECK(f.teardown_reason == "deadline");
+  const Detection* before = find_detection(f, "backend_error", 1);
+  REQUIRE(before != nullptr);
+  CHECK(before->detail.find("(before)") != std::string::npos);
+  CHECK(find_detection(f, "backend_error", 0) == nullptr);
+  CHECK(read_file(dir / "ranks/0/stdout.log").find("(on SIGTERM)") != std::string::npos);
+  CHECK(read_file(dir / "harness.jsonl").find("detect_after_teardown") != std::string::npos);
+}
