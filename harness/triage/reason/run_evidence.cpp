@@ -277,7 +277,15 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
         continue;
       }
       const std::string k = s.klass();
+      // A survivor whose collective failed on a peer's closed connection was waiting on the
+      // dead peer when it learned of the death. That is later evidence than a stack sampled
+      // before the death, which in a fast loop is as likely a compute frame as a collective.
+      const bool failed_on_dead_peer =
+          !culprits.empty() && s.o && std::any_of(s.o->log_hits.begin(), s.o->log_hits.end(), [](const LogHit& h) {
+            return h.tag == "comm_closed";
+          });
       if (k == "stopped") t.liveness = "frozen";
+      else if (failed_on_dead_peer) t.liveness = "hung";
       else if (k == "io" || k == "data" || k == "compute") t.liveness = "slow";
       else if (k == "collective" || k == "init") t.liveness = "hung";
     }
