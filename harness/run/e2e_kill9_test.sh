@@ -26,6 +26,11 @@ ours() {
   done
   [ -n "${1:-}" ] && pgrep -P "$1"
 }
+# Names of one kind (netns, netdev) a live run recorded in its state file (JSON lines).
+state_names() {
+  cat "$HANGLAB_STATE_DIR"/$1-*.jsonl 2>/dev/null | grep "\"op\": *\"$2\"" |
+    sed -n 's/.*"name": *"\([^"]*\)".*/\1/p' | sort -u
+}
 ns_of() { readlink "/proc/$1/ns/mnt" "/proc/$1/ns/net" 2>/dev/null; }
 
 scenario() {  # NAME FAULT-TOML...
@@ -156,7 +161,9 @@ for name in throttle_cpu oom_rank freeze_rank slow_storage tiny_shm disk_full po
   done
   nss=$(printf '%s\n' $nss | sort -u)
   # Named network namespaces and interfaces of the run's nodes ([topology]).
-  netns=$(ip netns list 2>/dev/null | awk '{print $1}' | grep "^hanglab-") links=$(ip -o link 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep "^hl")
+  # Only those the run's own state file records: preflight scenarios run beside this test
+  # without a lock and lease namespaces and interfaces of their own.
+  netns=$(state_names "$hl" netns | grep "^hanglab-") links=$(state_names "$hl" netdev | grep "^hl")
   [ -n "$procs" ] || fail "$name: no process of the run found"
   if [ $i -eq 1 ]; then
     # A live run is never swept.

@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -87,6 +88,12 @@ bool is_run_dir(const fs::path& d) {
   return fs::is_directory(d / "ranks", ec) && fs::exists(d / "harness.jsonl", ec);
 }
 
+bool is_preflight_run(const fs::path& d) {
+  std::ifstream in(d / "run.json");
+  const auto run = nlohmann::json::parse(in, nullptr, false);
+  return run.is_object() && run.contains("preflight") && !run["preflight"].is_null();
+}
+
 std::string ranks_text(const nlohmann::json& v) { return v.is_array() ? v.dump() : "?"; }
 
 }  // namespace
@@ -120,10 +127,16 @@ int main(int argc, char** argv) {
   int undecided = 0;
   std::printf("%-28s %-42s %-42s %s\n", "scenario", "full triage (trace)", "logs only (stdout/stderr)", "verdict");
   for (const auto& dir : runs) {
+    const std::string name = dir.parent_path().filename().string();
+    if (is_preflight_run(dir)) {
+      // A [preflight] scenario runs `hanglab preflight` on each node instead of the ranks: no
+      // training log to read, so nothing to compare (its verdict is the checks').
+      std::printf("%-28s preflight only: no rank logs to compare\n", name.c_str());
+      continue;
+    }
     std::string full_out, logs_out;
     const int rc1 = run_capture({hanglab, "triage", "--format", "json", dir.string()}, &full_out);
     const int rc2 = run_capture({hanglab, "triage", "--logs-only", "--format", "json", dir.string()}, &logs_out);
-    const std::string name = dir.parent_path().filename().string();
     if (rc1 != 0 || rc2 != 0) {
       std::printf("%-28s triage failed (exit %d / %d)\n", name.c_str(), rc1, rc2);
       ++bad;
