@@ -6,12 +6,24 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 namespace hanglab {
 
 namespace {
+
+// The share of a core one runnable task gets now: cores / the 1-minute load, at most 1.
+double cpu_share_under_load() {
+  static const double cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+  double load1 = 0;
+  if (FILE* f = std::fopen("/proc/loadavg", "re")) {
+    if (std::fscanf(f, "%lf", &load1) != 1) load1 = 0;
+    std::fclose(f);
+  }
+  return std::clamp(cores / std::max(load1, cores), 0.05, 1.0);
+}
 
 // One small /proc file into buf; -1 when it cannot be read (the thread or process is gone,
 // or permission is missing).
@@ -265,7 +277,10 @@ void LivenessSampler::sample_one(const Target& t, double now_mono) {
     a.pid = t.pid;
     a.comm = "(ended children)";
     a.state = 'Z';
-    a.cpu = a.demand = static_cast<double>(reaped_delta) / ticks_per_s / dt;
+    a.cpu = static_cast<double>(reaped_delta) / ticks_per_s / dt;
+    // A reaped child's wait for a CPU went with it (its schedstat is gone): on a loaded machine
+    // it ran only the share the load left it, so what it wanted is its CPU over that share.
+    a.demand = a.cpu / cpu_share_under_load();
     a.run_ms = o_.busy_run_ms;  // unknown: they ran, and they are gone
     if (a.demand >= o_.busy_demand) live.busy.push_back(std::move(a));
   }
