@@ -1,5 +1,7 @@
 #include "util.hpp"
 
+#include "signal_name.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -190,6 +192,11 @@ std::string run_tool_checked(const std::vector<std::string>& argv) {
     throw std::runtime_error(fmt::format("`{}` failed (status {}): {}", cmd, r.status, r.output));
   }
   return r.output;
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sig > 0 ? ::sigabbrev_np(sig) : nullptr;
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
 }  // namespace hanglab

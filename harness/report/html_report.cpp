@@ -15,6 +15,7 @@
 #include "detect/registry.hpp"
 #include "run/run_record.hpp"
 #include "triage/triage.hpp"
+#include "signal_name.hpp"
 #include "util.hpp"
 
 namespace hanglab {
@@ -103,11 +104,6 @@ std::string phase_color(const std::string& p) {
   if (p == "init") return "#7f93ad";
   if (p == "shutdown") return "#a9b1bb";
   return "#bbb";
-}
-
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
 std::string fmt_s(double s) { return fmt::format("{:.2f}", s); }

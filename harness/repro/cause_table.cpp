@@ -4,6 +4,8 @@
 // detector is the one that scenario's [expect] names first.
 #include "repro/cause_table.hpp"
 
+#include <fmt/format.h>
+
 namespace hanglab::repro {
 
 namespace {
@@ -325,6 +327,9 @@ std::vector<CauseRow> build_table() {
   store.why = "one node cannot reach the store's port: the store host waits for the world until init_s "
               "(scenarios/net_store_unreachable.toml)";
   t.push_back({"rendezvous", "rendezvous_timeout", {store}, "", ""});
+  // A store port that no packet reaches from one node: its ranks' connects are refused or time out.
+  t.push_back({"rendezvous", "store_unreachable", {store}, "", ""});
+  t.push_back({"rendezvous", "connection_refused", {store}, "", ""});
 
   Recipe addr;
   addr.id = "wrong_addr";
@@ -344,6 +349,281 @@ std::vector<CauseRow> build_table() {
              "(scenarios/wrong_master_addr.toml); its log reads as a store timeout, its record names the address";
   t.push_back({"rendezvous", "store_timeout", {addr}, "", ""});
   t.push_back({"rendezvous", "wrong_master_addr", {addr}, "", ""});
+  // -- Causes triage names (model/causes.hpp) whose mechanism a shipped scenario shows.
+  Recipe dup;
+  dup.id = "duplicate_rank";
+  dup.fault = "duplicate_rank";
+  dup.default_role = "last";
+  dup.at_step = false;
+  dup.min_world = 2;  // the culprit's slot is started as another rank (as_rank: the rank below it)
+  dup.init_s = 4;
+  dup.collective_s = 3;
+  dup.progress_s = 6;
+  dup.deadline_s = 60;
+  dup.detector = "exit_monitor";  // the outcome (crash or hang) is a race of the two processes' connects
+  dup.category = "rendezvous";
+  dup.cause = "duplicate_rank";
+  dup.phase = "init";
+  dup.why = "the culprit's slot is launched with another rank's RANK: that rank exists twice, the culprit not at all; "
+            "Gloo's full-mesh connect breaks in init (scenarios/duplicate_rank.toml)";
+  t.push_back({"rendezvous", "duplicate_rank", {dup}, "", ""});
+
+  Recipe port;
+  port.id = "port_in_use";
+  port.fault = "port_in_use";
+  port.default_role = "first";  // the store's host: rank 0
+  port.at_step = false;
+  port.init_s = 4;
+  port.collective_s = 3;
+  port.progress_s = 6;
+  port.deadline_s = 60;
+  port.outcome = "hang";
+  port.detector = "exit_monitor";
+  port.category = "rendezvous";
+  port.cause = "address_in_use";
+  port.phase = "init";
+  port.why = "another process holds MASTER_PORT when the job starts: rank 0 cannot bind the store (\"Address already "
+             "in use\"), the other ranks connect to the holder and block in init (scenarios/port_in_use.toml)";
+  t.push_back({"rendezvous", "address_in_use", {port}, "", ""});
+  Recipe quiet = port;
+  quiet.ranked = "a store that accepts connections and never answers leaves every rank in init without an error; "
+                 "the reproduction's logs also show rank 0's bind error (address_in_use)";
+  t.push_back({"rendezvous", "stuck_in_rendezvous", {quiet}, "", ""});
+
+  Recipe dns;
+  dns.id = "dns_failure";
+  dns.fault = "dns_failure";
+  dns.targets = "node";
+  dns.default_role = "last";
+  dns.at_step = false;
+  dns.nodes = 2;
+  dns.store_node = false;  // the other node hosts the store under the name's real address
+  dns.tags = {"net"};
+  dns.init_s = 10;
+  dns.progress_s = 60;
+  dns.outcome = "crash";
+  dns.detector = "exit_monitor";
+  dns.category = "rendezvous";
+  dns.cause = "dns_failure";
+  dns.phase = "init";
+  dns.why = "a node's ranks get MASTER_ADDR as a host name their resolver cannot resolve: c10d's \"Temporary failure "
+            "in name resolution\" in init (scenarios/net_dns_failure.toml)";
+  t.push_back({"rendezvous", "dns_failure", {dns}, "", ""});
+
+  Recipe late;
+  late.id = "late_joiner";
+  late.fault = "late_joiner";
+  late.default_role = "middle";
+  late.at_step = false;
+  late.min_world = 2;
+  late.keys = "delay_s = 8";
+  late.init_s = 4;
+  late.collective_s = 3;
+  late.progress_s = 15;
+  late.deadline_s = 60;
+  late.outcome = "crash";
+  late.detector = "exit_monitor";
+  late.category = "rendezvous";
+  late.cause = "late_joiner";
+  late.phase = "init";
+  late.why = "the rank starts 8 s after its peers, twice the rendezvous timeout: the store's verdict names it missing "
+             "and it finds no store when it comes (scenarios/late_joiner.toml)";
+  t.push_back({"rendezvous", "late_joiner", {late}, "", ""});
+  Recipe never = late;
+  never.ranked = "a rank that never joined is one whose start outlasted its peers' rendezvous: the reproduction's "
+                 "record sees it start late and names it late_joiner";
+  t.push_back({"rendezvous", "rank_never_started", {never}, "", ""});
+  t.push_back({"rendezvous", "stale_rendezvous", {},
+               "a second incarnation of the job (a restart or requeue) that finds the earlier run's store and arrival "
+               "count at the same address; hanglab starts every run with a fresh store",
+               "stale_store"});
+  t.push_back({"rendezvous", "rendezvous_error", {},
+               "a process-group creation that the backend itself rejects (a bad init_method URL, an unsupported "
+               "device); no fault makes the backend refuse its arguments",
+               "pg_init_error"});
+
+  Recipe mtu;
+  mtu.id = "mtu_mismatch";
+  mtu.fault = "mtu_mismatch";
+  mtu.targets = "node";
+  mtu.default_role = "last";
+  mtu.at_step = false;
+  mtu.nodes = 2;
+  mtu.tags = {"net"};
+  mtu.init_s = 15;
+  mtu.outcome = "hang";
+  mtu.detector = "backend_timeout";
+  mtu.category = "network";
+  mtu.cause = "mtu_mismatch";
+  mtu.phase = "training";
+  mtu.why = "every node set to MTU 9000 while one node's port carries 1500: small packets pass, the first large "
+            "transfer never arrives (scenarios/net_mtu_mismatch.toml)";
+  t.push_back({"network", "mtu_mismatch", {mtu}, "", ""});
+
+  Recipe loss;
+  loss.id = "packet_loss";
+  loss.fault = "packet_loss";
+  loss.targets = "node";
+  loss.default_role = "last";
+  loss.fault_step = 3;
+  loss.nodes = 2;
+  loss.keys = "percent = 60";
+  loss.tags = {"net"};
+  loss.init_s = 15;
+  loss.outcome = "hang";
+  loss.detector = "backend_timeout";
+  loss.category = "network";
+  loss.cause = "packet_loss";
+  loss.phase = "training";
+  loss.why = "60 % of a node's packets lost each way: TCP's retransmissions back off past the collective timeout "
+             "(scenarios/net_packet_loss.toml)";
+  t.push_back({"network", "packet_loss", {loss}, "", ""});
+  Recipe links = loss;
+  links.ranked = "link errors that no death explains: a lossy link between the nodes; the reproduction's probe names it "
+                 "packet_loss";
+  t.push_back({"network", "comm_error", {links}, "", ""});
+  Recipe cut = part;
+  cut.ranked = "every rank of every node waiting is what a cut between the nodes leaves; the reproduction's probe "
+               "names the partition";
+  t.push_back({"network", "internode_timeout", {cut}, "", ""});
+
+  // A peer's advertised address that has no route: scenarios/net_wrong_ifname_exists.toml runs it with
+  // [topology] second_nic = true, which a recipe cannot set yet.
+  t.push_back({"network", "host_unreachable", {},
+               "two nodes with a second interface each ([topology] second_nic = true) and the ranks of one "
+               "advertising it (wrong_socket_ifname ifname = \"eth1\"): scenarios/net_wrong_ifname_exists.toml; "
+               "a recipe cannot set second_nic",
+               "recipe_second_nic"});
+
+  // A non-zero exit whose reason the logs lack: an exception is the usual one.
+  Recipe nonzero = exc;
+  nonzero.ranked = "a non-zero exit with no reason in the logs is most often an unhandled exception";
+  t.push_back({"rank_exit", "nonzero_exit", {nonzero}, "", ""});
+  t.push_back({"rank_exit", "cuda_error", {}, "a CUDA GPU (the error is the device's: an illegal access, an Xid)",
+               "cuda_error"});
+  t.push_back({"rank_exit", "usage_error", {},
+               "a rank given bad arguments or environment by its launch (a per-rank config typo); no fault passes a "
+               "rank bad arguments",
+               "bad_rank_args"});
+
+  // Alive outside the collective its peers wait in.
+  Recipe sleepy = frozen;
+  sleepy.ranked = "alive but never entering the collective: a stopped rank is the fault that leaves it so";
+  t.push_back({"straggler", "unresponsive", {sleepy}, "", ""});
+  Recipe ckpt_stuck = ckpt;
+  ckpt_stuck.ranked = "a rank alive in its checkpoint save while its peers wait: the save's writes stall on slow storage";
+  t.push_back({"straggler", "stuck_in_checkpoint", {ckpt_stuck}, "", ""});
+  Recipe busy;
+  busy.id = "throttle_hang";
+  busy.fault = "throttle_cpu";
+  busy.fault_step = 3;
+  busy.steps = 10;
+  busy.keys = "cpu_percent = 2";
+  busy.args = "compute = \"burn\"\nstep_ms = 150";
+  busy.tags = {"cgroup"};
+  busy.progress_s = 15;
+  busy.deadline_s = 120;
+  busy.outcome = "hang";
+  busy.detector = "backend_timeout";
+  busy.category = "straggler";
+  busy.cause = "slow_rank";  // or stuck_in_backward, when it has not reached the allreduce when its peers time out
+  busy.phase = "training";
+  busy.why = "2 % of a CPU for a rank that burns 150 ms a step: its compute outlasts its peers' collective timeout "
+             "(scenarios/throttle_cpu_hang.toml)";
+  for (const char* c : {"stuck_in_forward", "stuck_in_backward", "stuck_in_optimizer"})
+    t.push_back({"straggler", c, {busy}, "", ""});
+  for (const char* c : {"stuck_in_init", "stuck_in_eval", "stuck_in_shutdown", "stuck_in_unknown"}) {
+    Recipe r = frozen;
+    r.ranked = "alive outside the collective in a phase the built-in loop cannot hold one rank in: a stopped rank in "
+               "training is the nearest mechanism";
+    t.push_back({"straggler", c, {r}, "", ""});
+  }
+  Recipe job_slow = slow;
+  job_slow.ranked = "the whole job slowed: one throttled rank paces every peer in synchronous training";
+  t.push_back({"straggler", "slowdown", {job_slow}, "", ""});
+
+  t.push_back({"data_loading", "data_error", {},
+               "input data that is unreadable or malformed on one rank; no fault corrupts the workload's data",
+               "corrupt_data"});
+  // One rank's data loading stalled alone: slow_storage's data directory is the workload's, shared by
+  // the ranks of a host, so a stall there holds them all (run: a 12 s read stall on rank 1's data
+  // directory held ranks 0-2, rank 3 timed out, triage said straggler/slow_rank for ranks 0-2).
+  t.push_back({"data_loading", "data_loader_stall", {},
+               "a stall of one rank's own input pipeline (a per-rank data directory or a DataLoader worker that "
+               "blocks); slow_storage on the shared data directory holds every rank of the host",
+               "data_loader_stall"});
+  t.push_back({"data_loading", "data_loader_crash", {},
+               "a DataLoader worker that dies on its own (a crash in a dataset's __getitem__); no fault kills one "
+               "worker",
+               "kill_dataloader_worker"});
+  t.push_back({"data_loading", "oom", {},
+               "a DataLoader worker OOM-killed while its rank lives (oom_rank limits the rank's own memory)",
+               "oom_dataloader_worker"});
+
+  t.push_back({"resource_limit", "preemption", {},
+               "a Slurm partition with preemption configured (a higher-priority job taking the nodes)", "preempt_job"});
+  t.push_back({"resource_limit", "resource_limit", {},
+               "the limit itself, which the answer does not name (resource_limit with no finer cause)",
+               "unnamed_limit"});
+  Recipe stop = limit;
+  stop.ranked = "a job stopped from outside by a signal to its launcher: Slurm's time limit sends it, and the "
+                "reproduction's logs name the limit (time_limit)";
+  t.push_back({"rank_exit", "external_signal", {stop}, "", ""});
+  // Causes the message catalogue names from its emitters' sources, whose mechanism is inside the library
+  // or hardware that prints them: not reproducible with hanglab's CPU faults.
+  struct Missing {
+    const char *category, *cause, *needs, *fault;
+  };
+  static const Missing kNotHere[] = {
+      {"rendezvous", "duplicate_gpu", "two ranks on one CUDA GPU under NCCL (a CUDA GPU)", "duplicate_gpu"},
+      {"rendezvous", "invalid_device", "more ranks on a node than it has CUDA GPUs (a CUDA GPU)", "invalid_device"},
+      {"rendezvous", "launch_error", "a launcher that cannot start processes (its daemons, a bad binary path)",
+       "launch_failure"},
+      {"rendezvous", "pmi_error", "a PMI/PMIx server of the launcher that fails (Slurm's or Open MPI's)", "pmi_failure"},
+      {"rendezvous", "mpi_init_error", "an MPI_Init that fails (a broken MPI installation or fabric)", "mpi_init_failure"},
+      {"rendezvous", "bootstrap_error", "NCCL's socket bootstrap (a CUDA GPU)", "nccl_bootstrap_failure"},
+      {"rendezvous", "socket_error", "a socket call of the store or bootstrap that fails by itself (fd limits, kernel)",
+       "socket_failure"},
+      {"rendezvous", "nccl_init_hang", "NCCL's communicator set-up (a CUDA GPU)", "nccl_init_stall"},
+      {"network", "socket_error", "a transport socket call that fails by itself", "socket_failure"},
+      {"network", "connection_failed", "a transport (UCX, NCCL, Open MPI's TCP BTL) that cannot connect to a peer",
+       "connect_failure"},
+      {"network", "ib_config", "InfiniBand/RoCE hardware (device, port, GID)", "ib_misconfig"},
+      {"network", "slurm_rpc_error", "Slurm's daemons on several hosts with a network between them", "slurm_rpc_cut"},
+      {"network", "ucx_error", "UCX as the transport (Open MPI's UCX PML, a GPU cluster's fabric)", "ucx_failure"},
+      {"network", "ucx_no_transport", "UCX with no usable transport between two peers", "ucx_no_transport"},
+      {"network", "net_plugin_error", "an NCCL network plugin (a CUDA GPU and its NIC)", "nccl_net_plugin_failure"},
+      {"network", "net_device_mismatch", "NCCL choosing different NICs per rank (a CUDA GPU)", "nic_mismatch"},
+      {"network", "message_truncated", "a transport receiving more than it posted (a library bug)", "truncate_message"},
+      {"network", "tls_error", "Gloo's TLS transport with certificates", "tls_failure"},
+      {"network", "address_in_use", "a transport's own port in use (UCX, Open MPI's TCP BTL)", "transport_port_in_use"},
+      {"network", "dns_failure", "a transport resolving a peer by name", "transport_dns_failure"},
+      {"rank_exit", "nccl_internal_error", "NCCL's internal checks (a CUDA GPU)", "nccl_internal_failure"},
+      {"rank_exit", "internal_error", "a library's internal check failing (a bug)", "library_bug"},
+      {"rank_exit", "ucx_error", "UCX as the transport", "ucx_failure"},
+      {"rank_exit", "launch_error", "a launcher failing to set a rank up (slurmstepd's task set-up)", "launch_failure"},
+      {"rank_exit", "topology_error", "NCCL's topology detection (GPUs, PCI, NVLink)", "topology_failure"},
+      {"rank_exit", "io_forwarding_error", "a launcher's I/O forwarding failing (srun, mpirun)", "io_forwarding_failure"},
+      {"rank_exit", "driver_error", "a CUDA or NIC driver", "driver_failure"},
+      {"rank_exit", "system_error", "a system call failing by itself (fd or memory limits of the kernel)",
+       "syscall_failure"},
+      {"rank_exit", "exited_without_finalize", "an MPI program that exits without MPI_Finalize (the built-in loop "
+                                               "always finalizes)",
+       "skip_finalize"},
+      {"rank_exit", "auth_error", "Slurm's munge authentication", "munge_failure"},
+      {"rank_exit", "mpi_error", "an MPI call failing (a broken fabric or a bug)", "mpi_failure"},
+      {"rank_exit", "mpi_abort", "a program that calls MPI_Abort (the built-in loop never does)", "mpi_abort"},
+      {"rank_exit", "nvls_error", "NVLink SHARP (a multi-GPU NVSwitch system)", "nvls_failure"},
+      {"rank_exit", "nccl_version_mismatch", "two NCCL versions in one job (a CUDA GPU)", "nccl_version_mix"},
+      {"rank_exit", "hardware_error", "the hardware reporting an error (ECC, a NIC)", "hardware_fault"},
+      {"resource_limit", "allocation_failed", "a library's own allocator failing (pinned memory, a pool)",
+       "pinned_memory_limit"},
+      {"resource_limit", "fd_exhausted", "a process at its open-file limit (ulimit -n): no fault lowers it",
+       "fd_limit"},
+  };
+  for (const auto& m : kNotHere) t.push_back({m.category, m.cause, {}, m.needs, m.fault});
+  t.push_back({"resource_limit", "oom", {oom}, "", ""});
+
   t.push_back({"rendezvous", "unique_id_exchange", {},
                "ProcessGroupNCCL (a CUDA GPU): the ncclUniqueId exchange through the store exists only there; on a "
                "GPU runner store_unreachable with backend = \"nccl\"",
@@ -356,6 +636,15 @@ std::vector<CauseRow> build_table() {
 const std::vector<CauseRow>& cause_table() {
   static const std::vector<CauseRow> t = build_table();
   return t;
+}
+
+std::string no_recipe_reason(const std::string& category, const std::string& cause) {
+  if (category == "unknown")
+    return fmt::format("unknown/{} names no mechanism to reproduce: what it proves is in the answer's notes; an answer "
+                       "that names absent ranks is reproduced by absence (absence_recipes)",
+                       cause);
+  if (category == "none") return "none/none: nothing failed, there is nothing to reproduce";
+  return "";
 }
 
 const CauseRow* find_cause(const std::string& category, const std::string& cause) {
@@ -411,6 +700,9 @@ const std::vector<Refinement>& refinements() {
       {"checkpoint_stall", "slow_rank", 0, "checkpoint",
        "the log reader calls a save that some ranks wait for a checkpoint stall because it cannot see the saving "
        "rank; the run record names that rank, slow in its checkpoint phase"},
+      {"stuck_in_checkpoint", "slow_rank", 0, "checkpoint",
+       "the log reader sees the saving rank stuck in its save (no end line) while its peers wait; the run record "
+       "measures it, slow in its checkpoint phase"},
   };
   return v;
 }

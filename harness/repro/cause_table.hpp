@@ -59,6 +59,11 @@ struct CauseRow {
   std::string missing_fault;    // ... and the fault the catalog lacks for it
 };
 
+// Why an answer has no row at all: the unknown and none categories name no mechanism ("" for any
+// other category: such an answer needs a row). The cause-table test holds every answer triage can
+// give (triage/model/causes.hpp) to a row or this reason.
+std::string no_recipe_reason(const std::string& category, const std::string& cause);
+
 // The row for triage's (category, cause), or nullptr: a cause the table does not know.
 const CauseRow* find_cause(const std::string& category, const std::string& cause);
 const std::vector<CauseRow>& cause_table();

@@ -129,7 +129,11 @@ Comparison compare_one(const Plan& plan, const Candidate& c, const Observed& obs
   // The culprit's node: where the incident shows hosts and the reproduction kept its split.
   if (plan.split.known() && !c.node_role.empty()) {
     const NodeSplit rs = repro_split(c, rep, rep_culprits);
-    const std::string a = node_role_text(plan.split), b = node_role_text(rs);
+    // Whether the culprits are their whole node is compared only where the incident shows every
+    // rank's host; with some unknown, only the node's role is a fact of the incident.
+    const bool whole = plan.split.whole_known;
+    const std::string a = whole ? node_role_text(plan.split) : plan.split.node_role,
+                      b = whole ? node_role_text(rs) : rs.node_role;
     field("culprit node", a, b, a == b);
   }
   if (known(inc.phase))

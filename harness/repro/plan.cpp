@@ -82,7 +82,8 @@ NodeSplit node_split(const TriageResult& r, const std::vector<int>& culprits) {
   // A whole node: each culprit node holds as many ranks as the busiest and all of them are
   // culprits, judged only when every rank's host is known.
   const std::set<int> cs(culprits.begin(), culprits.end());
-  s.whole_node = r.world_size > 0 && static_cast<int>(host_of.size()) >= r.world_size;
+  s.whole_known = r.world_size > 0 && static_cast<int>(host_of.size()) >= r.world_size;
+  s.whole_node = s.whole_known;
   for (int n : s.culprit_nodes) {
     if (count[s.hosts[n]] != s.ranks_per_node) s.whole_node = false;
     for (const auto& [rank, h] : host_of)
@@ -101,7 +102,8 @@ std::string NodeSplit::describe() const {
   if (nodes < 2) return "a single host";
   std::string o = fmt::format("{} nodes x {} rank(s)", nodes, ranks_per_node);
   if (node_role.empty()) return o + "; the culprit's node is not known";
-  return o + fmt::format("; culprit: {} node(s) {} ({}{})", whole_node ? "the whole" : "one rank on",
+  return o + fmt::format("; culprit: {} node(s) {} ({}{})",
+                         whole_node ? "the whole" : whole_known ? "one rank on" : "a rank (not every host known) on",
                          rank_ranges(culprit_nodes), node_role,
                          culprit_nodes.front() == 0 && node_role != "all" ? ", the store's host" : "");
 }

@@ -35,6 +35,7 @@ struct NodeSplit {
   std::vector<std::string> hosts;  // node k's host name
   std::vector<int> culprit_nodes;  // the nodes holding the culprit(s)
   bool whole_node = false;         // the culprits are every rank of their node(s)
+  bool whole_known = false;        // every rank's host is known, so whole_node is a fact either way
   std::string node_role;           // the culprit node's role: first | middle | last | all ("" = not known)
   bool known() const { return nodes >= 2 && !node_role.empty(); }
   std::string describe() const;    // "4 nodes x 8 ranks; culprit: the whole node 3 (last)"

@@ -5,7 +5,8 @@
 // The input is split into up to four log files at each line "=====" (so the fuzzer can
 // build multi-rank incidents): rank-0.log, rank-1.log, ... or, for the odd-numbered
 // inputs' first byte, one combined train.log. Any answer or a std::exception is fine; a
-// signal (ASan/UBSan report, abort, segfault) or a hang is a bug.
+// signal (ASan/UBSan report, abort, segfault) or a hang is a bug, and so is an answer whose
+// (category, cause) or phase is not in the cause list (model/causes.hpp): it traps.
 //
 // Built by ci/fuzz.sh with clang (-fsanitize=fuzzer,address,undefined) into build-fuzz/;
 // seeded from harness/testdata/logs and harness/testdata/reallogs.
@@ -18,6 +19,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "triage/model/causes.hpp"
 #include "triage/triage.hpp"
 
 namespace fs = std::filesystem;
@@ -65,6 +67,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     // triage_paths: Flight Recorder dumps (pickle or JSON) go to fr/, anything else to logs/.
     hanglab::TriageResult r = hanglab::triage_paths({dir});
+    if (!hanglab::listed_cause(r.category, r.cause) || !hanglab::listed_phase(r.phase)) {
+      std::fprintf(stderr, "unlisted answer: %s/%s phase %s\n", r.category.c_str(), r.cause.c_str(), r.phase.c_str());
+      __builtin_trap();
+    }
     (void)hanglab::to_json(r).dump();
     (void)hanglab::render_text(r);
   } catch (const std::exception&) {

@@ -12,10 +12,16 @@
 
 namespace hanglab::logparse {
 
-void classify_text(sv m, LogLine& o) {
+namespace {
+
+// One family of messages each, tested in order; true when the line was read (its kind may stay
+// kNone: a line known to mean nothing).
+
+// Hanglab's own workloads (exact formats, cheap to test first).
+bool workload_lines(sv m, LogLine& o) {
   // --- hanglab workloads (exact formats, cheap to test first)
-  if (parse_harness_error(m, o)) return;
-  if (parse_legacy_error(m, o)) return;
+  if (parse_harness_error(m, o)) return true;
+  if (parse_legacy_error(m, o)) return true;
   if (starts(m, "done: ")) {
     long long s = 0;
     size_t e = read_int(m, 6, &s);
@@ -26,50 +32,54 @@ void classify_text(sv m, LogLine& o) {
         long long tot = 0;
         if (read_int(m, e + 1, &tot) != npos) o.total_steps = static_cast<int>(tot);
       }
-      return;
+      return true;
     }
   }
-  if (starts(m, "hanglab hook ")) return;  // injected ground truth: never evidence
+  if (starts(m, "hanglab hook ")) return true;  // injected ground truth: never evidence
   // Slurm's own daemons talking to each other ("slurmstepd: error: Failed to send MESSAGE_TASK_EXIT:
   // Connection refused" once srun is gone after a cancel or preemption): no rendezvous store, no
   // rank's connection (facebookincubator/submitit#1613).
   {
     const sv t = trim(m);
     if ((starts(t, "slurmstepd") || starts(t, "srun: ") || starts(t, "slurmd")) && has(t, "Connection refused"))
-      return;
+      return true;
   }
   if (starts(m, "lingering after the training loop") || m == "final barrier") {
     o.kind = LogKind::kLeftLoop;
-    return;
+    return true;
   }
   if (starts(m, "data exhausted after ") || starts(m, "data loader exhausted after ")) {
     o.kind = LogKind::kDataExhausted;
     o.step = static_cast<int>(int_after(m, "after ", 0, false));
     o.total_steps = static_cast<int>(int_after(m, " of ", 0, false));
-    return;
+    return true;
   }
   if (starts(m, "process group ready")) {
     o.kind = LogKind::kInitDone;
     set_world(m, o);
-    return;
+    return true;
   }
   if (starts(m, "checkpoint at step ") && has(m, " saved")) {
     o.kind = LogKind::kCheckpointEnd;
     o.step = static_cast<int>(int_after(m, "step ", 0, false));
-    return;
+    return true;
   }
   if (starts(m, "eval at step ")) {
     o.kind = LogKind::kEvalEnd;
     o.step = static_cast<int>(int_after(m, "step ", 0, false));
-    return;
+    return true;
   }
+  return false;
+}
 
+// PyTorch ProcessGroupNCCL's and c10d's own lines.
+bool torch_c10d_lines(sv m, LogLine& o) {
   // --- PyTorch ProcessGroupNCCL
   if (has(m, "Watchdog caught collective operation timeout")) {
     o.kind = (has(m, "thread terminated with exception") || starts(trim(m), "what():")) ? LogKind::kWatchdogRepeat
                                                                                          : LogKind::kWatchdogTimeout;
     parse_workncll_fields(m, o);
-    return;
+    return true;
   }
   if (has(m, "Received a dump signal") || has(m, "dump signal from another rank")) {
     o.kind = LogKind::kDumpSignal;
@@ -81,11 +91,11 @@ void classify_text(sv m, LogLine& o) {
       }
     }
     parse_work_status(m, o);
-    return;
+    return true;
   }
   if (has(m, "Heartbeat monitor timed out") || has(m, "watchdog got stuck for")) {
     o.kind = LogKind::kHeartbeatMonitor;
-    return;
+    return true;
   }
   if (has(m, " [missing ranks: ")) {
     // Horovod's stall check: "allreduce.avg_loss [missing ranks: 1]": the ranks that never
@@ -102,18 +112,18 @@ void classify_text(sv m, LogLine& o) {
       p = q;
       while (p < e && (m[p] == ',' || m[p] == ' ')) ++p;
     }
-    return;
+    return true;
   }
   if (has(m, "are the lagging ranks")) {
     o.kind = LogKind::kDesyncMissing;
     read_rank_list(m, m.find("ranks ["), o.ranks);
-    return;
+    return true;
   }
   if (has(m, "joined but didn't finish collective #") || has(m, "but didn't join collective #")) {
     o.kind = LogKind::kDesyncLagging;
     read_rank_list(m, 0, o.ranks);
     o.seq = int_after(m, "collective #", 0, false);
-    return;
+    return true;
   }
   if (has(m, "Detected mismatch between collectives on ranks")) {
     // "Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=12, OpType=ALLREDUCE, ...), but Rank 2
@@ -126,7 +136,7 @@ void classify_text(sv m, LogLine& o) {
       if (e != npos && e < m.size() && m.compare(e, 4, " is ") == 0) o.ranks.push_back(bounded_rank(v));
     }
     o.seq = int_after(m, "SequenceNumber=", 0, false);
-    return;
+    return true;
   }
   if (has(m, "Running collective: CollectiveFingerPrint(")) {
     // DETAIL mode logs every collective a rank enters: its sequence number, op and tensor
@@ -135,19 +145,19 @@ void classify_text(sv m, LogLine& o) {
     o.seq = int_after(m, "SequenceNumber=", 0, false);
     o.op = token_after(m, "OpType=", ",)");
     o.numel_in = shape_numel(m);
-    return;
+    return true;
   }
   if (has(m, "op.preamble.length <= op.nbytes")) {
     // Gloo received a message of another size than the buffer it posted for the same slot:
     // the two ranks ran different collectives.
     o.kind = LogKind::kCollMismatch;
     o.word = "size";
-    return;
+    return true;
   }
   if (has(m, "last enqueued") && (has(m, "last completed") || has(m, "work sequence id"))) {
     o.kind = LogKind::kWorkStatus;
     parse_work_status(m, o);
-    return;
+    return true;
   }
   if (has(m, "ProcessGroupNCCL initialization options") || has(m, "ProcessGroupNCCL initialized with")) {
     o.kind = LogKind::kPgInit;
@@ -155,9 +165,13 @@ void classify_text(sv m, LogLine& o) {
     if (g >= 0) o.other_rank = bounded_rank(g);
     long long sz = int_after(m, "size:", 0, false);
     if (sz > 0) o.world = bounded_world(sz);
-    return;
+    return true;
   }
+  return false;
+}
 
+// A Python exception line (a traceback's last line, possibly rank-prefixed).
+bool exception_lines(sv m, LogLine& o) {
   // --- exceptions (a Python traceback's last line, possibly rank-prefixed)
   if (const sv cls = exception_class(m); !cls.empty()) {
     o.word = cls;
@@ -226,17 +240,21 @@ void classify_text(sv m, LogLine& o) {
     } else {
       o.kind = LogKind::kException;
     }
-    return;
+    return true;
   }
+  return false;
+}
 
+// NCCL's own lines and the errors it names.
+bool nccl_lines(sv m, LogLine& o) {
   if (has(m, "NCCL communicator was aborted") || has(m, "ProcessGroupNCCL aborted") ||
       has(m, "communicator was aborted")) {
     o.kind = LogKind::kCommAborted;
-    return;
+    return true;
   }
   if (has(m, "Some NCCL operations have failed or timed out") || has(m, "taking the entire process down")) {
     o.kind = LogKind::kNcclAsyncFailed;
-    return;
+    return true;
   }
 
   // --- NCCL's own lines ("host:pid:tid [dev] NCCL WARN ...")
@@ -274,39 +292,43 @@ void classify_text(sv m, LogLine& o) {
     } else if (nk != npos && (ihas(m, "error") || ihas(m, "fail"))) {
       o.kind = LogKind::kNcclError;
     }
-    if (o.kind != LogKind::kNone) return;
+    if (o.kind != LogKind::kNone) return true;
   }
   if (has(m, "remote process exited or there was a network error")) {
     o.kind = LogKind::kNcclRemoteError;
-    return;
+    return true;
   }
   if (has(m, "unhandled system error")) {
     o.kind = LogKind::kNcclSystemError;
-    return;
+    return true;
   }
   if (has(m, "unhandled cuda error")) {
     o.kind = LogKind::kCudaError;
-    return;
+    return true;
   }
+  return false;
+}
 
+// Gloo / TCP, the store, rendezvous and interfaces.
+bool gloo_store_lines(sv m, LogLine& o) {
   // --- Gloo / TCP
   if (has(m, "Timed out waiting") && (has(m, " operation to complete") || has(m, "ms for"))) {
     o.kind = LogKind::kGlooTimeout;
     o.timeout_ms = int_after(m, "Timed out waiting ", 0, false);
     o.word = has(m, "for recv") ? sv("recv") : has(m, "for send") ? sv("send") : sv();
-    return;
+    return true;
   }
   if (has(m, "Connection closed by peer") || has(m, "Connection reset by peer") || has(m, "Broken pipe") ||
       (has(m, "Read error") && has(m, "pair.cc")) || has(m, "Connection closed by remote")) {
     o.kind = LogKind::kCommClosed;
-    return;
+    return true;
   }
 
   // --- store / rendezvous / interfaces
   if (has(m, "no socket interface found") || has(m, "Unable to find address for") ||
       (has(m, "SOCKET_IFNAME") && (has(m, "No such device") || ihas(m, "not found")))) {
     o.kind = LogKind::kWrongIfname;
-    return;
+    return true;
   }
   if (has(m, "client socket has timed out") || has(m, "Socket Timeout") || has(m, "clients joined") ||
       has(m, "waiting for clients") || has(m, "Timed out initializing process group")) {
@@ -320,26 +342,30 @@ void classify_text(sv m, LogLine& o) {
         o.world = bounded_world(w);
       }
     }
-    return;
+    return true;
   }
   if (has(m, "Address already in use")) {
     o.kind = LogKind::kAddressInUse;
-    return;
+    return true;
   }
   if (has(m, "client socket has failed to connect") || (has(m, "Connection refused") && ihas(m, "connect"))) {
     o.kind = LogKind::kStoreRefused;
-    return;
+    return true;
   }
   if (has(m, "Name or service not known") || has(m, "Temporary failure in name resolution") ||
       has(m, "nodename nor servname")) {
     o.kind = LogKind::kDnsFailure;
-    return;
+    return true;
   }
   if (has(m, "RendezvousTimeoutError") || has(m, "RendezvousClosedError") || has(m, "RendezvousConnectionError")) {
     o.kind = has(m, "Timeout") ? LogKind::kStoreTimeout : LogKind::kRendezvousError;
-    return;
+    return true;
   }
+  return false;
+}
 
+// Torchelastic's notices and failure summary.
+bool torchelastic_lines(sv m, LogLine& o) {
   // --- launchers: torchelastic, Open MPI, Slurm
   if (has(m, "closing signal SIG")) {
     o.kind = LogKind::kLauncherSignal;
@@ -348,7 +374,7 @@ void classify_text(sv m, LogLine& o) {
     o.word = token_after(m.substr(k), "closing signal ", " \t.");
     if (o.word.empty()) o.word = m.substr(k + 15);
     o.signal = signal_from_name(o.word);
-    return;
+    return true;
   }
   if (has(m, "failed (exitcode: ")) {
     o.kind = LogKind::kLauncherExit;
@@ -359,48 +385,48 @@ void classify_text(sv m, LogLine& o) {
     o.code = static_cast<int>(c);
     o.local_rank = bounded_rank(int_after(m, "local_rank: ", 0, false));
     o.pid = int_after(m, "(pid: ", 0, false);
-    return;
+    return true;
   }
   if (starts(trim(m), "*** SIG")) {  // glog's failure signal handler: "*** SIGSEGV (@0x0) received by PID ..."
     o.kind = LogKind::kCrash;
     o.signal = signal_from_name(m);
     if (!o.signal) o.signal = 6;
     o.pid = int_after(m, "received by PID ", 0, false);
-    return;
+    return true;
   }
   if (has(m, ") received by PID ")) {
     o.kind = LogKind::kSignalReceived;
     o.signal = static_cast<int>(int_after(m, "Signal ", 0, false));
     o.pid = int_after(m, "received by PID ", 0, false);
-    return;
+    return true;
   }
   if (has(m, "ChildFailedError")) {
     o.kind = LogKind::kChildFailed;
-    return;
+    return true;
   }
   if (has(m, "Root Cause (first observed failure)")) {
     o.kind = LogKind::kSummaryHeader;
     o.word = "root";
-    return;
+    return true;
   }
   {
     const sv tm = trim(m);
     if (tm == "Failures:") {
       o.kind = LogKind::kSummaryHeader;
       o.word = "failures";
-      return;
+      return true;
     }
     if (tm.size() >= 4 && tm[0] == '[' && tm[tm.size() - 1] == ':' && tm[tm.size() - 2] == ']') {
       long long v = 0;
       if (read_int(tm, 1, &v) == tm.size() - 2) {
         o.kind = LogKind::kSummaryEntry;
         o.other_rank = bounded_rank(v);
-        return;
+        return true;
       }
     }
     if (tm.size() >= 10 && (tm.find_first_not_of('=') == npos || tm.find_first_not_of('-') == npos)) {
       o.kind = LogKind::kSummaryEnd;
-      return;
+      return true;
     }
     static const char* kFields[] = {"time", "host", "rank", "exitcode", "error_file", "traceback"};
     for (const char* f : kFields) {
@@ -411,11 +437,16 @@ void classify_text(sv m, LogLine& o) {
           o.kind = LogKind::kSummaryField;
           o.word = tm.substr(0, n);
           o.where = trim(tm.substr(q + 1));
-          return;
+          return true;
         }
       }
     }
   }
+  return false;
+}
+
+// Open MPI's and Slurm's notices.
+bool mpi_slurm_lines(sv m, LogLine& o) {
   if (has(m, "mpirun noticed that process rank ")) {
     o.kind = LogKind::kMpiExit;
     o.other_rank = bounded_rank(int_after(m, "process rank ", 0, false));
@@ -427,7 +458,7 @@ void classify_text(sv m, LogLine& o) {
       long long c = int_after(m, "exit code ", 0, false);
       o.code = c >= 0 ? static_cast<int>(c) : kNoCode;
     }
-    return;
+    return true;
   }
   if (has(m, "Process name: [[")) {
     o.kind = LogKind::kMpiProcessName;
@@ -439,7 +470,7 @@ void classify_text(sv m, LogLine& o) {
       long long v = 0;
       if (comma2 != npos && read_int(m, comma2 + 1, &v) != npos) o.other_rank = bounded_rank(v);
     }
-    return;
+    return true;
   }
   if (starts(trim(m), "srun: error: ") && (has(m, ": task ") || has(m, ": tasks "))) {
     o.kind = LogKind::kSrunTask;
@@ -482,13 +513,17 @@ void classify_text(sv m, LogLine& o) {
         o.signal = signal_from_name(what);
       }
     }
-    return;
+    return true;
   }
   if (has(m, "oom_kill event") || has(m, "oom-kill event")) {
     o.kind = LogKind::kOomKill;
-    return;
+    return true;
   }
+  return false;
+}
 
+// The kernel and container runtime, data loading, crashes, storage, CUDA.
+bool host_lines(sv m, LogLine& o) {
   // --- kernel and container runtime
   if ((has(m, "Killed process ") && (ihas(m, "out of memory") || ihas(m, "oom"))) || has(m, "oom-kill:")) {
     o.kind = LogKind::kOomKill;
@@ -502,66 +537,75 @@ void classify_text(sv m, LogLine& o) {
     } else if (size_t k2 = m.find(",task="); k2 != npos) {
       o.word = token_after(m.substr(k2), ",task=", ",");
     }
-    return;
+    return true;
   }
   if (has(m, "OOMKilled")) {
     o.kind = LogKind::kOomKill;
-    return;
+    return true;
   }
-  if (has(m, "oom_reaper") || has(m, "invoked oom-killer")) return;
+  if (has(m, "oom_reaper") || has(m, "invoked oom-killer")) return true;
 
   // --- data loading, crashes, storage
   if (has(m, "DataLoader worker") && (has(m, "killed by signal") || has(m, "exited unexpectedly"))) {
     o.kind = LogKind::kDataLoaderKilled;
     if (size_t k = m.find("killed by signal"); k != npos) o.signal = signal_from_name(m.substr(k + 16));
     o.pid = int_after(m, "(pid ", 0, false);
-    return;
+    return true;
   }
   if (has(m, "Unexpected bus error encountered in worker") || has(m, "insufficient shared memory")) {
     o.kind = LogKind::kShmBusError;
-    return;
+    return true;
   }
   if (has(m, "terminate called after throwing an instance of")) {
     o.kind = LogKind::kTerminate;
     o.word = token_after(m, "instance of '", "'");
-    return;
+    return true;
   }
   if (has(m, "Traceback (most recent call last)")) {
     o.kind = LogKind::kTraceback;
-    return;
+    return true;
   }
   if (has(m, "Segmentation fault") || has(m, "(core dumped)") || starts(trim(m), "Bus error") ||
       has(m, "Fatal Python error") || has(m, "Illegal instruction") || has(m, "Floating point exception")) {
     o.kind = LogKind::kCrash;
     o.signal = signal_from_name(m);
     if (!o.signal) o.signal = 6;
-    return;
+    return true;
   }
   // The shell's notice of a child killed by SIGKILL: "Killed" alone, or bash's
   // "line 28:  8156 Killed   python3 main.py".
   if (trim(m) == "Killed" || (has(m, ": line ") && has(m, " Killed "))) {
     o.kind = LogKind::kExitStatus;
     o.signal = 9;
-    return;
+    return true;
   }
   if (has(m, "No space left on device")) {
     o.kind = has(m, "shared memory") ? LogKind::kShmBusError : LogKind::kDiskFull;  // see above
-    return;
+    return true;
   }
   if (has(m, "Stale file handle") || has(m, "not responding, still trying") || has(m, "Input/output error") ||
       has(m, "Remote I/O error") || (has(m, "blocked for more than") && has(m, "seconds"))) {
     o.kind = LogKind::kStorageError;
-    return;
+    return true;
   }
   if (has(m, "CUDA out of memory")) {
     o.kind = LogKind::kCudaOom;
-    return;
+    return true;
   }
   if (has(m, "CUDA error") || (has(m, "NVRM") && has(m, "Xid"))) {
     o.kind = LogKind::kCudaError;
-    return;
+    return true;
   }
+  return false;
+}
 
+}  // namespace
+
+bool classify_text(sv m, LogLine& o) {
+  // The families in the order they are tested: the most specific first.
+  for (const auto part : {workload_lines, torch_c10d_lines, exception_lines, nccl_lines, gloo_store_lines,
+                          torchelastic_lines, mpi_slurm_lines, host_lines})
+    if (part(m, o)) return true;
   // --- exit statuses
   {
     long long c = -1;
@@ -584,7 +628,7 @@ void classify_text(sv m, LogLine& o) {
         o.signal = static_cast<int>(-c);
       }
       o.code = static_cast<int>(c);
-      return;
+      return true;
     }
   }
 
@@ -592,37 +636,37 @@ void classify_text(sv m, LogLine& o) {
   if (ihas(m, "saving checkpoint") || ihas(m, "saving model checkpoint") || ihas(m, "save_checkpoint") ||
       ihas(m, "writing checkpoint") || saving_checkpoint(m)) {
     o.kind = LogKind::kCheckpointBegin;
-    return;
+    return true;
   }
   if (ihas(m, "checkpoint saved") || ihas(m, "saved checkpoint") || (ihas(m, "checkpoint") && ihas(m, " saved "))) {
     o.kind = LogKind::kCheckpointEnd;
-    return;
+    return true;
   }
   if (ihas(m, "running validation") || ihas(m, "running evaluation") || ihas(m, "start evaluation") ||
       ihas(m, "starting validation") || ihas(m, "starting evaluation") || istarts(m, "evaluating")) {
     o.kind = LogKind::kEvalBegin;
-    return;
+    return true;
   }
   if (ihas(m, "validation loss") || ihas(m, "eval_loss") || ihas(m, "evaluation finished") ||
       ihas(m, "validation finished")) {
     o.kind = LogKind::kEvalEnd;
-    return;
+    return true;
   }
   if (ihas(m, "waiting for data") || ihas(m, "loading shard") || ihas(m, "reading shard") ||
       ihas(m, "fetching batch")) {
     o.kind = LogKind::kDataWait;
-    return;
+    return true;
   }
   if (ihas(m, "training completed") || ihas(m, "training finished") || ihas(m, "finished training") ||
       ihas(m, "training done")) {
     o.kind = LogKind::kDone;
-    return;
+    return true;
   }
   if (has(m, "Completed store-based barrier") || ihas(m, "process group initialized") ||
       ihas(m, "init_process_group done")) {
     o.kind = LogKind::kInitDone;
     set_world(m, o);
-    return;
+    return true;
   }
   set_world(m, o);
   if (o.world < 0) {
@@ -630,6 +674,7 @@ void classify_text(sv m, LogLine& o) {
     if (n > 0) o.world = bounded_world(n);
   }
   if (o.world > 0) o.kind = LogKind::kWorldSize;
+  return o.kind != LogKind::kNone;
 }
 
 }  // namespace hanglab::logparse

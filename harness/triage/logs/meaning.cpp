@@ -8,17 +8,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "triage/logs/catalogue.hpp"
+#include "triage/model/causes.hpp"
 #include "util.hpp"
 
 namespace hanglab::plainlog {
-
-std::string signal_name(int sig) {
-  static const std::map<int, const char*> kNames = {
-      {1, "SIGHUP"},  {2, "SIGINT"},   {4, "SIGILL"},   {6, "SIGABRT"},  {7, "SIGBUS"},   {8, "SIGFPE"},
-      {9, "SIGKILL"}, {11, "SIGSEGV"}, {13, "SIGPIPE"}, {15, "SIGTERM"}, {24, "SIGXCPU"}};
-  auto it = kNames.find(sig);
-  return it != kNames.end() ? it->second : fmt::format("signal {}", sig);
-}
 
 Fail LogTimeline::make_fail(const LogEvent& e, int rank) const {
   Fail f;
@@ -37,18 +31,193 @@ Fail LogTimeline::make_fail(const LogEvent& e, int rank) const {
   return f;
 }
 
-std::string LogTimeline::short_text(const std::string& s, size_t n) {
+std::string short_text(const std::string& s, size_t n) {
   if (s.size() <= n) return s;
   return s.substr(0, n) + "...";
 }
 
-// Role and meaning of an event on a rank; kInfo for what is not a failure. What the
-// pattern table says the line proves overrides the kind's default category and cause.
-void LogTimeline::describe(const LogEvent& e, Fail& f) const {
+// What a line of each kind means when nothing more specific is known (the pattern table's and the
+// catalogue's meanings override it): role, category, cause, strength among simultaneous roots
+// (OOM/CUDA/crash 3, signal death 2, exception 1) and the words put before the line's text.
+// Kinds with fields that decide (a signal, an exception class, a pid) are in describe_special().
+struct KindMeaning {
+  LogKind kind;
+  Role role;
+  const char* category;
+  const char* cause;
+  int strength;
+  const char* prefix;
+};
+
+static constexpr KindMeaning kKindMeanings[] = {
+    {LogKind::kCudaOom, Role::kRoot, "rank_exit", "cuda_oom", 3, "CUDA out of memory: "},
+    {LogKind::kCudaError, Role::kRoot, "rank_exit", "cuda_error", 3, "CUDA error: "},
+    {LogKind::kDataError, Role::kRoot, "data_loading", "data_error", 1, ""},
+    {LogKind::kUsageError, Role::kRoot, "rank_exit", "usage_error", 1, ""},
+    {LogKind::kShmBusError, Role::kRoot, "data_loading", "shm_exhausted", 2,
+     "DataLoader shared memory exhausted (/dev/shm): "},
+    {LogKind::kResourceLimit, Role::kRoot, "resource_limit", "resource_limit", 2, "a resource limit ended the job: "},
+    {LogKind::kDiskFull, Role::kRoot, "resource_limit", "disk_full", 2, "disk full: "},
+    {LogKind::kShmError, Role::kRoot, "resource_limit", "nccl_shm", 2,
+     "NCCL could not create its shared-memory segment: "},
+    {LogKind::kWrongIfname, Role::kRoot, "network", "wrong_ifname", 2, "no usable network interface: "},
+    {LogKind::kIbError, Role::kRoot, "network", "ib_error", 1, "InfiniBand/RoCE transport error: "},
+    {LogKind::kAddressInUse, Role::kRoot, "rendezvous", "address_in_use", 1, ""},
+    {LogKind::kDnsFailure, Role::kRoot, "rendezvous", "dns_failure", 1, ""},
+    {LogKind::kStoreRefused, Role::kEcho, "rendezvous", "connection_refused", 0, ""},
+    {LogKind::kStoreTimeout, Role::kEcho, "rendezvous", "rendezvous_timeout", 0, ""},
+    {LogKind::kRendezvousError, Role::kEcho, "rendezvous", "rendezvous_error", 0, ""},
+    // A peer's failure seen from here: a timeout, a closed or reset connection, an abort.
+    {LogKind::kGlooTimeout, Role::kEcho, "", "", 0, ""},
+    {LogKind::kCommClosed, Role::kEcho, "", "", 0, ""},
+    {LogKind::kNcclRemoteError, Role::kEcho, "", "", 0, ""},
+    {LogKind::kNcclSystemError, Role::kEcho, "", "", 0, ""},
+    {LogKind::kNcclError, Role::kEcho, "", "", 0, ""},
+    {LogKind::kSocketError, Role::kEcho, "", "", 0, ""},
+    {LogKind::kCommException, Role::kEcho, "", "", 0, ""},
+    {LogKind::kCommAborted, Role::kEcho, "", "", 0, ""},
+    {LogKind::kNcclAsyncFailed, Role::kEcho, "", "", 0, ""},
+    {LogKind::kHeartbeatMonitor, Role::kEcho, "", "", 0, ""},
+    {LogKind::kWatchdogRepeat, Role::kEcho, "", "", 0, ""},
+    {LogKind::kChildFailed, Role::kEcho, "", "", 0, ""},
+};
+
+static void set_root(Fail& f, const char* category, const char* cause, int strength, std::string what) {
+  f.role = Role::kRoot;
+  f.category = category;
+  f.cause = cause;
+  f.strength = strength;
+  f.what = std::move(what);
+}
+
+// The kinds whose meaning depends on a field of the line; false for the others.
+static bool describe_special(const LogEvent& e, const std::string& txt, Fail& f) {
+  switch (e.kind) {
+    case LogKind::kOomKill:
+      set_root(f, "rank_exit", "oom", 3,
+               e.pid >= 0 ? fmt::format("OOM-killed by the kernel (pid {}{})", e.pid, e.word.empty() ? "" : ", " + e.word)
+                          : "OOM-killed: " + txt);
+      f.signal = 9;
+      return true;
+    case LogKind::kCrash:
+      set_root(f, "rank_exit", e.signal == 11 ? "segfault" : "crashed", 3,
+               fmt::format("crashed ({}): {}", signal_name(e.signal), txt));
+      return true;
+    case LogKind::kTerminate:
+      // A communication exception nobody caught is the collective's failure, not a crash.
+      for (const char* comm : {"DistBackendError", "IoException", "DistNetworkError", "DistStoreError"}) {
+        if (e.word.find(comm) == std::string::npos) continue;
+        f.role = Role::kEcho;
+        f.what = "aborted after a collective error: " + txt;
+        return true;
+      }
+      set_root(f, "rank_exit", "crashed", 2, "std::terminate: " + txt);
+      return true;
+    case LogKind::kException:
+      if (e.handled) return true;  // context of the exception raised after it (kInfo)
+      set_root(f, "rank_exit", "exception", 1, "exception: " + txt);
+      return true;
+    case LogKind::kDataLoaderKilled:
+      set_root(f, "data_loading", e.signal == 7 ? "shm_exhausted" : e.signal == 9 ? "oom" : "data_loader_crash", 2,
+               "DataLoader worker died: " + txt);
+      return true;
+    case LogKind::kWatchdogTimeout:
+      f.role = Role::kEcho;
+      f.what = e.seq >= 0 ? fmt::format("watchdog timeout in {} SeqNum={}{} after {} ms", e.op.empty() ? "?" : e.op,
+                                        e.seq, e.numel_in >= 0 ? fmt::format(" NumelIn={}", e.numel_in) : "",
+                                        e.ran_ms >= 0 ? e.ran_ms : e.timeout_ms)
+                          : "watchdog timeout: " + txt;
+      return true;
+    case LogKind::kSignalException:
+      f.role = Role::kTeardown;
+      f.what = fmt::format("received {} ({})", signal_name(e.signal), txt);
+      return true;
+    case LogKind::kLauncherSignal:
+      f.role = Role::kTeardown;
+      f.what = fmt::format("the launcher sent {} (pid {}): teardown", e.word.empty() ? "a signal" : e.word, e.pid);
+      return true;
+    default:
+      return describe_exit(e, txt, f);
+  }
+}
+
+// Exit notices: srun's task lines, Open MPI's, launchers', a signal received.
+bool describe_exit(const LogEvent& e, const std::string& txt, Fail& f) {
+  // srun's "task 0: Out Of Memory": Slurm's cgroup OOM handler killed the task (the step's memory
+  // limit), the OOM kill itself, not an echo of one.
+  if (e.kind == LogKind::kSrunTask && e.word.find("Out Of Memory") != std::string::npos) {
+    set_root(f, "rank_exit", "oom", 3, "OOM-killed by Slurm's cgroup (" + txt + ")");
+    f.signal = 9;
+    return true;
+  }
+  // "MPI_ABORT was invoked on rank N in communicator MPI_COMM_WORLD": the rank gave up on its own
+  // (an uncaught error), and Open MPI kills the rest: a cause, as weak as an exception line (a
+  // rank's own exception or crash printed before it is the story).
+  if (e.kind == LogKind::kMpiExit && e.word == "MPI_ABORT") {
+    set_root(f, "rank_exit", "nonzero_exit", 1, "called MPI_Abort (" + txt + ")");
+    return true;
+  }
+  switch (e.kind) {
+    case LogKind::kSrunTask:
+    case LogKind::kMpiExit:
+    case LogKind::kLauncherExit:
+    case LogKind::kSignalReceived:
+    case LogKind::kExitStatus:
+      f.role = Role::kExit;
+      exit_meaning(e.signal, e.code, f);
+      f.what += fmt::format(" ({})", txt);
+      return true;
+    default:
+      return false;
+  }
+}
+
+void describe_kind(const LogEvent& e, Fail& f) {
+  const std::string txt = short_text(e.text);
+  for (const auto& k : kKindMeanings) {
+    if (k.kind != e.kind) continue;
+    f.role = k.role;
+    f.category = k.category;
+    f.cause = k.cause;
+    f.strength = k.strength;
+    f.what = k.prefix + txt;
+    return;
+  }
+  if (!describe_special(e, txt, f)) f.role = Role::kInfo;
+}
+
+// The catalogue's role for the line (its emitter's source says what the message is) overrides
+// the kind's default: a line can be a root of one kind in one place and benign in another.
+static void apply_role(const LogEvent& e, Fail& f) {
+  if (e.role == "root") {
+    f.role = Role::kRoot;
+    f.strength = std::max(f.strength, 1);
+  } else if (e.role == "echo") {
+    f.role = Role::kEcho;
+  } else if (e.role == "exit") {
+    f.role = Role::kExit;
+    if (f.what.empty()) exit_meaning(e.signal, e.code, f);
+  } else {
+    f.role = Role::kInfo;  // benign, context: not a failure
+  }
+  if (f.what.empty()) f.what = short_text(e.text);
+  if (e.catalogue) f.what += " [catalogue: " + e.catalogue->origin() + "]";
+}
+
+void describe_event(const LogEvent& e, Fail& f) {
   describe_kind(e, f);
+  if (!e.role.empty()) apply_role(e, f);
   if (f.role == Role::kInfo) return;
   if (!e.cause.empty()) f.cause = e.cause;
   if (!e.category.empty()) f.category = e.category;
+  // A catalogue meaning whose answer triage does not give (model/causes.hpp; the catalogue check
+  // reports it) is not applied: the line stays unread, as before the catalogue knew it.
+  if (e.catalogue && (f.role == Role::kRoot || f.role == Role::kExit) &&
+      !listed_cause(f.category.empty() ? "rank_exit" : f.category, f.cause.empty() ? "nonzero_exit" : f.cause)) {
+    f = Fail{};
+    f.role = Role::kInfo;
+    return;
+  }
   // A line the table says proves a link fault (an NCCL socket that timed out or has no route to
   // its peer) is a cause of its own, not a peer's echo: a dead peer process closes or resets its
   // connections, it does not leave them unanswered.
@@ -59,233 +228,9 @@ void LogTimeline::describe(const LogEvent& e, Fail& f) const {
   }
 }
 
-void LogTimeline::describe_kind(const LogEvent& e, Fail& f) const {
-  const std::string txt = short_text(e.text);
-  switch (e.kind) {
-    case LogKind::kCudaOom:
-      f.role = Role::kRoot;
-      f.category = "rank_exit";
-      f.cause = "cuda_oom";
-      f.strength = 3;
-      f.what = "CUDA out of memory: " + txt;
-      return;
-    case LogKind::kOomKill:
-      f.role = Role::kRoot;
-      f.category = "rank_exit";
-      f.cause = "oom";
-      f.strength = 3;
-      f.signal = 9;
-      f.what = e.pid >= 0 ? fmt::format("OOM-killed by the kernel (pid {}{})", e.pid,
-                                        e.word.empty() ? "" : ", " + e.word)
-                          : "OOM-killed: " + txt;
-      return;
-    case LogKind::kCudaError:
-      f.role = Role::kRoot;
-      f.category = "rank_exit";
-      f.cause = "cuda_error";
-      f.strength = 3;
-      f.what = "CUDA error: " + txt;
-      return;
-    case LogKind::kCrash:
-      f.role = Role::kRoot;
-      f.category = "rank_exit";
-      f.cause = e.signal == 11 ? "segfault" : "crashed";
-      f.strength = 3;
-      f.what = fmt::format("crashed ({}): {}", signal_name(e.signal), txt);
-      return;
-    case LogKind::kTerminate:
-      // A communication exception nobody caught is the collective's failure, not a crash.
-      if (e.word.find("DistBackendError") != std::string::npos || e.word.find("IoException") != std::string::npos ||
-          e.word.find("DistNetworkError") != std::string::npos || e.word.find("DistStoreError") != std::string::npos) {
-        f.role = Role::kEcho;
-        f.what = "aborted after a collective error: " + txt;
-      } else {
-        f.role = Role::kRoot;
-        f.category = "rank_exit";
-        f.cause = "crashed";
-        f.strength = 2;
-        f.what = "std::terminate: " + txt;
-      }
-      return;
-    case LogKind::kException:
-      if (e.handled) return;  // context of the exception raised after it (kInfo)
-      f.role = Role::kRoot;
-      f.category = "rank_exit";
-      f.cause = "exception";
-      f.strength = 1;
-      f.what = "exception: " + txt;
-      return;
-    case LogKind::kDataError:
-      f.role = Role::kRoot;
-      f.category = "data_loading";
-      f.cause = "data_error";
-      f.strength = 1;
-      f.what = txt;
-      return;
-    case LogKind::kUsageError:
-      f.role = Role::kRoot;
-      f.category = "rank_exit";
-      f.cause = "usage_error";
-      f.strength = 1;
-      f.what = txt;
-      return;
-    case LogKind::kDataLoaderKilled:
-      f.role = Role::kRoot;
-      f.category = "data_loading";
-      f.cause = e.signal == 7 ? "shm_exhausted" : e.signal == 9 ? "oom" : "data_loader_crash";
-      f.strength = 2;
-      f.what = "DataLoader worker died: " + txt;
-      return;
-    case LogKind::kShmBusError:
-      f.role = Role::kRoot;
-      f.category = "data_loading";
-      f.cause = "shm_exhausted";
-      f.strength = 2;
-      f.what = "DataLoader shared memory exhausted (/dev/shm): " + txt;
-      return;
-    case LogKind::kResourceLimit:
-      f.role = Role::kRoot;
-      f.category = "resource_limit";
-      f.cause = "resource_limit";
-      f.strength = 2;
-      f.what = "a resource limit ended the job: " + txt;
-      return;
-    case LogKind::kDiskFull:
-      f.role = Role::kRoot;
-      f.category = "resource_limit";
-      f.cause = "disk_full";
-      f.strength = 2;
-      f.what = "disk full: " + txt;
-      return;
-    case LogKind::kShmError:
-      f.role = Role::kRoot;
-      f.category = "resource_limit";
-      f.cause = "nccl_shm";
-      f.strength = 2;
-      f.what = "NCCL could not create its shared-memory segment: " + txt;
-      return;
-    case LogKind::kWrongIfname:
-      f.role = Role::kRoot;
-      f.category = "network";
-      f.cause = "wrong_ifname";
-      f.strength = 2;
-      f.what = "no usable network interface: " + txt;
-      return;
-    case LogKind::kIbError:
-      f.role = Role::kRoot;
-      f.category = "network";
-      f.cause = "ib_error";
-      f.strength = 1;
-      f.what = "InfiniBand/RoCE transport error: " + txt;
-      return;
-    case LogKind::kAddressInUse:
-      f.role = Role::kRoot;
-      f.category = "rendezvous";
-      f.cause = "address_in_use";
-      f.strength = 1;
-      f.what = txt;
-      return;
-    case LogKind::kDnsFailure:
-      f.role = Role::kRoot;
-      f.category = "rendezvous";
-      f.cause = "dns_failure";
-      f.strength = 1;
-      f.what = txt;
-      return;
-    case LogKind::kStoreRefused:
-      f.role = Role::kEcho;
-      f.category = "rendezvous";
-      f.cause = "connection_refused";
-      f.what = txt;
-      return;
-    case LogKind::kStoreTimeout:
-      f.role = Role::kEcho;
-      f.category = "rendezvous";
-      f.cause = "rendezvous_timeout";
-      f.what = txt;
-      return;
-    case LogKind::kRendezvousError:
-      f.role = Role::kEcho;
-      f.category = "rendezvous";
-      f.cause = "rendezvous_error";
-      f.what = txt;
-      return;
-    case LogKind::kWatchdogTimeout:
-      f.role = Role::kEcho;
-      f.what = e.seq >= 0 ? fmt::format("watchdog timeout in {} SeqNum={}{} after {} ms",
-                                        e.op.empty() ? "?" : e.op, e.seq,
-                                        e.numel_in >= 0 ? fmt::format(" NumelIn={}", e.numel_in) : "",
-                                        e.ran_ms >= 0 ? e.ran_ms : e.timeout_ms)
-                          : "watchdog timeout: " + txt;
-      return;
-    case LogKind::kGlooTimeout:
-      f.role = Role::kEcho;
-      f.what = txt;
-      return;
-    case LogKind::kCommClosed:
-    case LogKind::kNcclRemoteError:
-    case LogKind::kNcclSystemError:
-    case LogKind::kNcclError:
-    case LogKind::kSocketError:
-    case LogKind::kCommException:
-    case LogKind::kCommAborted:
-    case LogKind::kNcclAsyncFailed:
-    case LogKind::kHeartbeatMonitor:
-    case LogKind::kWatchdogRepeat:
-    case LogKind::kChildFailed:
-      f.role = Role::kEcho;
-      f.what = txt;
-      return;
-    case LogKind::kSignalException:
-      f.role = Role::kTeardown;
-      f.what = fmt::format("received {} ({})", signal_name(e.signal), txt);
-      return;
-    case LogKind::kLauncherSignal:
-      f.role = Role::kTeardown;
-      f.what = fmt::format("the launcher sent {} (pid {}): teardown", e.word.empty() ? "a signal" : e.word, e.pid);
-      return;
-    case LogKind::kSrunTask:
-      // srun's "task 0: Out Of Memory": Slurm's cgroup OOM handler killed the task (the step's
-      // memory limit), the OOM kill itself, not an echo of one.
-      if (e.word.find("Out Of Memory") != std::string::npos) {
-        f.role = Role::kRoot;
-        f.category = "rank_exit";
-        f.cause = "oom";
-        f.strength = 3;
-        f.signal = 9;
-        f.what = "OOM-killed by Slurm's cgroup (" + txt + ")";
-        return;
-      }
-      [[fallthrough]];
-    case LogKind::kMpiExit:
-      // "MPI_ABORT was invoked on rank N in communicator MPI_COMM_WORLD": the rank gave up on its own
-      // (an uncaught error), and Open MPI kills the rest: a cause, as weak as an exception line (a
-      // rank's own exception or crash printed before it is the story).
-      if (e.kind == LogKind::kMpiExit && e.word == "MPI_ABORT") {
-        f.role = Role::kRoot;
-        f.category = "rank_exit";
-        f.cause = "nonzero_exit";
-        f.strength = 1;
-        f.what = "called MPI_Abort (" + txt + ")";
-        return;
-      }
-      [[fallthrough]];
-    case LogKind::kLauncherExit:
-    case LogKind::kSignalReceived:
-    case LogKind::kExitStatus:
-      f.role = Role::kExit;
-      exit_meaning(e.signal, e.code, f);
-      f.what += fmt::format(" ({})", txt);
-      return;
-    default:
-      f.role = Role::kInfo;
-      return;
-  }
-}
-
 // Exit statuses: a signal death is a root candidate; a plain non-zero code is an exit
 // (root only when nothing else explains it).
-void LogTimeline::exit_meaning(int signal, int code, Fail& f) {
+void exit_meaning(int signal, int code, Fail& f) {
   if (!signal && code != kNoCode && code > 128 && code < 160) signal = code - 128;  // 137 = 128+9
   f.signal = signal;
   f.code = code;
@@ -304,6 +249,9 @@ void LogTimeline::exit_meaning(int signal, int code, Fail& f) {
 
 // A line that only init writes: the store, the interface, the communicator's setup.
 bool LogTimeline::init_event(const LogEvent& e) {
+  // A line the catalogue read: its meaning's phase says whether only init writes it (a kind the
+  // meaning chose, e.g. an NCCL error trace, can be written in any phase).
+  if (e.catalogue) return e.phase == "init";
   switch (e.kind) {
     case LogKind::kStoreTimeout:
     case LogKind::kStoreRefused:

@@ -18,9 +18,12 @@
 #include <string_view>
 #include <vector>
 
+#include "triage/model/observations.hpp"
 #include "triage/model/result.hpp"
 
 namespace hanglab {
+
+struct CatalogueEntry;
 
 enum class LogKind : uint8_t {
   kNone,
@@ -97,6 +100,10 @@ enum class LogKind : uint8_t {
   kSignalReceived,    // "Signal 9 (SIGKILL) received by PID 1234"
   kSignalException,   // torchelastic "SignalException: Process 1234 got signal: 15"
   kLauncherSignal,    // "Sending process 1234 closing signal SIGTERM"
+  kStopSignal,        // a launcher or agent received a signal and passes it on to the job (torchrun's "Received
+                      // Signals.SIGTERM death signal, shutting down workers", srun's "forcing job termination",
+                      // slurmstepd's "CANCELLED ... DUE to SIGNAL Terminated", mpirun's "Forwarding signal 15
+                      // to job"): signal set, word = the launcher
   kLauncherExit,      // "failed (exitcode: -9) local_rank: 3 (pid: 1234) of binary: ..."
   kChildFailed,       // "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
   kMpiExit,           // "mpirun noticed that process rank 2 with PID 1234 on node x exited on signal 9 (Killed)."
@@ -109,6 +116,8 @@ enum class LogKind : uint8_t {
 };
 
 const char* log_kind_name(LogKind k);
+// The kind whose enumerator is k<name> ("NcclError" -> kNcclError); kNone for any other name.
+LogKind log_kind_from_name(std::string_view name);
 
 // Where the global rank of a line came from, weakest first.
 enum class RankSource : uint8_t {
@@ -121,7 +130,6 @@ enum class RankSource : uint8_t {
   kPrefix,    // "[rank3]:" (PyTorch), "[rank 3]" (hanglab workloads)
 };
 
-constexpr int kNoCode = std::numeric_limits<int>::min();
 
 // Ranks and world sizes as the parser keeps them: out of [0, kMaxWorld) is no rank (-1).
 inline int bounded_rank(long long v) { return v >= 0 && v < kMaxWorld ? static_cast<int>(v) : -1; }
@@ -176,6 +184,12 @@ struct LogLine {
   // A rendezvous error of torchrun's rendezvous ("RendezvousTimeoutError", "Rendezvous ... failed"),
   // not only of the store under it.
   bool torch_rendezvous = false;
+  // The message catalogue's entry for the line (logs/catalogue.hpp), when its meaning was applied:
+  // role (root | echo | exit | benign | context) and phase are the entry's, and category/cause too
+  // unless the pattern table proved them. Null: the hand-written checks alone read the line.
+  const CatalogueEntry* catalogue = nullptr;
+  std::string_view role;
+  std::string_view phase;
 };
 
 struct LogLineContext {

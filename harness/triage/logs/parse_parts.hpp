@@ -57,6 +57,8 @@ bool parse_harness_error(sv m, LogLine& o);
 bool parse_legacy_error(sv m, LogLine& o);
 
 // classify_text.cpp
-void classify_text(sv m, LogLine& o);
+// True when the hand-written checks read the line: a kind, or a line known to mean nothing (a
+// hanglab hook's line, Slurm's daemons talking among themselves): the catalogue is not asked then.
+bool classify_text(sv m, LogLine& o);
 
 }  // namespace hanglab::logparse

@@ -69,6 +69,20 @@ TEST_CASE("rank attribution", "[triage_logs]") {
     CHECK(hvd.rank_src == RankSource::kLauncher);
     CHECK(hvd.kind == LogKind::kTerminate);
     CHECK(parse("[12] NCCL INFO Ring 00").rank == -1);  // NCCL's device tag is no rank
+  }
+  SECTION("Open MPI's --tag-output: [jobid,vpid]<stream>: names the rank, whatever the job id and stream") {
+    // orte/mca/iof/base/iof_base_output.c: "[%s,%s]<%s>:" (local job id, vpid, stdout|stderr|stddiag).
+    const auto out = parse("[1,2]<stdout>:smc-gpu-03:29880:30398 [0] init.cc:497 NCCL WARN Duplicate GPU detected : "
+                           "rank 2 and rank 0 both on CUDA device 1000");
+    CHECK(out.rank == 2);  // the tag's vpid, not a rank the message names
+    CHECK(out.rank_src == RankSource::kLauncher);
+    CHECK(out.msg.find("smc-gpu-03:29880") == 0);
+    const auto diag = parse("[3,5]<stddiag>:[node7:01234] *** Process received signal ***");
+    CHECK(diag.rank == 5);  // the job id (3) is not the rank
+    CHECK(diag.rank_src == RankSource::kLauncher);
+    const auto err = parse("[40112,0]<stderr>:RuntimeError: NCCL error");
+    CHECK(err.rank == 0);
+    CHECK(err.msg.find("RuntimeError") == 0);
     // NCCL's abort notice states the communicator's size, nothing more.
     const auto abort = parse("pt-worker-0:4288:4421 [1] NCCL INFO comm 0x5649149de2c0 rank 5 nranks 8 cudaDev 1 busId "
                              "a7000 - Abort COMPLETE");

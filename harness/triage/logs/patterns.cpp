@@ -42,19 +42,57 @@ int signal_named(sv m) {
 // "Epoch 3", "Epoch: [0]", "epoch 12/40" at the start of the message or after a clock-like
 // prefix word: a progress line, not the word inside prose or a path.
 bool epoch_number(sv m) {
-  for (sv key : {sv("Epoch "), sv("Epoch: "), sv("epoch "), sv("Starting epoch ")}) {
+  for (sv key : {sv("Epoch "), sv("Epoch: "), sv("epoch "), sv("epoch:"), sv("Starting epoch ")}) {
     const size_t k = m.find(key);
     if (k == npos || k > 40) continue;
-    const size_t p = k + key.size();
+    size_t p = k + key.size();
+    while (p < m.size() && p < k + key.size() + 4 && m[p] == ' ') ++p;  // "<epoch:  0, iter: 400>"
     if (p < m.size() && ((m[p] >= '0' && m[p] <= '9') || m[p] == '[')) return true;
   }
   return false;
 }
 
+// The signal a launcher says it received or passes on, and which launcher: by the SIG name or
+// Python's Signals.SIGx, by strsignal's word ("Terminated", "Hangup"), else the number after the
+// word that introduces it. srun's own notices name none: its handler takes SIGTERM, SIGHUP and
+// SIGQUIT alike to "forcing job termination" (SIGTERM is the scheduler's), a Ctrl-C as SIGINT.
+void read_stop_signal(sv m, LogLine& o) {
+  if (m.find("srun: ") != npos) {
+    o.word = "srun";
+    o.signal = m.find("Ctrl-C") != npos || m.find("interrupt (one more") != npos ? 2 : 15;
+    return;
+  }
+  static const std::pair<sv, int> kNames[] = {
+      {"SIGHUP", 1},  {"SIGINT", 2},  {"SIGQUIT", 3},  {"SIGKILL", 9},   {"SIGUSR1", 10}, {"SIGUSR2", 12},
+      {"SIGTERM", 15}, {"SIGCONT", 18}, {"SIGTSTP", 20}, {"SIGXCPU", 24}, {"Hangup", 1},   {"Interrupt", 2},
+      {"Quit", 3},     {"Killed", 9},   {"Terminated", 15}, {"CPU time limit", 24}};
+  for (const auto& [n, sig] : kNames)
+    if (m.find(n) != npos) o.signal = sig;
+  if (!o.signal) {
+    for (sv key : {sv("Received "), sv("Forwarding signal "), sv("SIGNAL ")}) {
+      const long long v = int_after(m, key);
+      if (v > 0 && v < 65) {
+        o.signal = static_cast<int>(v);
+        break;
+      }
+    }
+  }
+  if (m.find("death signal") != npos) {
+    o.word = "torchrun";
+  } else if (m.find("slurmstepd") != npos || m.find("CANCELLED AT") != npos) {
+    o.word = "slurmstepd";
+  } else if (const size_t k = m.find(": Forwarding signal "); k != npos) {
+    size_t b = k;
+    while (b > 0 && m[b - 1] != ' ' && m[b - 1] != ']') --b;
+    o.word = m.substr(b, k - b);
+  }
+}
+
 }  // namespace
 
-const std::vector<LinePattern>& line_patterns() {
-  static const std::vector<LinePattern> kTable = {
+// The table, part: the store, the interfaces, the fabric.
+static std::vector<LinePattern> store_and_network_patterns() {
+  return {
       // NCCL's AWS OFI plugin cannot register a buffer with the EFA device (gh-awsome-distributed-ai-203).
       {{"NET/OFI", "Unable to register memory"}, {}, LogKind::kIbError, "network", "efa_error", PatternFields::kNone,
        "register_rail_mr_buffer:617 NCCL WARN NET/OFI Unable to register memory (type = 2) for device 4. RC: -22, "
@@ -71,6 +109,14 @@ const std::vector<LinePattern>& line_patterns() {
        "rendezvous_timeout", PatternFields::kStoreBarrier,
        "RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for key: "
        "store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)"},
+      // ...and its progress notice while it waits (torch 1.x distributed_c10d.py _store_based_barrier,
+      // logger.info("Waiting in store based barrier to initialize process group for rank: {}, key: {}
+      // (world_size={}, worker_count={}, timeout={})")): the waiting rank's own line, and how many
+      // ranks the store has counted so far.
+      {{"Waiting in store based barrier to initialize process group for rank: ", "worker_count="}, {},
+       LogKind::kWorldSize, "", "", PatternFields::kStoreBarrier,
+       "Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 "
+       "(world_size=8, worker_count=1, timeout=0:30:00)"},
       // A rank fetching the NCCL unique id from rank 0 through the store timed out: rank 0 never
       // published it (gh-llamafactory-3698, gh-internevo-285, gh-pytorch-82091).
       {{"ncclUniqueId", "store"}, {}, LogKind::kStoreTimeout, "rendezvous", "unique_id_exchange", PatternFields::kNone,
@@ -111,6 +157,12 @@ const std::vector<LinePattern>& line_patterns() {
       {{"Socket creation failed", "Address family not supported"}, {}, LogKind::kWrongIfname, "network",
        "wrong_ifname", PatternFields::kNone,
        "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol"},
+  };
+}
+
+// The table, part: launchers' and schedulers' notices, the tools' own verdicts.
+static std::vector<LinePattern> launcher_patterns() {
+  return {
       // The DeepSpeed launcher's notice of a worker's exit (gh-deepspeed-3232).
       {{"exits with return code = "}, {"--local_rank="}, LogKind::kLauncherExit, "", "", PatternFields::kLauncherCode,
        "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', 'main.py', "
@@ -184,6 +236,61 @@ const std::vector<LinePattern>& line_patterns() {
       {{"The node was low on resource: memory."}, {}, LogKind::kOomKill, "", "", PatternFields::kNone,
        "The node was low on resource: memory. Container prometheus-server was using 3885112Ki, which exceeds its "
        "request of 0. Container prometheus-server-configmap-reload was using 2100Ki, which exceeds its request of 0."},
+  };
+}
+
+// The table, part: membership and signals passed on.
+static std::vector<LinePattern> membership_and_stop_patterns() {
+  return {
+      // Membership: a process's own statement that it joins a world of N (issue 24: read against the
+      // world size, the ranks that never stated it never joined). Lightning prints one per process
+      // before init_process_group (lightning/fabric/utilities/distributed.py _init_dist_connection:
+      // f"Initializing distributed: GLOBAL_RANK: {global_rank}, MEMBER: {global_rank + 1}/{world_size}";
+      // its DeepSpeed strategy "initializing deepspeed distributed: GLOBAL_RANK: ..., MEMBER: ...").
+      {{"GLOBAL_RANK: ", "MEMBER: "}, {}, LogKind::kWorldSize, "", "", PatternFields::kMember,
+       "Initializing distributed: GLOBAL_RANK: 2, MEMBER: 3/4"},
+      // ...and rank 0's once every process registered (rank_zero_info after init_process_group
+      // returned): init is complete, the world is N.
+      {{"All distributed processes registered. Starting with "}, {}, LogKind::kInitDone, "", "",
+       PatternFields::kMember, "All distributed processes registered. Starting with 4 processes"},
+      // c10d's store-based barrier at the end of init_process_group (torch/distributed/
+      // distributed_c10d.py _store_based_barrier: "Rank %s: Completed store-based barrier for key:%s
+      // with %s nodes."): that rank finished init, in a world of N.
+      {{"Completed store-based barrier for key:", " nodes."}, {}, LogKind::kInitDone, "", "", PatternFields::kMember,
+       "Rank 3: Completed store-based barrier for key:store_based_barrier_key:1 with 4 nodes."},
+      // A launcher or agent that received a signal and passes it on to the job stops it from outside
+      // (issue 24). torchrun's elastic agent turns SIGTERM/SIGINT/SIGHUP/SIGQUIT into a
+      // SignalException and shuts its workers down with the same signal
+      // (torch/distributed/elastic/agent/server/api.py: logger.warning("Received %s death signal,
+      // shutting down workers", e.sigval); Signals.SIGTERM since torch 2.x, the number before; the
+      // line is gh-pytorch-114097's).
+      {{"death signal, shutting down workers"}, {}, LogKind::kStopSignal, "", "", PatternFields::kStopSignal,
+       "W0823 16:54:02.337000 139733055988160 torch/distributed/elastic/agent/server/api.py:688] Received "
+       "Signals.SIGTERM death signal, shutting down workers"},
+      // srun received SIGTERM, SIGHUP or SIGQUIT and kills its tasks (Slurm src/srun/signals.c,
+      // _forward_signal: info("forcing job termination")); a Ctrl-C it passes on as SIGINT
+      // (_handle_intr: "sending Ctrl-C to %ps", "interrupt (one more within 1 sec to abort)").
+      {{"srun: forcing job termination"}, {}, LogKind::kStopSignal, "", "", PatternFields::kStopSignal,
+       "srun: forcing job termination"},
+      {{"srun: sending Ctrl-C to "}, {}, LogKind::kStopSignal, "", "", PatternFields::kStopSignal,
+       "srun: sending Ctrl-C to StepId=6053.0"},
+      {{"srun: interrupt (one more within 1 sec to abort)"}, {}, LogKind::kStopSignal, "", "",
+       PatternFields::kStopSignal, "srun: interrupt (one more within 1 sec to abort)"},
+      // slurmstepd's notice of a step or job cancelled by a signal (scancel, a requeue), its name from
+      // strsignal (src/slurmd/slurmstepd/req.c: "*** %s ON %s CANCELLED AT %s DUE to SIGNAL %s ***").
+      {{"DUE to SIGNAL "}, {"CANCELLED AT"}, LogKind::kStopSignal, "", "", PatternFields::kStopSignal,
+       "slurmstepd: error: *** STEP 6053.0 ON node-017 CANCELLED AT 2024-04-23T12:18:08 DUE to SIGNAL Terminated ***"},
+      // mpirun (orterun's HNP) passing a signal it received on to every process of the job
+      // (orte/mca/ess/hnp/ess_hnp_module.c: "%s: Forwarding signal %d to job"); SIGCONT, SIGTSTP and
+      // the USR signals are passed on too and stop nothing: the rule reads the signal.
+      {{": Forwarding signal ", " to job"}, {}, LogKind::kStopSignal, "", "", PatternFields::kStopSignal,
+       "mpirun: Forwarding signal 15 to job"},
+  };
+}
+
+// The table, part: limits, storage, phases and progress.
+static std::vector<LinePattern> limit_and_phase_patterns() {
+  return {
       // Slurm cancelled the job at its time limit (gh-zetta_utils-671).
       {{"DUE TO TIME LIMIT"}, {"CANCELLED"}, LogKind::kResourceLimit, "resource_limit", "time_limit",
        PatternFields::kNone,
@@ -306,8 +413,12 @@ const std::vector<LinePattern>& line_patterns() {
        "not called before program exit, which can leak resources."},
       // Epoch progress (Keras "Epoch 1/1", "Epoch: [0][415/1736]", "Starting epoch 1: ..."): training
       // had begun (gh-horovod-469, gh-arjunausers-52, gh-storage-172).
-      {{"poch"}, {"Epoch ", "Epoch: ", "epoch "}, LogKind::kProgress, "", "", PatternFields::kEpoch, "Epoch 1/1",
-       true},
+      {{"poch"}, {"Epoch ", "Epoch: ", "epoch ", "epoch:"}, LogKind::kProgress, "", "", PatternFields::kEpoch,
+       "Epoch 1/1", true},
+      // HF Trainer's log line: ProgressCallback.on_log writes the logs dict as Python prints it
+      // (transformers/trainer_callback.py), a loss and the fractional epoch of the training loop.
+      {{"'loss': ", "'epoch': "}, {}, LogKind::kProgress, "", "", PatternFields::kNone,
+       "{'loss': 1.4208, 'grad_norm': 2.910400629043579, 'learning_rate': 9.892529034494714e-06, 'epoch': 0.05}", true},
       // The program's own word that its training loop begins (OpenPCDet's banner, HF Trainer's
       // "***** Running training *****"): training had begun (gh-pai-5464).
       {{}, {"Start training", "Starting training", "start training", "starting training", "***** Running training *****"},
@@ -324,6 +435,17 @@ const std::vector<LinePattern>& line_patterns() {
        "[rank1]:[F ProcessGroupNCCL.cpp:1169] [PG 0 Rank 1] [PG 0 Rank 1] ProcessGroupNCCL's watchdog got stuck for "
        "600 seconds without making progress in monitoring enqueued collectives."},
   };
+}
+
+const std::vector<LinePattern>& line_patterns() {
+  // The parts in order: the first entry that matches decides.
+  static const std::vector<LinePattern> kTable = [] {
+    std::vector<LinePattern> t;
+    for (auto part : {store_and_network_patterns, launcher_patterns, membership_and_stop_patterns,
+                      limit_and_phase_patterns})
+      for (auto& p : part()) t.push_back(std::move(p));
+    return t;
+  }();
   return kTable;
 }
 
@@ -362,6 +484,15 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
         const long long j = int_after(m, "worker_count=");
         if (w > 0) o.world = bounded_world(w);
         if (j >= 0 && w > 0) o.joined = static_cast<int>(j);
+        // Both lines name the rank that waits, the one that writes them ("for rank: 0", "on rank: 7";
+        // the catalogue's meaning of the timeout names the same hole as its rank), below any prefix's.
+        if (const size_t k = m.find("rank: "); k != npos && o.rank_src < RankSource::kMessage) {
+          const long long r = int_after(m.substr(k), "rank: ");
+          if (r >= 0) {
+            o.rank = bounded_rank(r);
+            o.rank_src = RankSource::kMessage;
+          }
+        }
         break;
       }
       case PatternFields::kLauncherCode: {
@@ -439,6 +570,28 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
           else ranks.push_back(static_cast<int>(v));
         }
         if (ok) o.ranks = std::move(ranks);
+        break;
+      }
+      case PatternFields::kStopSignal:
+        read_stop_signal(m, o);
+        break;
+      case PatternFields::kMember: {
+        long long w = -1;
+        if (const size_t k = m.find("MEMBER: "); k != npos) {
+          const size_t slash = m.find('/', k);
+          if (slash != npos && slash - k < 20) w = int_after(m.substr(slash), "/");
+          const long long r = int_after(m, "GLOBAL_RANK: ");
+          if (r >= 0 && o.rank_src < RankSource::kMessage) {
+            o.rank = bounded_rank(r);
+            o.rank_src = RankSource::kMessage;
+          }
+        } else if (m.find("Starting with ") != npos) {
+          w = int_after(m, "Starting with ");
+        } else {
+          const size_t k = m.rfind(" with ");
+          if (k != npos) w = int_after(m.substr(k), " with ");
+        }
+        if (w > 0) o.world = bounded_world(w);
         break;
       }
       case PatternFields::kNone:

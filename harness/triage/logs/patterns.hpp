@@ -29,6 +29,11 @@ enum class PatternFields : uint8_t {
   kMpiAbort,      // "MPI_ABORT was invoked on rank 52 in communicator MPI_COMM_WORLD" -> the rank (other_rank)
   kFailedRanks,   // "[Rank 0]: Ranks 4, 5, 6, 7 failed to pass monitoredBarrier in 2000000 ms" -> the ranks named
                   // before "failed" (word "monitored_barrier")
+  kMember,        // "GLOBAL_RANK: 3, MEMBER: 4/8" -> rank 3 (the writer) of world 8; "Starting with 8 processes"
+                  // / "with 8 nodes" -> world 8 (rank from "Rank N:" when the line has it)
+  kStopSignal,    // a signal a launcher received and passes on, by name (SIGTERM, Signals.SIGHUP, "Terminated")
+                  // or number, after the entry's first needle's "Received " / "SIGNAL " / "signal "; word =
+                  // the launcher (its name before ": " or the entry's)
 };
 
 struct LinePattern {

@@ -38,7 +38,8 @@ TEST_CASE("pattern table: the fields its lines carry", "[triage_logs]") {
   CHECK(l.kind == LogKind::kStoreTimeout);
   CHECK(l.world == 8);
   CHECK(l.joined == 4);
-  CHECK(l.rank == -1);  // "on rank: 7" is the writer's own rank, but not a prefix: not used to attribute
+  CHECK(l.rank == 7);  // "on rank: 7" is the writer's own rank (torch raises it on the rank that waited)
+  CHECK(l.rank_src == RankSource::kMessage);
   l = parse("[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', "
             "'main.py', '--local_rank=3'] exits with return code = -9");
   CHECK(l.kind == LogKind::kLauncherExit);

@@ -218,4 +218,109 @@ std::optional<ProgressMatch> match_progress(std::string_view line) {
   return std::nullopt;
 }
 
+namespace {
+
+long long digits_at(std::string_view s, size_t& p) {
+  long long v = 0;
+  const size_t b = p;
+  while (p < s.size() && s[p] >= '0' && s[p] <= '9' && v < (1LL << 40)) v = v * 10 + (s[p++] - '0');
+  return p > b ? v : -1;
+}
+
+// "27:15" / "1:02:03" -> seconds; -1 when it is not a clock.
+double clock_s(std::string_view s) {
+  double total = 0;
+  int parts = 0;
+  size_t p = 0;
+  while (p < s.size()) {
+    const long long v = digits_at(s, p);
+    if (v < 0) return -1;
+    total = total * 60 + static_cast<double>(v);
+    ++parts;
+    if (p < s.size() && s[p] == ':') ++p;
+    else break;
+  }
+  return parts >= 2 && p == s.size() ? total : -1;
+}
+
+bool has_word(std::string_view low, std::initializer_list<std::string_view> words) {
+  for (std::string_view w : words)
+    if (low.find(w) != std::string_view::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+bool parse_tqdm_bar(std::string_view line, TqdmBar& bar) {
+  bar = TqdmBar{};
+  const size_t bar_at = line.find("%|");
+  if (bar_at == std::string_view::npos || bar_at == 0) return false;
+  size_t pct = bar_at;
+  while (pct > 0 && line[pct - 1] >= '0' && line[pct - 1] <= '9') --pct;
+  if (pct == bar_at || bar_at - pct > 3) return false;
+  // The description: before the percentage, without the ": " tqdm puts after it.
+  std::string_view desc = line.substr(0, pct);
+  while (!desc.empty() && (desc.back() == ' ' || desc.back() == ':')) desc.remove_suffix(1);
+  const size_t close = line.find('|', bar_at + 2);
+  if (close == std::string_view::npos) return false;
+  size_t p = close + 1;
+  while (p < line.size() && line[p] == ' ') ++p;
+  bar.n = digits_at(line, p);
+  if (bar.n < 0 || p >= line.size() || line[p] != '/') return false;
+  ++p;
+  bar.total = digits_at(line, p);  // "?" when unknown: -1
+  // The stats: "[27:15<23:13, 37.65s/it]"
+  const size_t open = line.find('[', p);
+  if (open != std::string_view::npos) {
+    const size_t lt = line.find('<', open);
+    const size_t end = line.find(']', open);
+    if (lt != std::string_view::npos && (end == std::string_view::npos || lt < end))
+      bar.elapsed_s = clock_s(line.substr(open + 1, lt - open - 1));
+    const size_t comma = line.find(", ", open);
+    if (comma != std::string_view::npos && (end == std::string_view::npos || comma < end)) {
+      std::string_view rate = line.substr(comma + 2, (end == std::string_view::npos ? line.size() : end) - comma - 2);
+      rate = rate.substr(0, rate.find(','));
+      const size_t slash = rate.find('/');
+      if (slash != std::string_view::npos) {
+        // "37.65s/it" -> it; "9855.27 examples/s" -> examples
+        std::string_view a = rate.substr(0, slash), b = rate.substr(slash + 1);
+        if (!a.empty() && a.back() == 's' && a.find_first_not_of("0123456789.?s ") == std::string_view::npos) {
+          bar.unit = b;
+        } else {
+          size_t u = a.size();
+          while (u > 0 && a[u - 1] != ' ' && !(a[u - 1] >= '0' && a[u - 1] <= '9') && a[u - 1] != '.') --u;
+          bar.unit = a.substr(u);
+        }
+      }
+    }
+  }
+  // Leading tags a logger or launcher put before tqdm's text ("[rank 1]", "INFO:") are not the
+  // description; the parser peeled most of them already.
+  while (!desc.empty() && desc.front() == '[') {
+    const size_t e = desc.find(']');
+    if (e == std::string_view::npos) break;
+    desc.remove_prefix(e + 1);
+    while (!desc.empty() && desc.front() == ' ') desc.remove_prefix(1);
+  }
+  bar.desc = desc;
+  return true;
+}
+
+std::string_view bar_phase(std::string_view desc, std::string_view unit) {
+  const std::string low = lower(desc);
+  // Loading a model's weights (transformers' "Loading checkpoint shards") is start-up, not a save.
+  if (has_word(low, {"loading checkpoint shards", "loading weights", "loading model", "loading pipeline"}))
+    return "init";
+  if (has_word(low, {"saving", "save ", "checkpoint", "writing", "uploading"})) return "checkpoint";
+  if (has_word(low, {"prepar", "tokeniz", "preprocess", "map", "filter", "generating", "download", "extract",
+                     "building", "indexing", "caching", "shard", "encoding", "converting", "scanning", "reading",
+                     "loading data", "loading dataset", "resolving data files", "computing"}) ||
+      unit == "examples" || unit == "ba" || unit == "B" || unit == "MB" || unit == "files")
+    return "data";
+  if (has_word(low, {"eval", "valid", "test", "predict", "sanity check", "inference"})) return "eval";
+  if (has_word(low, {"epoch", "train", "step", "iter", "batch"}) || (low.empty() && (unit == "it" || unit.empty())))
+    return "training";
+  return "";
+}
+
 }  // namespace hanglab

@@ -46,6 +46,27 @@ struct ProgressMatch {
   std::optional<long long> steps_done() const;
 };
 
+// A tqdm bar as tqdm draws it (tqdm/std.py format_meter: "{desc}: {percentage:3.0f}%|{bar}|
+// {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"), read without a regular
+// expression: the plain-log reader sees one per redraw, on any line.
+struct TqdmBar {
+  std::string_view desc;   // what the bar counts ("Preparing test set...", "Map (num_proc=4)", "Epoch 3"), "" = none
+  long long n = -1;        // done
+  long long total = -1;
+  double elapsed_s = -1;   // "[27:15<..." (h:mm:ss or mm:ss)
+  std::string_view unit;   // of the rate: "it", "s/it" as "it", "examples", "ba", "B" ...
+};
+bool parse_tqdm_bar(std::string_view line, TqdmBar& bar);
+
+// The phase a bar's description (and its rate's unit) names, from the words the libraries that
+// draw them use: preparing, tokenizing, mapping, filtering, generating splits, downloading (HF
+// datasets' "Map", "Filter", "Generating train split", any "Preparing ...") -> data; saving,
+// checkpoint, uploading -> checkpoint; loading checkpoint shards / weights / the model -> init;
+// evaluating, validation, testing, predicting, sanity checking (Lightning's bars) -> eval; epochs,
+// training, steps, iterations, or no description with a rate in it/s (HF Trainer's bar) ->
+// training; "" when the description names none of these.
+std::string_view bar_phase(std::string_view desc, std::string_view unit);
+
 // The first entry of the table the line matches. A line holding carriage returns (a tqdm
 // bar redrawn in place, flushed with its final newline) is read at its last segment.
 std::optional<ProgressMatch> match_progress(std::string_view line);

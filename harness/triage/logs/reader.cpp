@@ -1,29 +1,27 @@
-// Reading plain logs into a LogCorpus (see reader.hpp; the entry points triage_logs() and
-// triage_paths() are in triage/triage.cpp). The per-line work is parse_log_line(); what is done
-// here is the state that spans lines: the clock of clock-less lines (inherited from the
-// last stamped line of the same file, marked inexact), the rank of continuation lines,
-// torchrun's failure summary and Open MPI's exit block, and the bounded per-rank step
-// history.
-#include "triage/logs/reader.hpp"
-#include "triage/logs/frames.hpp"
-#include "triage/logs/patterns.hpp"
-#include "triage/records/run_dir.hpp"  // is_run_dir: --logs-only on a run directory
+// Reading one plain log file (see reader.hpp and logs/file_scan.hpp; the corpus of files is
+// logs/corpus.cpp, the entry points triage_logs() and triage_paths() are in triage/triage.cpp). The
+// per-line work is parse_log_line(); what is done here is the state that spans lines: the clock of
+// clock-less lines (inherited from the last stamped line of the same file, marked inexact), the rank
+// of continuation lines, torchrun's failure summary and Open MPI's exit block, the bounded per-rank
+// step history and the writers' progress bars.
+#include "triage/logs/file_scan.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <stdexcept>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
-namespace hanglab {
+#include "triage/logs/catalogue.hpp"
+#include "triage/logs/frames.hpp"
+#include "triage/logs/patterns.hpp"
+#include "triage/logs/progress.hpp"
 
-namespace fs = std::filesystem;
+namespace hanglab {
 
 namespace {
 
@@ -32,23 +30,6 @@ constexpr size_t kMaxLine = 64 * 1024;      // longer lines are cut (progress ba
 constexpr size_t kMaxEventText = 320;
 constexpr size_t kMaxWorldHintsPerFile = 4;
 constexpr uint32_t kMaxUnattributedPerKind = 4096;
-
-bool ends_with(const std::string& s, const char* suf) {
-  const size_t n = std::strlen(suf);
-  return s.size() >= n && s.compare(s.size() - n, n, suf) == 0;
-}
-
-// Files that are not logs: hanglab's own records, configs, binaries, sources.
-bool skip_file_name(const std::string& name) {
-  if (name.empty() || name[0] == '.') return true;
-  if (name == "expected.json") return true;
-  static const char* kSkip[] = {".json", ".jsonl", ".toml", ".html", ".xml",  ".sqlite", ".pt", ".png", ".jpg",
-                                ".gz",   ".zip",   ".tar",  ".so",   ".py",   ".sh",     ".md", ".svg", ".pdf"};
-  for (const char* ext : kSkip) {
-    if (ends_with(name, ext)) return true;
-  }
-  return false;
-}
 
 // "epoch=1", "epoch 3", "Epoch=2": an epoch number stated in the line.
 bool names_epoch(std::string_view m) {
@@ -90,41 +71,11 @@ bool quoted_progress(std::string_view m, const LogLineContext& ctx) {
   return false;
 }
 
-bool looks_binary(const fs::path& p) {
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return true;
-  char buf[4096];
-  const ssize_t n = ::read(fd, buf, sizeof buf);
-  ::close(fd);
-  if (n < 0) return true;
-  return std::memchr(buf, '\0', static_cast<size_t>(n)) != nullptr;
-}
-
-// Everything a file's scan produces; merged into the corpus in file order.
-struct RankAcc {
-  RankLog log;
-  std::vector<StepRec> ring;  // circular, kRecentSteps
-  size_t ring_pos = 0;
-};
-
-struct FileScan {
-  LogFileInfo info;
-  std::unordered_map<int, RankAcc> ranks;
-  std::vector<LogEvent> events;
-  std::vector<LaunchFailure> launch;
-  std::vector<std::pair<long long, int>> pid_rank;
-  std::vector<WorldHint> world;
-  uint64_t unattributed_steps = 0;
-  uint64_t progress_lines = 0;
-  LogKind unattributed_phase = LogKind::kNone;
-  uint32_t unattributed_phase_line = 0;
-  std::string unattributed_phase_text;
-  bool unattributed_phase_stepped = false;  // a step line (any writer) followed it in this file
-};
 
 bool launcher_kind(LogKind k) {
   switch (k) {
     case LogKind::kLauncherSignal:
+    case LogKind::kStopSignal:
     case LogKind::kLauncherExit:
     case LogKind::kSignalReceived:
     case LogKind::kChildFailed:
@@ -242,6 +193,34 @@ class FileScanner {
 
   FrameMarkers frame_markers_;  // an innermost-first dump's outer frames say nothing more
 
+  // A tqdm bar redraw: the writer's bar counts further, or a new bar (another description) begins.
+  // A line that holds several redraws ('\r') shows the bar advancing within it.
+  void note_bar(std::string_view text, BarSeen& bar, bool has_t, double t) {
+    TqdmBar b;
+    if (!parse_tqdm_bar(l_.msg, b)) return;
+    TqdmBar first;
+    const size_t cr = text.find('\r');
+    const bool within = cr != std::string_view::npos && parse_tqdm_bar(text.substr(0, cr), first) && first.n >= 0 &&
+                        first.n < b.n;
+    const std::string_view desc = b.desc.substr(0, 120);
+    if (!bar.seen() || bar.desc != desc) {
+      bar = BarSeen{};
+      bar.desc = std::string(desc);
+      bar.phase = std::string(bar_phase(b.desc, b.unit));
+      bar.first_n = within ? first.n : b.n;
+    } else if (b.n > bar.last_n) {
+      ++bar.advances;
+    }
+    if (within) ++bar.advances;
+    bar.last_n = b.n;
+    bar.total = b.total;
+    bar.elapsed_s = b.elapsed_s;
+    bar.file = index_;
+    bar.line = line_no_;
+    bar.has_t = has_t;
+    bar.t = t;
+  }
+
   RankAcc& acc(int rank) {
     if (rank == cache_rank_) return *cache_;
     auto [it, fresh] = out_.ranks.try_emplace(rank);
@@ -261,23 +240,11 @@ class FileScanner {
     a.log.recent = std::move(r);
   }
 
-  void line(std::string_view text, bool partial) {
-    ++line_no_;
-    ++out_.info.lines;
-    parse_log_line(text, ctx_, l_);
-    if (!frame_markers_.keep(l_.msg, l_.kind)) l_.kind = LogKind::kNone;
-    if (bus_ev_ != SIZE_MAX) {
-      if (line_no_ - bus_line_ > 24) {
-        bus_ev_ = SIZE_MAX;
-      } else if (text.find("nccl") != std::string_view::npos && bus_ev_ < out_.events.size()) {
-        out_.events[bus_ev_].category = "resource_limit";
-        out_.events[bus_ev_].cause = "nccl_shm";
-        bus_ev_ = SIZE_MAX;
-      }
-    }
-    // Attribution.
-    int rank = l_.rank;
-    RankSource src = l_.rank_src;
+  // Which rank wrote the line: its own prefix or message, else (a continuation line) the rank of
+  // the line before it, else the file's rank; in a per-rank file an in-message rank may be PG-local.
+  void attribute(std::string_view text, int& rank, RankSource& src) {
+    rank = l_.rank;
+    src = l_.rank_src;
     const bool launcher = launcher_kind(l_.kind);
     if (rank < 0 && !launcher) {
       const bool continuation = !text.empty() && (text[0] == ' ' || text[0] == '\t' ||
@@ -300,6 +267,14 @@ class FileScanner {
       prev_rank_ = rank;
       prev_src_ = src;
     }
+  }
+
+  struct Clock {
+    bool exact = false, have = false;
+    double t = 0, res = 0;
+  };
+
+  Clock clock_of(int rank) {
     // Clock. A line without one gets the last clock of the same writer in this file: in a
     // combined log the previous line may be another process's, whose time says nothing.
     const bool exact = l_.has_t;
@@ -330,14 +305,12 @@ class FileScanner {
         cur_res = it->second.second;
       }
     }
-    if (l_.pid >= 0 && rank >= 0 && !pid_is_other(l_.kind) && src != RankSource::kNone &&
-        pids_seen_.insert(l_.pid).second) {
-      out_.pid_rank.emplace_back(l_.pid, rank);
-    }
+    return Clock{exact, have_t, cur_t, cur_res};
+  }
 
-    if (src == RankSource::kLocal) ++out_.info.local_rank_lines;
-    if (l_.kind == LogKind::kStep && out_.unattributed_phase != LogKind::kNone) out_.unattributed_phase_stepped = true;
-    if (rank >= 0) {
+  // The writer's own record: its first and last line, steps, phase markers, its last collective.
+  // True for a step line, which is nothing more.
+  bool note_rank_line(int rank, RankSource src, bool have_t, double cur_t) {
       RankAcc& a = acc(rank);
       RankLog& g = a.log;
       if (g.lines == 0) {
@@ -365,7 +338,7 @@ class FileScanner {
           a.ring[a.ring_pos] = s;
           a.ring_pos = (a.ring_pos + 1) % kRecentSteps;
         }
-        return;
+        return true;
       }
       switch (l_.kind) {
         case LogKind::kCheckpointBegin:
@@ -390,7 +363,12 @@ class FileScanner {
         default:
           break;
       }
-    }
+    return false;
+  }
+
+  // A notable line: a failure, an exit, a launcher's notice, a world-size statement.
+  void note_event(int rank, RankSource src, bool launcher, bool have_t, bool exact, double cur_t, double cur_res,
+                  bool partial, std::string_view text) {
     // One line per collective on every rank: only each rank's last is kept (above), never an event.
     if (l_.kind == LogKind::kCollStart) return;
     if (l_.kind == LogKind::kStep && rank < 0) ++out_.unattributed_steps;
@@ -421,10 +399,8 @@ class FileScanner {
     if (l_.kind == LogKind::kNone || l_.kind == LogKind::kStep) return;
 
     if (l_.world > 0 && (l_.kind == LogKind::kWorldSize || l_.kind == LogKind::kInitDone ||
-                         l_.kind == LogKind::kStoreTimeout) &&
-        out_.world.size() < kMaxWorldHintsPerFile) {
-      out_.world.push_back({l_.world, rank, index_, line_no_, std::string(l_.msg.substr(0, kMaxEventText))});
-    }
+                         l_.kind == LogKind::kStoreTimeout))
+      world_hint(rank);
     if (summary(rank)) return;
     if (l_.kind == LogKind::kWorldSize) return;
     if (l_.kind == LogKind::kMpiProcessName) {
@@ -488,6 +464,9 @@ class FileScanner {
     e.text = std::string(msg.substr(0, kMaxEventText));
     e.category = std::string(l_.category);
     e.cause = std::string(l_.cause);
+    e.catalogue = l_.catalogue;
+    e.role = l_.role;
+    e.phase = l_.phase;
     e.peer_closed = l_.peer_closed;
     e.torch_rendezvous = l_.torch_rendezvous;
     e.ranks = l_.ranks;
@@ -503,6 +482,69 @@ class FileScanner {
       if (e.kind == LogKind::kException) last_exception_[e.rank] = out_.events.size();
     }
     out_.events.push_back(std::move(e));
+  }
+
+  void line(std::string_view text, bool partial) {
+    ++line_no_;
+    ++out_.info.lines;
+    parse_log_line(text, ctx_, l_);
+    if (!frame_markers_.keep(l_.msg, l_.kind)) l_.kind = LogKind::kNone;
+    if (bus_ev_ != SIZE_MAX) {
+      if (line_no_ - bus_line_ > 24) {
+        bus_ev_ = SIZE_MAX;
+      } else if (text.find("nccl") != std::string_view::npos && bus_ev_ < out_.events.size()) {
+        out_.events[bus_ev_].category = "resource_limit";
+        out_.events[bus_ev_].cause = "nccl_shm";
+        bus_ev_ = SIZE_MAX;
+      }
+    }
+    int rank = -1;
+    RankSource src = RankSource::kNone;
+    attribute(text, rank, src);
+    const bool launcher = launcher_kind(l_.kind);
+    const Clock clk = clock_of(rank);
+    const bool exact = clk.exact, have_t = clk.have;
+    const double cur_t = clk.t, cur_res = clk.res;
+    if (l_.pid >= 0 && rank >= 0 && !pid_is_other(l_.kind) && src != RankSource::kNone &&
+        pids_seen_.insert(l_.pid).second) {
+      out_.pid_rank.emplace_back(l_.pid, rank);
+    }
+
+    if (src == RankSource::kLocal) ++out_.info.local_rank_lines;
+    if (l_.msg.find("%|") != std::string_view::npos) {
+      BarSeen& bar = rank >= 0 ? acc(rank).log.bar : out_.unattributed_bar;
+      note_bar(text, bar, have_t, cur_t);
+      // A training loop's bar (HF Trainer's, an epoch's) is progress of training, as a step line is.
+      if (l_.kind == LogKind::kNone && bar.seen() && bar.line == line_no_ && bar.phase == "training")
+        ++out_.progress_lines;
+    }
+    if (l_.kind == LogKind::kStep && out_.unattributed_phase != LogKind::kNone) out_.unattributed_phase_stepped = true;
+    if (rank >= 0 && note_rank_line(rank, src, have_t, cur_t)) return;
+    note_event(rank, src, launcher, have_t, exact, cur_t, cur_res, partial, text);
+  }
+
+
+  // A statement of the world size, kept for the reasoner: a few per file (a start-up line is written
+  // once per process), and apart from them a store barrier's count of arrivals per rank that waits
+  // (the waiter repeats it every few seconds; the latest count is the one that holds).
+  void world_hint(int rank) {
+    if (l_.joined >= 0) {
+      size_t counts = 0;
+      for (auto& h : out_.world) {
+        if (h.joined < 0) continue;
+        ++counts;
+        if (h.rank == rank) {
+          h.joined = std::max(h.joined, l_.joined);
+          return;
+        }
+      }
+      if (counts >= kMaxWorldHintsPerFile) return;
+    } else if (static_cast<size_t>(std::count_if(out_.world.begin(), out_.world.end(),
+                                                 [](const WorldHint& h) { return h.joined < 0; })) >=
+               kMaxWorldHintsPerFile) {
+      return;
+    }
+    out_.world.push_back({l_.world, rank, l_.joined, index_, line_no_, std::string(l_.msg.substr(0, kMaxEventText))});
   }
 
   // torchrun's "ChildFailedError" block; true when the line belonged to it.
@@ -600,220 +642,11 @@ class FileScanner {
   }
 };
 
-int find_year(const std::vector<LogInput>& inputs) {
-  // The first full date in the first few files dates the year-less stamps.
-  size_t n = 0;
-  for (const auto& in : inputs) {
-    if (++n > 64) break;
-    const int fd = ::open(in.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char buf[8192];
-    const ssize_t got = ::read(fd, buf, sizeof buf);
-    ::close(fd);
-    if (got <= 0) continue;
-    const std::string_view s(buf, static_cast<size_t>(got));
-    for (size_t i = 0; i + 19 <= s.size(); ++i) {
-      if ((s[i] != '1' && s[i] != '2') || (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')) continue;
-      double t = 0, res = 0;
-      if (parse_iso_time(s.substr(i), &t, &res)) {
-        return (s[i] - '0') * 1000 + (s[i + 1] - '0') * 100 + (s[i + 2] - '0') * 10 + (s[i + 3] - '0');
-      }
-    }
-  }
-  return 0;
-}
-
 }  // namespace
 
-std::string log_ref(const LogCorpus& c, uint32_t file, uint32_t line) {
-  if (file >= c.files.size()) return fmt::format("?:{}", line);
-  return fmt::format("{}:{}", c.files[file].name, line);
-}
-
-std::vector<LogInput> list_log_inputs(const std::vector<fs::path>& paths, bool logs_only) {
-  std::vector<LogInput> out;
-  const bool single = paths.size() == 1;
-  for (const auto& p : paths) {
-    std::error_code ec;
-    const auto st = fs::status(p, ec);
-    if (ec || !fs::exists(st)) throw std::runtime_error(fmt::format("{}: no such file or directory", p.string()));
-    if (fs::is_regular_file(st)) {
-      out.push_back({p, p.string()});
-      continue;
-    }
-    if (!fs::is_directory(st)) throw std::runtime_error(fmt::format("{}: not a file or directory", p.string()));
-    std::vector<LogInput> found;
-    if (logs_only && is_run_dir(p)) {
-      // The ranks' stdout/stderr and the launcher's console (mpirun's notices go there).
-      // supervisor.log: the closing signals hanglab sent when it tore the job down.
-      for (const char* f : {"launcher.stdout.log", "launcher.stderr.log", "supervisor.log"}) {
-        if (fs::is_regular_file(p / f, ec)) found.push_back({p / f, f});
-      }
-      for (fs::directory_iterator it(p / "ranks", ec), end; !ec && it != end; it.increment(ec)) {
-        if (!it->is_directory()) continue;
-        for (const char* f : {"stdout.log", "stderr.log"}) {
-          const fs::path file = it->path() / f;
-          if (fs::is_regular_file(file, ec)) found.push_back({file, fs::relative(file, p).generic_string()});
-        }
-      }
-    } else {
-      fs::recursive_directory_iterator it(p, fs::directory_options::skip_permission_denied, ec), end;
-      for (; !ec && it != end; it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        if (it->is_directory()) {
-          if (!name.empty() && name[0] == '.') it.disable_recursion_pending();
-          continue;
-        }
-        if (!it->is_regular_file() || skip_file_name(name)) continue;
-        if (looks_binary(it->path())) continue;
-        found.push_back({it->path(), fs::relative(it->path(), p).generic_string()});
-      }
-    }
-    if (ec) throw std::runtime_error(fmt::format("{}: cannot list: {}", p.string(), ec.message()));
-    std::sort(found.begin(), found.end(), [](const LogInput& a, const LogInput& b) { return a.name < b.name; });
-    if (!single) {
-      for (auto& f : found) f.name = (p.filename().empty() ? p.parent_path().filename() : p.filename()).string() + "/" + f.name;
-    }
-    out.insert(out.end(), found.begin(), found.end());
-  }
-  return out;
-}
-
-LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads) {
-  LogCorpus c;
-  bool kubeflow = false;
-  for (const auto& in : inputs) {
-    std::string low = in.name;
-    std::transform(low.begin(), low.end(), low.begin(), [](unsigned char ch) { return std::tolower(ch); });
-    if (low.find("master-0") != std::string::npos || low.find("master_0") != std::string::npos) kubeflow = true;
-  }
-  LogLineContext ctx;
-  if (const int y = find_year(inputs)) {
-    ctx.year = y;
-    c.year_known = true;
-  }
-  c.year = ctx.year;
-
-  std::vector<FileScan> scans(inputs.size());
-  std::vector<std::string> errors(inputs.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < inputs.size();) {
-      try {
-        FileScanner s(inputs[i], static_cast<uint32_t>(i), rank_from_path(inputs[i].name, kubeflow), ctx);
-        scans[i] = s.run();
-      } catch (const std::exception& e) {
-        errors[i] = e.what();
-      }
-    }
-  };
-  unsigned n = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
-  n = std::min<unsigned>({n, 8u, static_cast<unsigned>(std::max<size_t>(1, inputs.size()))});
-  if (n <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (unsigned i = 0; i < n; ++i) pool.emplace_back(worker);
-    for (auto& t : pool) t.join();
-  }
-  for (const auto& e : errors) {
-    if (!e.empty()) throw std::runtime_error(e);
-  }
-
-  // Merge in file order.
-  std::unordered_set<long long> pid_seen;
-  for (auto& s : scans) {
-    c.bytes += s.info.bytes;
-    c.lines += s.info.lines;
-    c.unattributed_steps += s.unattributed_steps;
-    c.progress_lines += s.progress_lines;
-    if (s.unattributed_phase != LogKind::kNone) {
-      c.unattributed_phase = s.unattributed_phase;
-      c.unattributed_phase_file = static_cast<uint32_t>(c.files.size());
-      c.unattributed_phase_line = s.unattributed_phase_line;
-      c.unattributed_phase_text = std::move(s.unattributed_phase_text);
-      c.unattributed_phase_stepped = s.unattributed_phase_stepped;
-    }
-    c.files.push_back(std::move(s.info));
-    for (auto& [rank, a] : s.ranks) {
-      RankLog& g = c.ranks[rank];
-      RankLog& x = a.log;
-      if (g.lines == 0) {
-        g = std::move(x);
-        continue;
-      }
-      // A rank spread over several files (stdout + stderr, pod log + dmesg).
-      const auto later = [](bool ha, double ta, uint32_t fa, uint32_t la, bool hb, double tb, uint32_t fb,
-                            uint32_t lb) {
-        if (ha && hb && ta != tb) return ta > tb;
-        return std::tie(fa, la) > std::tie(fb, lb);
-      };
-      if (later(g.has_first_t, g.first_t, g.first_file, g.first_line, x.has_first_t, x.first_t, x.first_file,
-                x.first_line)) {
-        g.first_file = x.first_file;
-        g.first_line = x.first_line;
-        g.has_first_t = x.has_first_t;
-        g.first_t = x.first_t;
-      }
-      if (later(x.has_last_t, x.last_t, x.last_file, x.last_line, g.has_last_t, g.last_t, g.last_file, g.last_line)) {
-        g.last_file = x.last_file;
-        g.last_line = x.last_line;
-        g.has_last_t = x.has_last_t;
-        g.last_t = x.last_t;
-      }
-      g.lines += x.lines;
-      g.host_tag_lines += x.host_tag_lines;
-      g.n_steps += x.n_steps;
-      g.max_step = std::max(g.max_step, x.max_step);
-      g.total_steps = std::max(g.total_steps, x.total_steps);
-      if (g.host.empty()) g.host = x.host;
-      if (x.phase != LogKind::kNone &&
-          (g.phase == LogKind::kNone ||
-           later(x.phase_has_t, x.phase_t, x.phase_file, x.phase_line, g.phase_has_t, g.phase_t, g.phase_file,
-                 g.phase_line))) {
-        g.phase = x.phase;
-        g.phase_file = x.phase_file;
-        g.phase_line = x.phase_line;
-        g.phase_t = x.phase_t;
-        g.phase_has_t = x.phase_has_t;
-        g.phase_text = x.phase_text;
-      }
-      if (x.started.seq >= 0 && g.started.seq >= 0) {
-        // The later of two files' last lines; counting down from the other's is several groups too.
-        const bool x_later = later(x.started.has_t, x.started.t, x.started.file, x.started.line, g.started.has_t,
-                                   g.started.t, g.started.file, g.started.line);
-        const bool mixed = x.started.mixed || g.started.mixed ||
-                           (x_later ? x.started.seq < g.started.seq : g.started.seq < x.started.seq);
-        if (x_later) g.started = x.started;
-        g.started.mixed = mixed;
-      } else if (x.started.seq >= 0) {
-        g.started = x.started;
-      }
-      if (!x.recent.empty()) {
-        g.recent.insert(g.recent.end(), x.recent.begin(), x.recent.end());
-        std::stable_sort(g.recent.begin(), g.recent.end(), [](const StepRec& a2, const StepRec& b2) {
-          if (a2.has_t && b2.has_t && a2.t != b2.t) return a2.t < b2.t;
-          return std::tie(a2.file, a2.line) < std::tie(b2.file, b2.line);
-        });
-        if (g.recent.size() > kRecentSteps) g.recent.erase(g.recent.begin(), g.recent.end() - kRecentSteps);
-        g.last_step = g.recent.back().step;
-      }
-    }
-    for (auto& e : s.events) c.events.push_back(std::move(e));
-    for (auto& l : s.launch) c.launch_failures.push_back(std::move(l));
-    for (auto& pr : s.pid_rank) {
-      if (pid_seen.insert(pr.first).second) c.pid_rank.push_back(pr);
-    }
-    for (auto& w : s.world) c.world_hints.push_back(std::move(w));
-    s = FileScan{};
-  }
-  // Time order; clock-less events keep their file position, after the timed ones.
-  std::stable_sort(c.events.begin(), c.events.end(), [](const LogEvent& a, const LogEvent& b) {
-    if (a.has_t != b.has_t) return a.has_t;
-    if (a.has_t && a.t != b.t) return a.t < b.t;
-    return std::tie(a.file, a.line) < std::tie(b.file, b.line);
-  });
-  return c;
+FileScan scan_log_file(const LogInput& in, uint32_t index, int file_rank, const LogLineContext& ctx) {
+  FileScanner s(in, index, file_rank, ctx);
+  return s.run();
 }
 
 }  // namespace hanglab

@@ -68,6 +68,10 @@ struct LogEvent {
   bool pg_default = false;
   std::string op, pg, host, word, where, text;
   std::string category, cause;  // what the line proves (pattern table), empty = the kind's default
+  // The catalogue's entry and meaning when it gave the line its meaning (LogLine::catalogue, role,
+  // phase): views of the built-in catalogue, which lives as long as the program.
+  const CatalogueEntry* catalogue = nullptr;
+  std::string_view role, phase;
   bool peer_closed = false;       // LogLine::peer_closed
   bool torch_rendezvous = false;  // LogLine::torch_rendezvous
   // An exception the program handled: its traceback goes on "During handling of the above
@@ -94,6 +98,19 @@ struct LaunchFailure {
   uint32_t line = 0;  // of the "exitcode" field (the "[i]:" line when absent)
 };
 
+// The last tqdm bar a writer drew (logs/progress.hpp): what it counts, how far, for how long.
+struct BarSeen {
+  std::string desc;             // its description ("Preparing test set...", "" for none)
+  std::string phase;            // bar_phase(): data | checkpoint | init | eval | training | ""
+  long long first_n = -1, last_n = -1, total = -1;
+  int advances = 0;             // redraws that counted further (its lines, and the \r redraws inside one)
+  double elapsed_s = -1;        // at the last redraw (its own "[27:15<...")
+  uint32_t file = 0, line = 0;  // the last redraw's line
+  bool has_t = false;
+  double t = 0;
+  bool seen() const { return last_n >= 0; }
+};
+
 struct RankLog {
   int rank = -1;
   uint64_t lines = 0;
@@ -107,6 +124,7 @@ struct RankLog {
   int total_steps = -1;
   std::vector<StepRec> recent;         // the last kRecentSteps step lines, oldest first
   std::string host;
+  BarSeen bar;                         // its last progress bar
   LogKind phase = LogKind::kNone;      // last phase marker (checkpoint/eval/data begin or end)
   uint32_t phase_file = 0, phase_line = 0;
   double phase_t = 0;
@@ -130,6 +148,7 @@ struct RankLog {
 struct WorldHint {
   int world = 0;
   int rank = -1;  // the rank of the line that states it (a start-up line: two files with the same rank's = a duplicate)
+  int joined = -1;  // a store barrier's count of the ranks that arrived ("worker_count=1"), -1 = not a count
   uint32_t file = 0;
   uint32_t line = 0;
   std::string text;
@@ -152,6 +171,7 @@ struct LogCorpus {
   std::string unattributed_phase_text;
   bool unattributed_phase_stepped = false;  // a step line followed it in its file: training went on after it
   uint64_t progress_lines = 0;  // "Epoch 1/1"-style progress without a step number (any writer)
+  BarSeen unattributed_bar;     // the last progress bar no rank could be named for
 };
 
 constexpr size_t kRecentSteps = 48;

@@ -436,6 +436,13 @@ void LogTimeline::derive() {
     }
   }
   mark_outside_teardown(states);
+  note_phase_facts(states);
+  decide_anon();
+}
+
+// Whether the job had begun to train (steps, progress, collectives that ran) and whether a line
+// that only init writes was seen.
+void LogTimeline::note_phase_facts(const std::vector<RankState*>& states) {
   for (const RankState* sp : states) {
     const RankState& s = *sp;
     if (s.log && s.log->n_steps > 0) training_started_ = true;
@@ -463,7 +470,10 @@ void LogTimeline::derive() {
       break;
     }
   }
-  // The unattributed lines speak when no rank's own lines explain the failure.
+}
+
+// The unattributed lines speak when no rank's own lines explain the failure.
+void LogTimeline::decide_anon() {
   const auto rootish = [](const Fail& f) {
     return f.role == Role::kRoot || (f.role == Role::kExit && (f.signal || (f.code != kNoCode && f.code != 0)));
   };

@@ -19,41 +19,38 @@
 #include <vector>
 
 #include "triage/logs/reader.hpp"
+#include "signal_name.hpp"
 #include "util.hpp"
 
 namespace hanglab::plainlog {
 
 
-enum class Role { kInfo, kRoot, kEcho, kTeardown, kExit };
+using hanglab::Role;  // model/observations.hpp: one role vocabulary for both reasoners
 
-// "SIGKILL", "SIGSEGV", ...; "signal N" for others (the names the log answers have always used).
-std::string signal_name(int sig);
+using hanglab::signal_name;  // signal_name.hpp: the one signal naming
 
 inline std::string pg_key(const LogEvent& e) {
   if (e.pg.empty() || e.pg_default) return "default";
   return e.pg;
 }
 
+struct Fail;
+
+// -- meaning.cpp: what one event means, whatever rank it is attributed to.
+// Role and meaning of an event; kInfo for what is not a failure. The catalogue's role and what the
+// pattern table (or the catalogue) says the line proves override the kind's default.
+void describe_event(const LogEvent& e, Fail& f);
+// The kind's default meaning alone.
+void describe_kind(const LogEvent& e, Fail& f);
+bool describe_exit(const LogEvent& e, const std::string& txt, Fail& f);
+// Exit statuses: a signal death is a root candidate; a plain non-zero code is an exit
+// (root only when nothing else explains it).
+void exit_meaning(int signal, int code, Fail& f);
+std::string short_text(const std::string& s, size_t n = 160);
+
 // A failure attributed to a rank.
-struct Fail {
-  const LogEvent* ev = nullptr;  // null for torchrun summary entries
-  int rank = -1;
-  Role role = Role::kInfo;
-  bool has_t = false;
-  double t = 0;
-  double res = 0;
-  uint32_t file = 0;
-  uint32_t line = 0;
-  std::string what;
-  std::string ref;
-  std::string category;  // for roots
-  std::string cause;
-  int strength = 0;  // among simultaneous roots: OOM/CUDA/crash 3, signal death 2, exception 1
-  bool exact = true;       // the clock is the line's own (else inherited: a lower bound)
-  bool aftermath = false;  // a launcher's notice of a rank that had already failed waiting
-  int signal = 0;
-  int code = kNoCode;
-  std::string host;
+struct Fail : Observation {
+  const LogEvent* ev = nullptr;  // the line (null for torchrun summary entries)
 };
 
 struct RankState {
@@ -171,6 +168,11 @@ class LogTimeline {
   // The rank's own statement that its data ran out ("data exhausted", a data service with
   // no tasks left for it).
   static const LogEvent* exhausted_data(const RankState& s);
+  // Ranks of a stated world that never printed a line while two or more others printed their own
+  // join line (membership statements, world hints with a rank), in a one-host paste: they never
+  // joined. Empty when the logs do not prove it (also when a store counted more arrivals than the
+  // paste shows ranks).
+  std::vector<int> never_joined() const;
   // Ranks that do not report the stuck collective are provably elsewhere: some of them
   // logged other lines, or the silent ones are few among the ranks that logged.
   bool others_elsewhere() const;
@@ -180,14 +182,7 @@ class LogTimeline {
 
   // -- meaning.cpp
   Fail make_fail(const LogEvent& e, int rank) const;
-  static std::string short_text(const std::string& s, size_t n = 160);
-  // Role and meaning of an event on a rank; kInfo for what is not a failure. What the
-  // pattern table says the line proves overrides the kind's default category and cause.
-  void describe(const LogEvent& e, Fail& f) const;
-  void describe_kind(const LogEvent& e, Fail& f) const;
-  // Exit statuses: a signal death is a root candidate; a plain non-zero code is an exit
-  // (root only when nothing else explains it).
-  static void exit_meaning(int signal, int code, Fail& f);
+  static void describe(const LogEvent& e, Fail& f) { describe_event(e, f); }
 
   // -- timeline.cpp
   void derive();
@@ -200,6 +195,8 @@ class LogTimeline {
   // teardown kills a few ms before its peers reads as a rank that died, or not, by the
   // order of two kill(2) calls.
   void mark_outside_teardown(const std::vector<RankState*>& states);
+  void note_phase_facts(const std::vector<RankState*>& states);
+  void decide_anon();
 
   // -- meaning.cpp
   // A line that only init writes: the store, the interface, the communicator's setup.

@@ -12,6 +12,203 @@
 namespace hanglab::logparse {
 
 // One prefix at s[p]; returns the position after it or npos.
+// A prefix that begins with a digit: an ISO or epoch clock, a launcher's "3: " rank label.
+static size_t peel_numeric(sv s, size_t p, LogLine& o, bool first) {
+  double t = 0, res = 0;
+  if (size_t n = parse_iso_time(s.substr(p), &t, &res)) {
+    if (!o.has_t) {
+      o.has_t = true;
+      o.t = t;
+      o.t_res = res;
+    }
+    size_t e = p + n;
+    // containerd/CRI log files: "<time> stdout F <message>".
+    if (e + 9 <= s.size() && (s.compare(e, 8, " stdout ") == 0 || s.compare(e, 8, " stderr ") == 0) &&
+        (s[e + 8] == 'F' || s[e + 8] == 'P') && e + 9 < s.size() && s[e + 9] == ' ')
+      e += 10;
+    // Python logging: "2026-11-29 08:26:59,123 - name - LEVEL - " / " | LEVEL | ".
+    return e;
+  }
+  if (size_t e = parse_epoch(s, p, &t, &res); e != npos) {
+    if (!o.has_t) {
+      o.has_t = true;
+      o.t = t;
+      o.t_res = res;
+    }
+    return e;
+  }
+  // srun -l / torchrun-style launcher label "3: ".
+  if (first || o.rank_src < RankSource::kLauncher) {
+    long long r = 0;
+    size_t e = read_int(s, p, &r);
+    if (e != npos && e - p <= 6 && e + 1 < s.size() && s[e] == ':' && (s[e + 1] == ' ' || s[e + 1] == '\t') &&
+        o.rank_src < RankSource::kLauncher) {
+      o.rank = bounded_rank(r);
+      o.rank_src = RankSource::kLauncher;
+      return e + 2;
+    }
+  }
+  return npos;
+}
+
+// Open MPI's I/O forwarding tags each line of a rank's output with the stream it came from
+// (orte/mca/iof/base/iof_base_output.c: "[%s,%s]<%s>:" with the job id, the vpid -- the rank in
+// MPI_COMM_WORLD -- and "stdout", "stderr" or "stddiag"; horovodrun's own tag is "[rank]<stream>:").
+// The length of the stream tag at s[q], or 0.
+static size_t iof_stream_tag(sv s, size_t q) {
+  const sv r = s.substr(std::min(q, s.size()));
+  for (const sv t : {sv("<stdout>:"), sv("<stderr>:"), sv("<stddiag>:")})
+    if (starts(r, t)) return t.size();
+  return 0;
+}
+
+// A bracketed prefix: "[rank3]:", "[1,3]<stderr>:", "[host:N]", glog in brackets, levels, source tags.
+static size_t peel_bracket(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool first) {
+  double t = 0, res = 0;
+  sv r = s.substr(p);
+  if (starts(r, "[rank")) {  // lower case only: "[Rank 3]" is ProcessGroupNCCL's, maybe PG-local
+    size_t q = p + 5;
+    if (q < s.size() && s[q] == ' ') ++q;
+    long long v = 0;
+    size_t e = read_int(s, q, &v);
+    if (e == npos && q < s.size() && s[q] == '?') e = q + 1, v = -1;
+    if (e != npos && e < s.size() && s[e] == ']') {
+      if (v >= 0 && o.rank_src < RankSource::kPrefix) {
+        o.rank = bounded_rank(v);
+        o.rank_src = RankSource::kPrefix;
+      }
+      ++e;
+      if (e < s.size() && s[e] == ':') ++e;
+      if (e < s.size() && s[e] == ' ') ++e;
+      return e;
+    }
+  }
+  if (starts(r, "[default")) {
+    long long v = 0;
+    size_t e = read_int(s, p + 8, &v);
+    if (e != npos && e + 1 < s.size() && s[e] == ']' && s[e + 1] == ':') {
+      o.local_rank = bounded_rank(v);
+      if (o.rank_src < RankSource::kLocal) {
+        o.rank = bounded_rank(v);
+        o.rank_src = RankSource::kLocal;
+      }
+      e += 2;
+      if (e < s.size() && s[e] == ' ') ++e;
+      return e;
+    }
+  }
+  if (p + 1 < s.size() && dig(s[p + 1])) {
+    // "[1,3]<stderr>:" (Open MPI --tag-output: job id, then the rank)
+    long long job = 0, rk = 0;
+    size_t e = read_int(s, p + 1, &job);
+    // "[3]<stderr>:" (horovodrun's tag: the process's rank)
+    if (e != npos && e + 1 < s.size() && s[e] == ']' && iof_stream_tag(s, e + 1) > 0) {
+      size_t q = e + 1 + iof_stream_tag(s, e + 1);
+      if (q < s.size() && s[q] == ' ') ++q;
+      if (o.rank_src < RankSource::kLauncher) {
+        o.rank = bounded_rank(job);
+        o.rank_src = RankSource::kLauncher;
+      }
+      return q;
+    }
+    if (e != npos && e < s.size() && s[e] == ',') {
+      size_t e2 = read_int(s, e + 1, &rk);
+      if (e2 != npos && e2 < s.size() && s[e2] == ']') {
+        size_t q = e2 + 1;
+        q += iof_stream_tag(s, q);
+        if (q < s.size() && s[q] == ':') ++q;
+        if (q < s.size() && s[q] == ' ') ++q;
+        if (o.rank_src < RankSource::kLauncher) {
+          o.rank = bounded_rank(rk);
+          o.rank_src = RankSource::kLauncher;
+        }
+        return q;
+      }
+    }
+    // "[2025-12-18 20:27:22,783]" / "[1764404819.123]" / dmesg "[12345.678901]"
+    if (size_t n = parse_iso_time(r.substr(1), &t, &res); n && p + 1 + n < s.size() && s[p + 1 + n] == ']') {
+      if (!o.has_t) {
+        o.has_t = true;
+        o.t = t;
+        o.t_res = res;
+      }
+      return skip_sp(s, p + 2 + n);
+    }
+    if (size_t e3 = parse_epoch(s, p + 1, &t, &res); e3 != npos && s[e3] == ']') {
+      if (!o.has_t) {
+        o.has_t = true;
+        o.t = t;
+        o.t_res = res;
+      }
+      return skip_sp(s, e3 + 1);
+    }
+  }
+  if (p + 1 < s.size() && s[p + 1] == ' ') {
+    // dmesg uptime "[ 1234.567890] ": no wall clock, ordered by position.
+    size_t q = skip_sp(s, p + 1);
+    double v = 0;
+    size_t e = read_double(s, q, &v);
+    if (e != npos && e < s.size() && s[e] == ']') return skip_sp(s, e + 1);
+  }
+  // glog in brackets: "[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] ", "[E ProcessGroupNCCL.cpp:563] "
+  if (size_t e = parse_glog_header(s, p + 1, true, ctx.year, o); e != npos) return e;
+  // dmesg -T "[Sat Nov 29 08:26:59 2026] "
+  bool no_year = false;
+  if (size_t e = parse_month_day_time(s, p + 1, ctx.year, true, &t, &res, &no_year);
+      e != npos && e < s.size() && s[e] == ']') {
+    if (!o.has_t) {
+      o.has_t = true;
+      o.t = t;
+      o.t_res = res;
+      o.no_year = no_year;
+    }
+    return skip_sp(s, e + 1);
+  }
+  // Level tags and logger locations: "[INFO] ", "[logging.py:128:log_dist] ", "[titan] "
+  {
+    size_t q = p + 1;
+    while (q < s.size() && q - p < 64 && s[q] != ']' && s[q] != ' ' && s[q] != '[') ++q;
+    if (q < s.size() && s[q] == ']' && q > p + 1) {
+      sv inner = s.substr(p + 1, q - p - 1);
+      // "[host:3]" (a launcher's host:rank tag)
+      const size_t colon = inner.rfind(':');
+      if (colon != npos && colon > 0 && colon + 1 < inner.size()) {
+        bool num = true;
+        for (size_t i = colon + 1; i < inner.size(); ++i) num &= dig(inner[i]);
+        bool hostish = true, letter = false;
+        for (size_t i = 0; i < colon; ++i) {
+          hostish &= host_char(inner[i]);
+          letter |= alpha(inner[i]);
+        }
+        sv host = inner.substr(0, colon);
+        const auto ends = [&](sv suf) { return host.size() > suf.size() && host.substr(host.size() - suf.size()) == suf; };
+        const bool source_file = ends(".py") || ends(".cc") || ends(".cpp") || ends(".h");
+        if (num && hostish && letter && !source_file && inner.find(':') == colon) {
+          long long v = 0;
+          read_int(inner, colon + 1, &v);
+          // Weak: Open MPI's own crash handler prints "[host:pid]"; the analyzer drops
+          // "ranks" that only this tag names and that do not fit the world.
+          if (o.rank_src < RankSource::kHostTag) {
+            o.rank = bounded_rank(v);
+            o.rank_src = RankSource::kHostTag;
+          }
+          o.host = host;
+          size_t e = q + 1;
+          if (e < s.size() && s[e] == ':') ++e;
+          return skip_sp(s, e);
+        }
+      }
+      static const char* kLevels[] = {"info", "warning", "warn", "error", "debug", "critical", "fatal", "titan"};
+      for (const char* l : kLevels) {
+        if (inner.size() == std::strlen(l) && istarts(inner, l)) return skip_sp(s, q + 1);
+      }
+      // "[logging.py:128:log_dist]": a source location, only as a leading tag
+      if (inner.find(".py:") != npos) return skip_sp(s, q + 1);
+    }
+  }
+  return npos;
+}
+
 size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool first) {
   if (p >= s.size()) return npos;
   // srun -l pads its labels ("  3: "): only at the very start of the line.
@@ -28,187 +225,8 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
   }
   const char c = s[p];
   double t = 0, res = 0;
-  if (dig(c)) {
-    if (size_t n = parse_iso_time(s.substr(p), &t, &res)) {
-      if (!o.has_t) {
-        o.has_t = true;
-        o.t = t;
-        o.t_res = res;
-      }
-      size_t e = p + n;
-      // containerd/CRI log files: "<time> stdout F <message>".
-      if (e + 9 <= s.size() && (s.compare(e, 8, " stdout ") == 0 || s.compare(e, 8, " stderr ") == 0) &&
-          (s[e + 8] == 'F' || s[e + 8] == 'P') && e + 9 < s.size() && s[e + 9] == ' ')
-        e += 10;
-      // Python logging: "2026-11-29 08:26:59,123 - name - LEVEL - " / " | LEVEL | ".
-      return e;
-    }
-    if (size_t e = parse_epoch(s, p, &t, &res); e != npos) {
-      if (!o.has_t) {
-        o.has_t = true;
-        o.t = t;
-        o.t_res = res;
-      }
-      return e;
-    }
-    // srun -l / torchrun-style launcher label "3: ".
-    if (first || o.rank_src < RankSource::kLauncher) {
-      long long r = 0;
-      size_t e = read_int(s, p, &r);
-      if (e != npos && e - p <= 6 && e + 1 < s.size() && s[e] == ':' && (s[e + 1] == ' ' || s[e + 1] == '\t') &&
-          o.rank_src < RankSource::kLauncher) {
-        o.rank = bounded_rank(r);
-        o.rank_src = RankSource::kLauncher;
-        return e + 2;
-      }
-    }
-    return npos;
-  }
-  if (c == '[') {
-    sv r = s.substr(p);
-    if (starts(r, "[rank")) {  // lower case only: "[Rank 3]" is ProcessGroupNCCL's, maybe PG-local
-      size_t q = p + 5;
-      if (q < s.size() && s[q] == ' ') ++q;
-      long long v = 0;
-      size_t e = read_int(s, q, &v);
-      if (e == npos && q < s.size() && s[q] == '?') e = q + 1, v = -1;
-      if (e != npos && e < s.size() && s[e] == ']') {
-        if (v >= 0 && o.rank_src < RankSource::kPrefix) {
-          o.rank = bounded_rank(v);
-          o.rank_src = RankSource::kPrefix;
-        }
-        ++e;
-        if (e < s.size() && s[e] == ':') ++e;
-        if (e < s.size() && s[e] == ' ') ++e;
-        return e;
-      }
-    }
-    if (starts(r, "[default")) {
-      long long v = 0;
-      size_t e = read_int(s, p + 8, &v);
-      if (e != npos && e + 1 < s.size() && s[e] == ']' && s[e + 1] == ':') {
-        o.local_rank = bounded_rank(v);
-        if (o.rank_src < RankSource::kLocal) {
-          o.rank = bounded_rank(v);
-          o.rank_src = RankSource::kLocal;
-        }
-        e += 2;
-        if (e < s.size() && s[e] == ' ') ++e;
-        return e;
-      }
-    }
-    if (p + 1 < s.size() && dig(s[p + 1])) {
-      // "[1,3]<stderr>:" (Open MPI --tag-output)
-      long long job = 0, rk = 0;
-      size_t e = read_int(s, p + 1, &job);
-      // "[3]<stderr>:" (horovodrun's tag: the process's rank)
-      if (e != npos && e + 1 < s.size() && s[e] == ']' &&
-          (starts(s.substr(e + 1), "<stdout>:") || starts(s.substr(e + 1), "<stderr>:"))) {
-        size_t q = e + 10;
-        if (q < s.size() && s[q] == ' ') ++q;
-        if (o.rank_src < RankSource::kLauncher) {
-          o.rank = bounded_rank(job);
-          o.rank_src = RankSource::kLauncher;
-        }
-        return q;
-      }
-      if (e != npos && e < s.size() && s[e] == ',') {
-        size_t e2 = read_int(s, e + 1, &rk);
-        if (e2 != npos && e2 < s.size() && s[e2] == ']') {
-          size_t q = e2 + 1;
-          if (starts(s.substr(q), "<stdout>:") || starts(s.substr(q), "<stderr>:")) q += 9;
-          if (q < s.size() && s[q] == ':') ++q;
-          if (q < s.size() && s[q] == ' ') ++q;
-          if (o.rank_src < RankSource::kLauncher) {
-            o.rank = bounded_rank(rk);
-            o.rank_src = RankSource::kLauncher;
-          }
-          return q;
-        }
-      }
-      // "[2025-12-18 20:27:22,783]" / "[1764404819.123]" / dmesg "[12345.678901]"
-      if (size_t n = parse_iso_time(r.substr(1), &t, &res); n && p + 1 + n < s.size() && s[p + 1 + n] == ']') {
-        if (!o.has_t) {
-          o.has_t = true;
-          o.t = t;
-          o.t_res = res;
-        }
-        return skip_sp(s, p + 2 + n);
-      }
-      if (size_t e3 = parse_epoch(s, p + 1, &t, &res); e3 != npos && s[e3] == ']') {
-        if (!o.has_t) {
-          o.has_t = true;
-          o.t = t;
-          o.t_res = res;
-        }
-        return skip_sp(s, e3 + 1);
-      }
-    }
-    if (p + 1 < s.size() && s[p + 1] == ' ') {
-      // dmesg uptime "[ 1234.567890] ": no wall clock, ordered by position.
-      size_t q = skip_sp(s, p + 1);
-      double v = 0;
-      size_t e = read_double(s, q, &v);
-      if (e != npos && e < s.size() && s[e] == ']') return skip_sp(s, e + 1);
-    }
-    // glog in brackets: "[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] ", "[E ProcessGroupNCCL.cpp:563] "
-    if (size_t e = parse_glog_header(s, p + 1, true, ctx.year, o); e != npos) return e;
-    // dmesg -T "[Sat Nov 29 08:26:59 2026] "
-    bool no_year = false;
-    if (size_t e = parse_month_day_time(s, p + 1, ctx.year, true, &t, &res, &no_year);
-        e != npos && e < s.size() && s[e] == ']') {
-      if (!o.has_t) {
-        o.has_t = true;
-        o.t = t;
-        o.t_res = res;
-        o.no_year = no_year;
-      }
-      return skip_sp(s, e + 1);
-    }
-    // Level tags and logger locations: "[INFO] ", "[logging.py:128:log_dist] ", "[titan] "
-    {
-      size_t q = p + 1;
-      while (q < s.size() && q - p < 64 && s[q] != ']' && s[q] != ' ' && s[q] != '[') ++q;
-      if (q < s.size() && s[q] == ']' && q > p + 1) {
-        sv inner = s.substr(p + 1, q - p - 1);
-        // "[host:3]" (a launcher's host:rank tag)
-        const size_t colon = inner.rfind(':');
-        if (colon != npos && colon > 0 && colon + 1 < inner.size()) {
-          bool num = true;
-          for (size_t i = colon + 1; i < inner.size(); ++i) num &= dig(inner[i]);
-          bool hostish = true, letter = false;
-          for (size_t i = 0; i < colon; ++i) {
-            hostish &= host_char(inner[i]);
-            letter |= alpha(inner[i]);
-          }
-          sv host = inner.substr(0, colon);
-          const auto ends = [&](sv suf) { return host.size() > suf.size() && host.substr(host.size() - suf.size()) == suf; };
-          const bool source_file = ends(".py") || ends(".cc") || ends(".cpp") || ends(".h");
-          if (num && hostish && letter && !source_file && inner.find(':') == colon) {
-            long long v = 0;
-            read_int(inner, colon + 1, &v);
-            // Weak: Open MPI's own crash handler prints "[host:pid]"; the analyzer drops
-            // "ranks" that only this tag names and that do not fit the world.
-            if (o.rank_src < RankSource::kHostTag) {
-              o.rank = bounded_rank(v);
-              o.rank_src = RankSource::kHostTag;
-            }
-            o.host = host;
-            size_t e = q + 1;
-            if (e < s.size() && s[e] == ':') ++e;
-            return skip_sp(s, e);
-          }
-        }
-        static const char* kLevels[] = {"info", "warning", "warn", "error", "debug", "critical", "fatal", "titan"};
-        for (const char* l : kLevels) {
-          if (inner.size() == std::strlen(l) && istarts(inner, l)) return skip_sp(s, q + 1);
-        }
-        // "[logging.py:128:log_dist]": a source location, only as a leading tag
-        if (inner.find(".py:") != npos) return skip_sp(s, q + 1);
-      }
-    }
-    return npos;
-  }
+  if (dig(c)) return peel_numeric(s, p, o, first);
+  if (c == '[') return peel_bracket(s, p, ctx, o, first);
   // glog without brackets: "E1129 08:26:59.123456 12345 file.cpp:123] "
   if (c == 'I' || c == 'W' || c == 'E' || c == 'F') {
     if (size_t e = parse_glog_header(s, p, false, ctx.year, o); e != npos) return e;

@@ -8,6 +8,8 @@
 // never used by the reasoner; triage reaches its answer from observations only.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -15,6 +17,41 @@
 #include <vector>
 
 namespace hanglab {
+
+// ---- One failure, whatever the evidence ---------------------------------------------------------
+// Both reasoners argue root vs echo over the same observation: a trace's error event or the
+// supervisor's exit record (records/, reason/run_*.cpp) and a log line or a launcher's summary
+// entry (logs/, reason/log_*.cpp) become an Observation with its role in the story.
+
+// root: a failure of the rank's own (a death by signal, an exception, a resource fault) | echo: the
+// rank failed waiting for a peer (a timeout, a closed connection) | teardown: the launcher or the
+// harness stopped it | exit: how a process ended, a root only when nothing else explains it |
+// info: not a failure.
+enum class Role { kInfo, kRoot, kEcho, kTeardown, kExit };
+
+constexpr int kNoCode = std::numeric_limits<int>::min();  // no exit code known
+
+struct Observation {
+  int rank = -1;
+  Role role = Role::kInfo;
+  bool has_t = false;
+  double t = 0;
+  double res = 0;          // the clock's resolution (1 for whole-second stamps)
+  bool exact = true;       // the clock is the evidence's own (else inherited: a lower bound)
+  uint32_t file = 0;       // plain logs: the file and line, to order clock-less lines by position
+  uint32_t line = 0;
+  std::string what;
+  std::string ref;         // file:line cited
+  std::string category;    // what it proves (roots), "" = nothing beyond its role
+  std::string cause;
+  std::string cls;         // run records: the workload's error class (signal | vanished | timeout | comm |
+                           // rendezvous | data | usage | other | exit | teardown)
+  int strength = 0;        // among simultaneous roots: OOM/CUDA/crash 3, signal death 2, exception 1
+  bool aftermath = false;  // a launcher's notice of a rank that had already failed waiting
+  int signal = 0;          // 0 = none
+  int code = kNoCode;
+  std::string host;
+};
 
 struct CollRecord {
   long long seq = 0;

@@ -51,8 +51,9 @@ bool LogAnalyzer::step_jump(const RankState& s, double* usual, double* last, con
   return *usual > 0 && *last >= kJumpRatio * *usual && *last - *usual >= 0.5;
 }
 
-bool LogAnalyzer::try_absent() {
-  if (absent_.empty() || waiting_.empty()) return false;
+// Ranks of the main PG that never reported the stuck collective and did not leave the loop; a rank
+// without a single line only when the silent ones are few enough to prove it (silence_proves()).
+std::vector<int> LogAnalyzer::provable_absent() {
   // Ranks that left the loop are handled above; without logs they are not provably absent
   // unless the world size is stated.
   std::vector<int> absent;
@@ -72,22 +73,21 @@ bool LogAnalyzer::try_absent() {
       absent.erase(std::remove_if(absent.begin(), absent.end(), [&](int r) { return !rs_[r].seen(); }), absent.end());
     }
   }
-  if (absent.empty()) return false;
-  // The first timeout report of the peers.
+  return absent;
+}
+
+// The first timeout report of the peers in the stuck collective.
+const CollReport* LogAnalyzer::first_report() const {
   const CollReport* first = nullptr;
   for (const auto& rep : reports_) {
     if (rep.pg != main_pg_ || rep.seq != stuck_seq_ || !rep.ev) continue;
     if (!first || (rep.ev->has_t && (!first->ev->has_t || rep.ev->t < first->ev->t))) first = &rep;
   }
-  const double t_first = first && first->ev->has_t ? first->ev->t : 0;
-  // Gloo's timeout among the reports (not necessarily the first line: the closed
-  // connections a timing-out rank causes may be logged before its own timeout).
-  bool gloo = false;
-  for (const auto& rep : reports_)
-    gloo = gloo || (rep.pg == main_pg_ && rep.seq == stuck_seq_ && rep.ev && rep.ev->kind == LogKind::kGlooTimeout);
-  const bool dead_peer_seen = dead_peer_echo() != nullptr;
-  // Desync reports name lagging ranks.
-  std::set<int> desync;
+  return first;
+}
+
+// Desync reports name lagging ranks: their ranks into `desync`, the first report's line.
+const LogEvent* LogAnalyzer::desync_report(std::set<int>& desync) const {
   const LogEvent* desync_ev = nullptr;
   for (const auto& e : c_.events) {
     if (e.kind == LogKind::kDesyncMissing || e.kind == LogKind::kDesyncLagging) {
@@ -95,8 +95,14 @@ bool LogAnalyzer::try_absent() {
       if (!desync_ev) desync_ev = &e;
     }
   }
-  const RankState& a = rs_[absent.front()];
-  r_.missing_ranks = absent;
+  return desync_ev;
+}
+
+// The evidence of an absence: who reported the timeout and who never did, the absent rank's last line.
+void LogAnalyzer::cite_absent(const RankState& a, const std::vector<int>& absent, const CollReport& first_rep,
+                              const LogEvent* desync_ev) {
+  const CollReport* first = &first_rep;
+  const double t_first = first->ev->has_t ? first->ev->t : 0;
   const std::string coll = stuck_name();
   add_evidence(ref(*first->ev), fmt::format("{} reported a timeout in {} (first at {}); {} never did",
                                             reason::ranks_phrase_counted(waiting_), coll, first->ev->has_t ? clock(t_first) : "?",
@@ -114,6 +120,35 @@ bool LogAnalyzer::try_absent() {
   if (desync_ev) {
     add_evidence(ref(*desync_ev), fmt::format("desync report: {}", short_text(desync_ev->text)));
   }
+}
+
+// A storage error on the absent rank's host (or its own): a slow save is slow storage.
+const LogEvent* LogAnalyzer::storage_error_near(const RankState& a) const {
+  for (const LogEvent* e : a.evs)
+    if (e->kind == LogKind::kStorageError) return e;
+  for (const LogEvent* e : host_events_)
+    if (e->kind == LogKind::kStorageError && (e->host.empty() || a.host.empty() || e->host == a.host)) return e;
+  return nullptr;
+}
+
+bool LogAnalyzer::try_absent() {
+  if (absent_.empty() || waiting_.empty()) return false;
+  std::vector<int> absent = provable_absent();
+  if (absent.empty()) return false;
+  const CollReport* first = first_report();
+  const double t_first = first && first->ev->has_t ? first->ev->t : 0;
+  // Gloo's timeout among the reports (not necessarily the first line: the closed
+  // connections a timing-out rank causes may be logged before its own timeout).
+  bool gloo = false;
+  for (const auto& rep : reports_)
+    gloo = gloo || (rep.pg == main_pg_ && rep.seq == stuck_seq_ && rep.ev && rep.ev->kind == LogKind::kGlooTimeout);
+  const bool dead_peer_seen = dead_peer_echo() != nullptr;
+  std::set<int> desync;
+  const LogEvent* desync_ev = desync_report(desync);
+  const RankState& a = rs_[absent.front()];
+  r_.missing_ranks = absent;
+  const std::string coll = stuck_name();
+  cite_absent(a, absent, *first, desync_ev);
   // Alive after the peers' timeout?
   std::string alive_ref;
   const StepRec* later = nullptr;
@@ -129,22 +164,8 @@ bool LogAnalyzer::try_absent() {
   double usual = 0, last = 0;
   const StepRec* jump_at = nullptr;
   const bool jumped = step_jump(a, &usual, &last, &jump_at);
-  bool storage = false;
-  const LogEvent* storage_ev = nullptr;
-  for (const LogEvent* e : host_events_) {
-    if (e->kind == LogKind::kStorageError && (e->host.empty() || a.host.empty() || e->host == a.host)) {
-      storage = true;
-      storage_ev = e;
-      break;
-    }
-  }
-  for (const LogEvent* e : a.evs) {
-    if (e->kind == LogKind::kStorageError) {
-      storage = true;
-      storage_ev = e;
-      break;
-    }
-  }
+  const LogEvent* storage_ev = storage_error_near(a);
+  const bool storage = storage_ev != nullptr;
   const std::string phase = phase_of_rank(a);
   r_.phase = phase;
   // Its evaluation's end logged after its peers had already timed out waiting: it was evaluating then.
@@ -164,21 +185,7 @@ bool LogAnalyzer::try_absent() {
     r_.category = "straggler";
     r_.cause = "slow_rank";
     r_.confidence = "high";
-    if (progressed) {
-      add_evidence(ref(later->file, later->line),
-                   fmt::format("rank {} still logged step {} at {}, after its peers timed out at {}: slow, not dead",
-                               a.rank, later->step, clock(later->t), clock(t_first)));
-    }
-    if (jumped) {
-      add_evidence(ref(jump_at->file, jump_at->line),
-                   fmt::format("rank {}'s step interval jumped from {:.2f} s to {:.2f} s per step before the "
-                               "failure",
-                               a.rank, usual, last));
-    }
-    f.what = progressed ? fmt::format("kept progressing (step {} at {}) after its peers had timed out in {}",
-                                      later->step, clock(later->t), coll)
-                        : fmt::format("slowed down ({:.1f} s per step vs {:.1f} s usual) and missed {}", last, usual,
-                                      coll);
+    f.what = absent_slow(a, progressed ? later : nullptr, t_first, jumped ? jump_at : nullptr, usual, last);
   } else if (phase == "checkpoint" && a.seen()) {
     r_.category = "straggler";
     r_.cause = storage ? "slow_storage" : "stuck_in_checkpoint";
@@ -254,16 +261,7 @@ bool LogAnalyzer::try_absent() {
                      "long compute) is not in the logs: dump its stack (py-spy dump) if it still exists",
                      reason::ranks_phrase_counted(absent)));
   } else {
-    r_.category = "unknown";
-    r_.cause = "rank_absent";
-    r_.confidence = desync.count(a.rank) ? "medium" : "low";
-    f.what = a.seen() ? fmt::format("never reported the timeout of {} that {} reported; its last line is {}", coll,
-                                    reason::ranks_phrase_counted(waiting_), f.ref)
-                      : fmt::format("never reported the timeout of {} and has no log line at all", coll);
-    note(fmt::format("provable: {} did not report {} while {} did{}. Not provable from these logs: whether it died "
-                     "(no exit status, kernel or launcher line names it), hangs elsewhere, or is slow",
-                     reason::ranks_phrase_counted(absent), coll, reason::ranks_phrase_counted(waiting_),
-                     desync.count(a.rank) ? " (the desync report names it too)" : ""));
+    absent_unproven(a, absent, desync.count(a.rank) > 0, f);
   }
   set_first(f);
   if (jumped && r_.cause != "slow_rank") {
@@ -276,6 +274,42 @@ bool LogAnalyzer::try_absent() {
                            reason::ranks_phrase_counted(absent), coll, reason::ranks_phrase_counted(waiting_));
   if (r_.cause == "unresponsive") r_.summary += "; alive but silent";
   return true;
+}
+
+// Absent but alive and slow: it logged a step after its peers' timeout (later), or its step interval
+// jumped before it went missing (jump_at). What it did, and the evidence.
+std::string LogAnalyzer::absent_slow(const RankState& a, const StepRec* later, double t_first, const StepRec* jump_at,
+                                     double usual, double last) {
+  const std::string coll = stuck_name();
+  if (later) {
+    add_evidence(ref(later->file, later->line),
+                 fmt::format("rank {} still logged step {} at {}, after its peers timed out at {}: slow, not dead",
+                             a.rank, later->step, clock(later->t), clock(t_first)));
+  }
+  if (jump_at) {
+    add_evidence(ref(jump_at->file, jump_at->line),
+                 fmt::format("rank {}'s step interval jumped from {:.2f} s to {:.2f} s per step before the "
+                             "failure",
+                             a.rank, usual, last));
+  }
+  return later ? fmt::format("kept progressing (step {} at {}) after its peers had timed out in {}", later->step,
+                             clock(later->t), coll)
+               : fmt::format("slowed down ({:.1f} s per step vs {:.1f} s usual) and missed {}", last, usual, coll);
+}
+
+// Absent, and nothing says whether it died, hangs elsewhere or is slow: what is provable, in a note.
+void LogAnalyzer::absent_unproven(const RankState& a, const std::vector<int>& absent, bool in_desync, Fail& f) {
+  const std::string coll = stuck_name();
+  r_.category = "unknown";
+  r_.cause = "rank_absent";
+  r_.confidence = in_desync ? "medium" : "low";
+  f.what = a.seen() ? fmt::format("never reported the timeout of {} that {} reported; its last line is {}", coll,
+                                  reason::ranks_phrase_counted(waiting_), f.ref)
+                    : fmt::format("never reported the timeout of {} and has no log line at all", coll);
+  note(fmt::format("provable: {} did not report {} while {} did{}. Not provable from these logs: whether it died "
+                   "(no exit status, kernel or launcher line names it), hangs elsewhere, or is slow",
+                   reason::ranks_phrase_counted(absent), coll, reason::ranks_phrase_counted(waiting_),
+                   in_desync ? " (the desync report names it too)" : ""));
 }
 
 }  // namespace hanglab::plainlog

@@ -178,6 +178,15 @@ class LogAnalyzer : public LogTimeline {
   // The last interval between step lines against the rank's usual one.
   bool step_jump(const RankState& s, double* usual, double* last, const StepRec** at) const;
   bool try_absent();
+  std::vector<int> provable_absent();
+  const CollReport* first_report() const;
+  const LogEvent* desync_report(std::set<int>& desync) const;
+  void cite_absent(const RankState& a, const std::vector<int>& absent, const CollReport& first_rep,
+                   const LogEvent* desync_ev);
+  const LogEvent* storage_error_near(const RankState& a) const;
+  std::string absent_slow(const RankState& a, const StepRec* later, double t_first, const StepRec* jump_at,
+                          double usual, double last);
+  void absent_unproven(const RankState& a, const std::vector<int>& absent, bool in_desync, Fail& f);
 
   // -- log_waiting.cpp
   // Every rank reported the stuck collective, but some only found their peers' sockets
@@ -208,6 +217,19 @@ class LogAnalyzer : public LogTimeline {
   // culprit (the first rank to report a timeout is a witness, not the cause).
   void set_first_unblamed(const Fail& f);
   void set_unknown();
+
+  // -- log_shapes.cpp (issue 24: rules that read shapes, not wordings)
+  // The processes' own join lines against the world: ranks that never joined, stuck in init.
+  bool try_membership();
+  // A progress bar still counting while its peers time out in a collective: a live straggler, in
+  // the phase the bar describes. "" when the bar proves nothing of the sort, else why it does.
+  std::string bar_busy_while(const BarSeen& b, const LogEvent& timeout) const;
+  bool try_busy_bar();
+  // A launcher or agent that received a signal and passed it on before anything failed: the job was
+  // stopped from outside (rank_exit/external_signal; a Ctrl-C is a person's reaction: unknown).
+  const LogEvent* stop_notice() const;
+  bool try_external_stop();
+  std::string forced_scope_;  // a rule's own scope ("all": a stop of the whole job), else finish() decides
 
   // -- log_answers.cpp
   void assign_liveness();

@@ -47,7 +47,9 @@ void LogAnalyzer::finish() {
   if (r_.category == "collective_mismatch" && r_.divergence_step) {
     r_.last_good_step = std::min(r_.last_good_step, *r_.divergence_step - 1);
   }
-  if (r_.category == "none") {
+  if (!forced_scope_.empty()) {
+    r_.scope = forced_scope_;
+  } else if (r_.category == "none") {
     r_.scope = "none";
   } else if (!r_.missing_ranks.empty()) {
     // "all" needs the world: a lone rank in a paste is one of an unknown number.

@@ -27,7 +27,9 @@ TriageResult LogAnalyzer::run() {
 void LogAnalyzer::classify() {
   set_stuck();
   if (try_duplicate()) return;
+  if (try_external_stop()) return;
   if (!training_started_ && try_init()) return;
+  if (!training_started_ && try_membership()) return;
   if (try_mismatch()) return;
   if (try_ahead()) return;
   if (try_started_lag()) return;
@@ -37,6 +39,7 @@ void LogAnalyzer::classify() {
     if ((adopted_ = anon_root_owner(*root))) return set_root(*adopted_, true);
     return set_root(*root, true);
   }
+  if (try_busy_bar()) return;
   if (try_vanished()) return;
   if (try_absent()) return;
   if (try_all_waiting()) return;

@@ -16,7 +16,7 @@ namespace hanglab::plainlog {
 bool LogAnalyzer::try_duplicate() {
   std::map<int, std::vector<const WorldHint*>> starts;
   for (const auto& h : c_.world_hints) {
-    if (!valid_rank(h.rank)) continue;
+    if (!valid_rank(h.rank) || h.joined >= 0) continue;  // a barrier's count is no start-up line
     auto& v = starts[h.rank];
     if (std::none_of(v.begin(), v.end(), [&](const WorldHint* x) { return x->file == h.file; })) v.push_back(&h);
   }
@@ -157,8 +157,10 @@ bool LogAnalyzer::try_init() {
                      "it)",
                      joined, of));
   }
-  if (world_stated_ && silence_proves(silent.size()) &&
-      (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
+  // Silence proves a rank never joined when the silent ones are a minority, or when the others'
+  // own join lines show the paste is the job's output (never_joined()).
+  const bool silence = silence_proves(silent.size()) || (!silent.empty() && never_joined() == silent);
+  if (world_stated_ && silence && (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
     r_.missing_ranks = silent;
     r_.confidence = "high";
     add_evidence(fmt::format("(no log of rank {})", silent.front()),

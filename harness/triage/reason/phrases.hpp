@@ -5,10 +5,16 @@
 #include <string>
 #include <vector>
 
+#include "signal_name.hpp"
+
 namespace hanglab::reason {
 
-// "SIGKILL", "SIGSEGV", ...; "signal N" for others.
-std::string signal_name(int sig);
+// signal names: hanglab::signal_name (signal_name.hpp), the one naming of the harness.
+using hanglab::signal_name;
+
+// What usually sends a signal that stops a job from outside ("SIGHUP: ..."), for answers that
+// name a launcher passing one on.
+std::string signal_senders(int sig);
 
 // "rank 1" / "ranks 0,2,3" / "ranks 0-36,38-63"
 std::string ranks_phrase(const std::vector<int>& ranks);

@@ -69,21 +69,16 @@ double median(std::vector<double> v);
 std::string answer_phase(const std::string& trace_phase);
 
 
-enum class ObsKind {
-  kRoot,      // can be the root cause: a death by signal, an exception, a data error
-  kEcho,      // a rank that waited and then failed: timeout, comm error, rendezvous timeout
-  kTeardown,  // the harness killed it while tearing the job down
-};
-
-struct Obs {
-  int rank = -1;
-  double t = 0;
-  std::string what;
-  std::string ref;
-  ObsKind kind = ObsKind::kEcho;
-  std::string cls;  // signal | vanished | timeout | comm | rendezvous | data | usage | other | exit | teardown
-  std::optional<int> signal;
-  std::optional<int> code;
+// A run record's failure observation (model/observations.hpp): its role is root (a death by signal,
+// an exception, a data error), echo (a rank that waited and then failed: timeout, comm error,
+// rendezvous timeout) or teardown (the harness killed it while tearing the job down); cls the
+// workload's error class. Its clock is always the record's own.
+using ObsKind = Role;
+struct Obs : Observation {
+  Obs() {
+    has_t = true;
+    role = Role::kEcho;
+  }
 };
 
 struct RankFacts {
@@ -109,7 +104,7 @@ struct RankFacts {
   bool alive_at_end() const { return (!exited && !vanished) || teardown_exit; }
   const Obs* failure() const {
     for (const auto& x : obs) {
-      if (x.kind != ObsKind::kTeardown) return &x;
+      if (x.role != ObsKind::kTeardown) return &x;
     }
     return nullptr;
   }
@@ -199,6 +194,10 @@ class Analyzer {
   static std::string addr_in(const std::string& text);
   bool other_master_addr(int rank) const;
   bool try_init();
+  void cite_init(const std::vector<int>& never_started, const std::vector<int>& not_init,
+                 const std::string& evidence_tag, std::map<std::string, std::pair<int, const LogHit*>>& tag_hits);
+  void init_summary(const std::vector<int>& never_started, const std::vector<int>& culprits,
+                    const std::vector<int>& not_init, const std::string& cause, bool rdzv_errors);
 
   // ---- collective alignment (run_mismatch.cpp) --------------------------------------------------
   struct Key {

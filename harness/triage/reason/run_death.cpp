@@ -62,7 +62,7 @@ void Analyzer::set_rank_exit(const Obs& d, bool ordered) {
   std::string cat = "rank_exit";
   std::string cause;
   if (d.signal) {
-    cause = is_crash_signal(*d.signal) ? "crashed" : "killed";
+    cause = is_crash_signal(d.signal) ? "crashed" : "killed";
     if (has_oom_evidence(d.rank)) cause = "oom";
   } else if (d.cls == "vanished") {
     // No exit path ran and nobody recorded a status: killed from outside or crashed.
@@ -88,10 +88,10 @@ void Analyzer::set_rank_exit(const Obs& d, bool ordered) {
   // Ranks that died together (a node going down) are all missing; a SIGTERM right after
   // a kill or crash is someone's teardown of the survivors (mpirun's abort), not a death
   // of its own.
-  const auto terminated = [](const std::optional<int>& sig) { return sig && (*sig == 15 || *sig == 2 || *sig == 1); };
+  const auto terminated = [](int sig) { return sig == 15 || sig == 2 || sig == 1; };
   std::vector<int> missing;
   for (const Obs* x : all_obs(false)) {
-    if (x->kind == ObsKind::kRoot && x->t <= d.t + kExitReportSlackS &&
+    if (x->role == ObsKind::kRoot && x->t <= d.t + kExitReportSlackS &&
         (x->rank == d.rank || !terminated(x->signal) || terminated(d.signal)))
       missing.push_back(x->rank);
   }
@@ -137,7 +137,7 @@ void Analyzer::set_rank_exit(const Obs& d, bool ordered) {
     // The peers saw its sockets close before the supervisor's waitpid noticed: the
     // process was dead by the first such error.
     for (const Obs* x : all_obs(false)) {
-      if (x->kind == ObsKind::kEcho && x->cls == "comm" && x->t < first.t && x->t >= f.o->last_t) first.t = x->t;
+      if (x->role == ObsKind::kEcho && x->cls == "comm" && x->t < first.t && x->t >= f.o->last_t) first.t = x->t;
     }
   }
   set_first(first);

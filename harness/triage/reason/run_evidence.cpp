@@ -95,13 +95,9 @@ std::string phase_of_frames(const StackFrameInfo& st) {
   return "";
 }
 
-}  // namespace
-
-void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced) {
+// The supervisor's record per rank folder: its exit (and whether the teardown caused it).
+std::map<int, Seen> observe(const RunObservations& in) {
   const auto& h = in.harness;
-  // Times relative to the launch, as in the run-record answer (the log reading starts at
-  // the first log line).
-  if (!traced && h.start_t) r.t0 = *h.start_t;
   std::map<int, Seen> seen;
   for (const auto& [rank, o] : in.ranks) {
     if (rank < 0) continue;  // a launcher's own console (torchrun, mpirun), not a rank
@@ -114,8 +110,11 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
     }
     seen[rank] = s;
   }
+  return seen;
+}
 
-  // ---- the rank table: exits, state, top frames, progress ------------------------------
+// The rank table: exits, state, top frames, progress.
+void fill_rank_table(std::map<int, Seen>& seen, TriageResult& r, bool traced) {
   for (auto& t : r.per_rank) {
     auto it = seen.find(t.rank);
     if (it == seen.end()) continue;
@@ -143,250 +142,285 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
       t.progress_every_s = s.o->progress->median_gap_s;
     }
   }
-  // ---- a bring-your-own run: decide from the observations --------------------------------
-  if (!traced) {
-    std::vector<const Seen*> dead;
-    for (const auto& [rank, s] : seen)
-      if (s.abnormal()) dead.push_back(&s);
-    std::sort(dead.begin(), dead.end(), [](const Seen* a, const Seen* b) { return a->exit->t < b->exit->t; });
-    std::vector<int> culprits;
-    std::string category, cause, headline;
-    double fail_t = 0;
-    // The log reading already named a culprit from the text (a traceback as root, "Connection
-    // closed" as echo, collective sequences that diverge): an exit code alone does not
-    // outrank that, since echoes exit non-zero too and in any order; a signal death does.
-    const bool log_decided = !r.missing_ranks.empty() && r.category != "unknown" && r.category != "none";
-    std::vector<int> stopped;
-    for (const auto& [rank, s] : seen)
-      if (s.klass() == "stopped" && !(s.exit && !s.teardown)) stopped.push_back(rank);
-    if (!stopped.empty()) {
-      // A stopped rank outranks the exits: its peers' timeouts are its echoes.
-      culprits = stopped;
-      category = "straggler";
-      cause = "frozen";
-      const Seen& c = seen[stopped.front()];
-      // It went silent at its last progress line (when it stopped, at the latest).
-      fail_t = c.o->progress ? c.o->progress->last_t : c.stack()->t.value_or(h.stacks_t.value_or(0));
-      headline = fmt::format("rank(s) {} stopped (process state T at the stack capture){}", join_ranks(stopped),
-                             dead.empty() ? " while the others waited"
-                                          : fmt::format("; rank(s) {} gave up on them and exited", [&] {
-                                              std::vector<int> d;
-                                              for (const Seen* x : dead) d.push_back(x->rank);
-                                              return join_ranks(d);
-                                            }()));
-      r.first_failure = Failure{
-          c.rank, fail_t,
-          c.o->progress ? fmt::format("stopped (state T at the stack capture); its last progress line ({}) is the "
-                                      "time shown",
-                                      c.o->progress->last_what)
-                        : std::string("stopped (state T at the stack capture)"),
-          fmt::format("ranks/{}/stack.txt", c.rank)};
-      r.echoes.clear();
-      for (const Seen* d : dead)
+}
+
+// What a bring-your-own run's observations decide: the culprits, their category and cause.
+struct ByoVerdict {
+  std::vector<int> culprits;
+  std::string category, cause, headline;
+  double fail_t = 0;
+};
+
+ByoVerdict decide_culprits(const RunObservations& in, std::map<int, Seen>& seen, TriageResult& r) {
+  const auto& h = in.harness;
+  ByoVerdict v;
+  auto& culprits = v.culprits;
+  auto& category = v.category;
+  auto& cause = v.cause;
+  auto& headline = v.headline;
+  double& fail_t = v.fail_t;
+  std::vector<const Seen*> dead;
+  for (const auto& [rank, s] : seen)
+    if (s.abnormal()) dead.push_back(&s);
+  std::sort(dead.begin(), dead.end(), [](const Seen* a, const Seen* b) { return a->exit->t < b->exit->t; });
+  // The log reading already named a culprit from the text (a traceback as root, "Connection
+  // closed" as echo, collective sequences that diverge): an exit code alone does not
+  // outrank that, since echoes exit non-zero too and in any order; a signal death does.
+  const bool log_decided = !r.missing_ranks.empty() && r.category != "unknown" && r.category != "none";
+  std::vector<int> stopped;
+  for (const auto& [rank, s] : seen)
+    if (s.klass() == "stopped" && !(s.exit && !s.teardown)) stopped.push_back(rank);
+  if (!stopped.empty()) {
+    // A stopped rank outranks the exits: its peers' timeouts are its echoes.
+    culprits = stopped;
+    category = "straggler";
+    cause = "frozen";
+    const Seen& c = seen[stopped.front()];
+    // It went silent at its last progress line (when it stopped, at the latest).
+    fail_t = c.o->progress ? c.o->progress->last_t : c.stack()->t.value_or(h.stacks_t.value_or(0));
+    headline = fmt::format("rank(s) {} stopped (process state T at the stack capture){}", join_ranks(stopped),
+                           dead.empty() ? " while the others waited"
+                                        : fmt::format("; rank(s) {} gave up on them and exited", [&] {
+                                            std::vector<int> d;
+                                            for (const Seen* x : dead) d.push_back(x->rank);
+                                            return join_ranks(d);
+                                          }()));
+    r.first_failure = Failure{
+        c.rank, fail_t,
+        c.o->progress ? fmt::format("stopped (state T at the stack capture); its last progress line ({}) is the "
+                                    "time shown",
+                                    c.o->progress->last_what)
+                      : std::string("stopped (state T at the stack capture)"),
+        fmt::format("ranks/{}/stack.txt", c.rank)};
+    r.echoes.clear();
+    for (const Seen* d : dead)
+      r.echoes.push_back({d->rank, d->exit->t, exit_phrase(*d->exit), reason::h_ref(d->exit->line)});
+  } else if (!dead.empty() && [&] {
+               const Seen* first = dead.front();
+               for (const Seen* d : dead) {
+                 if (d->exit->t > first->exit->t + reason::kExitReportSlackS) break;
+                 if (d->exit->signal) return true;
+               }
+               return !log_decided;
+             }()) {
+    const Seen* first = dead.front();
+    for (const Seen* d : dead) {
+      if (d->exit->t > first->exit->t + reason::kExitReportSlackS) break;
+      if (d->exit->signal && !first->exit->signal) {
+        first = d;
+        break;
+      }
+    }
+    culprits = {first->rank};
+    category = "rank_exit";
+    const bool kept = r.category == "rank_exit" && r.missing_ranks == culprits;
+    // The logs gave this rank's own failure a cause that ends a process by itself (its
+    // traceback says "Unable to find address for: eth9", a refused store): it exited of
+    // that cause, and the exit confirms the rank; "exception" would lose what it said.
+    const bool logged_cause = !first->exit->signal && r.first_failure &&
+                              r.first_failure->rank == first->rank &&
+                              (r.category == "network" || r.category == "rendezvous");
+    if (logged_cause) category = r.category;
+    cause = kept || logged_cause ? r.cause
+            : first->exit->signal ? (reason::is_crash_signal(*first->exit->signal) ? "crashed" : "killed")
+                                  : "exception";
+    fail_t = first->exit->t;
+    headline = fmt::format("rank {} {} at {:+.3f} s [{}]", first->rank, exit_phrase(*first->exit), fail_t - r.t0,
+                           reason::h_ref(first->exit->line));
+    r.first_failure = Failure{first->rank, fail_t, exit_phrase(*first->exit), reason::h_ref(first->exit->line)};
+    r.echoes.clear();
+    for (const Seen* d : dead) {
+      if (d != first)
         r.echoes.push_back({d->rank, d->exit->t, exit_phrase(*d->exit), reason::h_ref(d->exit->line)});
-    } else if (!dead.empty() && [&] {
-                 const Seen* first = dead.front();
-                 for (const Seen* d : dead) {
-                   if (d->exit->t > first->exit->t + reason::kExitReportSlackS) break;
-                   if (d->exit->signal) return true;
-                 }
-                 return !log_decided;
-               }()) {
-      const Seen* first = dead.front();
-      for (const Seen* d : dead) {
-        if (d->exit->t > first->exit->t + reason::kExitReportSlackS) break;
-        if (d->exit->signal && !first->exit->signal) {
-          first = d;
-          break;
-        }
-      }
-      culprits = {first->rank};
-      category = "rank_exit";
-      const bool kept = r.category == "rank_exit" && r.missing_ranks == culprits;
-      // The logs gave this rank's own failure a cause that ends a process by itself (its
-      // traceback says "Unable to find address for: eth9", a refused store): it exited of
-      // that cause, and the exit confirms the rank; "exception" would lose what it said.
-      const bool logged_cause = !first->exit->signal && r.first_failure &&
-                                r.first_failure->rank == first->rank &&
-                                (r.category == "network" || r.category == "rendezvous");
-      if (logged_cause) category = r.category;
-      cause = kept || logged_cause ? r.cause
-              : first->exit->signal ? (reason::is_crash_signal(*first->exit->signal) ? "crashed" : "killed")
-                                    : "exception";
-      fail_t = first->exit->t;
-      headline = fmt::format("rank {} {} at {:+.3f} s [{}]", first->rank, exit_phrase(*first->exit), fail_t - r.t0,
-                             reason::h_ref(first->exit->line));
-      r.first_failure = Failure{first->rank, fail_t, exit_phrase(*first->exit), reason::h_ref(first->exit->line)};
-      r.echoes.clear();
-      for (const Seen* d : dead) {
-        if (d != first)
-          r.echoes.push_back({d->rank, d->exit->t, exit_phrase(*d->exit), reason::h_ref(d->exit->line)});
-      }
-    } else if (!log_decided) {
-      std::vector<int> waiting, busy;
-      for (const auto& [rank, s] : seen) {
-        const std::string k = s.klass();
-        if (k == "collective" || k == "init") waiting.push_back(rank);
-        if (k == "io" || k == "data" || k == "compute") busy.push_back(rank);
-      }
-      if (!busy.empty() && !waiting.empty()) {
-        culprits = busy;
-        category = "straggler";
-        const std::string k = seen[busy.front()].klass();
-        cause = k == "io" ? "slow_storage" : k == "data" ? "data_loading" : "slow_rank";
-        if (k == "data") category = "data_loading";
-        headline = fmt::format("rank(s) {} in {} while rank(s) {} waited in {}", join_ranks(busy),
-                               busy_phrase(seen[busy.front()]), join_ranks(waiting),
-                               seen[waiting.front()].stack()->klass_what);
-      }
-      if (!culprits.empty()) {
-        const Seen& c = seen[culprits.front()];
-        fail_t = c.stack()->t.value_or(h.stacks_t.value_or(0));
-        r.first_failure = Failure{c.rank, fail_t, headline, fmt::format("ranks/{}/stack.txt", c.rank)};
-      }
     }
-    const bool all_clean =
-        !seen.empty() && r.world_size > 0 && static_cast<int>(seen.size()) >= r.world_size &&
-        std::all_of(seen.begin(), seen.end(), [](const auto& kv) {
-          const Seen& s = kv.second;
-          return s.exit && !s.teardown && !s.exit->signal && s.exit->code && *s.exit->code == 0;
-        });
-    if (culprits.empty() && all_clean) {
-      // Every rank exited 0 on its own: nothing failed, whatever the logs lacked.
-      r.category = "none";
-      r.cause = "none";
-      r.scope = "none";
-      r.missing_ranks.clear();
-      r.confidence = "high";
-      r.summary = fmt::format("none: all {} ranks exited 0 (the supervisor's record)", seen.size());
-      for (auto& t : r.per_rank) t.liveness = "completed";
-    }
-    if (!culprits.empty()) {
-      r.category = category;
-      r.cause = cause;
-      r.missing_ranks = culprits;
-      r.scope = static_cast<int>(culprits.size()) < r.world_size ? "subset" : "all";
-      r.confidence = "high";
-      r.summary = fmt::format("{} ({}): {}", category, cause, headline);
-    }
-    // Liveness from what was observed.
-    for (auto& t : r.per_rank) {
-      const Seen& s = seen[t.rank];
-      // A survivor whose collective failed on a peer's closed connection was waiting on the
-      // dead peer when it learned of the death. That is later evidence than a stack sampled
-      // before the death, which in a fast loop is as likely a compute frame as a collective;
-      // and whether it then died of that error or its launcher stopped it first is the
-      // launcher's timing, not the rank's state: either way it was hung on the culprit.
-      const bool culprit = std::find(culprits.begin(), culprits.end(), t.rank) != culprits.end();
-      const bool failed_on_dead_peer =
-          !culprits.empty() && !culprit && s.o &&
-          std::any_of(s.o->log_hits.begin(), s.o->log_hits.end(), [](const LogHit& h) { return h.tag == "comm_closed"; });
-      if (s.exit && !s.teardown) {
-        t.liveness = s.abnormal() ? (failed_on_dead_peer ? "hung" : "dead") : "completed";
-        continue;
-      }
+  } else if (!log_decided) {
+    std::vector<int> waiting, busy;
+    for (const auto& [rank, s] : seen) {
       const std::string k = s.klass();
-      if (k == "stopped") t.liveness = "frozen";
-      else if (failed_on_dead_peer) t.liveness = "hung";
-      else if (k == "io" || k == "data" || k == "compute") t.liveness = "slow";
-      else if (k == "collective" || k == "init") t.liveness = "hung";
+      if (k == "collective" || k == "init") waiting.push_back(rank);
+      if (k == "io" || k == "data" || k == "compute") busy.push_back(rank);
     }
-    // Phase: what the culprit's stack shows, else progress printed before the failure.
-    std::string phase;
+    if (!busy.empty() && !waiting.empty()) {
+      culprits = busy;
+      category = "straggler";
+      const std::string k = seen[busy.front()].klass();
+      cause = k == "io" ? "slow_storage" : k == "data" ? "data_loader_stall" : "slow_rank";
+      if (k == "data") category = "data_loading";
+      headline = fmt::format("rank(s) {} in {} while rank(s) {} waited in {}", join_ranks(busy),
+                             busy_phrase(seen[busy.front()]), join_ranks(waiting),
+                             seen[waiting.front()].stack()->klass_what);
+    }
     if (!culprits.empty()) {
       const Seen& c = seen[culprits.front()];
-      if (const auto* st = c.stack()) {
-        if (st->klass == "io" && st->klass_what == "a checkpoint save") phase = "checkpoint";
-        else if (st->klass == "data") phase = "data";
-        else if (st->klass == "init") phase = "init";
-        else phase = phase_of_frames(*st);  // e.g. stopped inside Trainer.train
-      }
-    }
-    if (phase.empty() && (r.phase == "init" || r.phase == "unknown" || r.phase.empty())) {
-      std::vector<int> trained;
-      for (const auto& [rank, s] : seen) {
-        if (s.o->progress && (fail_t == 0 || s.o->progress->first_t <= fail_t)) trained.push_back(rank);
-      }
-      if (!trained.empty()) {
-        phase = "training";
-        const auto& p = *seen[trained.front()].o->progress;
-        r.evidence.push_back({fmt::format("ranks/{}/{}", trained.front(), p.last_ref),
-                              fmt::format("rank(s) {} printed progress lines (last: {}): the job was training",
-                                          join_ranks(trained), p.last_what)});
-      }
-    }
-    // Without a trace the last completed step is what the progress lines counted: the
-    // fewest steps any counting rank reported (DDP keeps ranks in step; many programs
-    // print from rank 0 only, whose count then stands for the job).
-    if (!traced && r.last_good_step == 0) {
-      std::optional<long long> fewest;
-      std::string fewest_ref;
-      std::vector<int> counters;
-      for (const auto& [rank, s] : seen) {
-        if (!s.o->progress || !s.o->progress->steps_done) continue;
-        counters.push_back(rank);
-        if (!fewest || *s.o->progress->steps_done < *fewest) {
-          fewest = *s.o->progress->steps_done;
-          fewest_ref = fmt::format("ranks/{}/{}", rank, s.o->progress->last_ref);
-        }
-      }
-      if (fewest && *fewest > 0 && *fewest < (1LL << 30)) {
-        r.last_good_step = static_cast<int>(*fewest);
-        r.evidence.push_back({fewest_ref, fmt::format("last completed step {}: the fewest steps counted by the "
-                                                            "progress lines of rank(s) {}",
-                                                            *fewest, join_ranks(counters))});
-      }
-    }
-    // ...else where the other ranks stood when they lost the culprit: their own traceback
-    // through the program's training function (accelerate's training_check, a Trainer's
-    // _inner_training_loop), a save or an evaluation, or the same read off their captured
-    // stacks (logs/frames.cpp's table).
-    if (phase.empty() && (r.phase == "init" || r.phase == "unknown" || r.phase.empty())) {
-      for (const auto& t : r.per_rank) {
-        if (std::find(culprits.begin(), culprits.end(), t.rank) != culprits.end()) continue;
-        if (t.last_phase == "training" || t.last_phase == "checkpoint" || t.last_phase == "eval" ||
-            t.last_phase == "data") {
-          phase = t.last_phase;
-          r.evidence.push_back({t.failure_ref.empty() ? t.last_line : t.failure_ref,
-                                fmt::format("rank {}'s own lines place it in {} when it failed", t.rank, phase)});
-          break;
-        }
-        const auto it = seen.find(t.rank);
-        if (it == seen.end()) continue;
-        if (const auto* st = it->second.stack()) {
-          if (std::string p = phase_of_frames(*st); !p.empty() && p != "init") {
-            phase = p;
-            r.evidence.push_back({fmt::format("ranks/{}/stack.txt", t.rank),
-                                  fmt::format("rank {}'s stack places it in {} while it waited", t.rank, phase)});
-            break;
-          }
-        }
-      }
-    }
-    if (!phase.empty()) r.phase = phase;
-    for (auto it = r.answers.begin(); it != r.answers.end();) {
-      // The log reasoner's answers argued from text only: the observed ones replace them.
-      it = culprits.empty() ? std::next(it) : r.answers.erase(it);
-    }
-    if (!culprits.empty()) {
-      r.answers.push_back(fmt::format("What failed first: {}", headline));
-      r.answers.push_back(fmt::format("Phase: {}", r.phase));
-      std::vector<std::string> parts;
-      for (const char* l : {"dead", "frozen", "slow", "hung", "completed"}) {
-        std::vector<int> ranks;
-        for (const auto& t : r.per_rank)
-          if (t.liveness == l) ranks.push_back(t.rank);
-        if (!ranks.empty()) parts.push_back(fmt::format("{} {}", l, join_ranks(ranks)));
-      }
-      r.answers.push_back(fmt::format("Slow or dead: {}", fmt::join(parts, "; ")));
-      r.answers.push_back(fmt::format("Scope: {} (missing rank(s) {})", r.scope, join_ranks(r.missing_ranks)));
-      r.next_steps = playbook_next_steps(r);
-      r.notes.push_back("the supervisor's record (exits, signals) and the captured stacks decided this answer; the "
-                        "notes above are what the logs alone could tell");
+      fail_t = c.stack()->t.value_or(h.stacks_t.value_or(0));
+      r.first_failure = Failure{c.rank, fail_t, headline, fmt::format("ranks/{}/stack.txt", c.rank)};
     }
   }
+  return v;
+}
 
-  // ---- the detector in context ------------------------------------------------------------
+// The verdict applied: none when every rank exited 0, else the culprits; liveness from the observations.
+void apply_verdict(const ByoVerdict& v, std::map<int, Seen>& seen, TriageResult& r) {
+  const auto& culprits = v.culprits;
+  const auto& category = v.category;
+  const auto& cause = v.cause;
+  const auto& headline = v.headline;
+  const bool all_clean =
+      !seen.empty() && r.world_size > 0 && static_cast<int>(seen.size()) >= r.world_size &&
+      std::all_of(seen.begin(), seen.end(), [](const auto& kv) {
+        const Seen& s = kv.second;
+        return s.exit && !s.teardown && !s.exit->signal && s.exit->code && *s.exit->code == 0;
+      });
+  if (culprits.empty() && all_clean) {
+    // Every rank exited 0 on its own: nothing failed, whatever the logs lacked.
+    r.category = "none";
+    r.cause = "none";
+    r.scope = "none";
+    r.missing_ranks.clear();
+    r.confidence = "high";
+    r.summary = fmt::format("none: all {} ranks exited 0 (the supervisor's record)", seen.size());
+    for (auto& t : r.per_rank) t.liveness = "completed";
+  }
+  if (!culprits.empty()) {
+    r.category = category;
+    r.cause = cause;
+    r.missing_ranks = culprits;
+    r.scope = static_cast<int>(culprits.size()) < r.world_size ? "subset" : "all";
+    r.confidence = "high";
+    r.summary = fmt::format("{} ({}): {}", category, cause, headline);
+  }
+  // Liveness from what was observed.
+  for (auto& t : r.per_rank) {
+    const Seen& s = seen[t.rank];
+    // A survivor whose collective failed on a peer's closed connection was waiting on the
+    // dead peer when it learned of the death. That is later evidence than a stack sampled
+    // before the death, which in a fast loop is as likely a compute frame as a collective;
+    // and whether it then died of that error or its launcher stopped it first is the
+    // launcher's timing, not the rank's state: either way it was hung on the culprit.
+    const bool culprit = std::find(culprits.begin(), culprits.end(), t.rank) != culprits.end();
+    const bool failed_on_dead_peer =
+        !culprits.empty() && !culprit && s.o &&
+        std::any_of(s.o->log_hits.begin(), s.o->log_hits.end(), [](const LogHit& h) { return h.tag == "comm_closed"; });
+    if (s.exit && !s.teardown) {
+      t.liveness = s.abnormal() ? (failed_on_dead_peer ? "hung" : "dead") : "completed";
+      continue;
+    }
+    const std::string k = s.klass();
+    if (k == "stopped") t.liveness = "frozen";
+    else if (failed_on_dead_peer) t.liveness = "hung";
+    else if (k == "io" || k == "data" || k == "compute") t.liveness = "slow";
+    else if (k == "collective" || k == "init") t.liveness = "hung";
+  }
+}
+
+// The phase and the last completed step, from the stacks and the progress lines.
+void byo_phase(const ByoVerdict& v, std::map<int, Seen>& seen, TriageResult& r, bool traced) {
+  const auto& culprits = v.culprits;
+  const double fail_t = v.fail_t;
+  // Phase: what the culprit's stack shows, else progress printed before the failure.
+  std::string phase;
+  if (!culprits.empty()) {
+    const Seen& c = seen[culprits.front()];
+    if (const auto* st = c.stack()) {
+      if (st->klass == "io" && st->klass_what == "a checkpoint save") phase = "checkpoint";
+      else if (st->klass == "data") phase = "data";
+      else if (st->klass == "init") phase = "init";
+      else phase = phase_of_frames(*st);  // e.g. stopped inside Trainer.train
+    }
+  }
+  if (phase.empty() && (r.phase == "init" || r.phase == "unknown" || r.phase.empty())) {
+    std::vector<int> trained;
+    for (const auto& [rank, s] : seen) {
+      if (s.o->progress && (fail_t == 0 || s.o->progress->first_t <= fail_t)) trained.push_back(rank);
+    }
+    if (!trained.empty()) {
+      phase = "training";
+      const auto& p = *seen[trained.front()].o->progress;
+      r.evidence.push_back({fmt::format("ranks/{}/{}", trained.front(), p.last_ref),
+                            fmt::format("rank(s) {} printed progress lines (last: {}): the job was training",
+                                        join_ranks(trained), p.last_what)});
+    }
+  }
+  // Without a trace the last completed step is what the progress lines counted: the
+  // fewest steps any counting rank reported (DDP keeps ranks in step; many programs
+  // print from rank 0 only, whose count then stands for the job).
+  if (!traced && r.last_good_step == 0) {
+    std::optional<long long> fewest;
+    std::string fewest_ref;
+    std::vector<int> counters;
+    for (const auto& [rank, s] : seen) {
+      if (!s.o->progress || !s.o->progress->steps_done) continue;
+      counters.push_back(rank);
+      if (!fewest || *s.o->progress->steps_done < *fewest) {
+        fewest = *s.o->progress->steps_done;
+        fewest_ref = fmt::format("ranks/{}/{}", rank, s.o->progress->last_ref);
+      }
+    }
+    if (fewest && *fewest > 0 && *fewest < (1LL << 30)) {
+      r.last_good_step = static_cast<int>(*fewest);
+      r.evidence.push_back({fewest_ref, fmt::format("last completed step {}: the fewest steps counted by the "
+                                                          "progress lines of rank(s) {}",
+                                                          *fewest, join_ranks(counters))});
+    }
+  }
+  // ...else where the other ranks stood when they lost the culprit: their own traceback
+  // through the program's training function (accelerate's training_check, a Trainer's
+  // _inner_training_loop), a save or an evaluation, or the same read off their captured
+  // stacks (logs/frames.cpp's table).
+  if (phase.empty() && (r.phase == "init" || r.phase == "unknown" || r.phase.empty())) {
+    for (const auto& t : r.per_rank) {
+      if (std::find(culprits.begin(), culprits.end(), t.rank) != culprits.end()) continue;
+      if (t.last_phase == "training" || t.last_phase == "checkpoint" || t.last_phase == "eval" ||
+          t.last_phase == "data") {
+        phase = t.last_phase;
+        r.evidence.push_back({t.failure_ref.empty() ? t.last_line : t.failure_ref,
+                              fmt::format("rank {}'s own lines place it in {} when it failed", t.rank, phase)});
+        break;
+      }
+      const auto it = seen.find(t.rank);
+      if (it == seen.end()) continue;
+      if (const auto* st = it->second.stack()) {
+        if (std::string p = phase_of_frames(*st); !p.empty() && p != "init") {
+          phase = p;
+          r.evidence.push_back({fmt::format("ranks/{}/stack.txt", t.rank),
+                                fmt::format("rank {}'s stack places it in {} while it waited", t.rank, phase)});
+          break;
+        }
+      }
+    }
+  }
+  if (!phase.empty()) r.phase = phase;
+}
+
+// The observed answers replace the ones the log reasoner argued from text.
+void byo_answers(const ByoVerdict& v, TriageResult& r) {
+  const auto& culprits = v.culprits;
+  const auto& headline = v.headline;
+  for (auto it = r.answers.begin(); it != r.answers.end();) {
+    // The log reasoner's answers argued from text only: the observed ones replace them.
+    it = culprits.empty() ? std::next(it) : r.answers.erase(it);
+  }
+  if (!culprits.empty()) {
+    r.answers.push_back(fmt::format("What failed first: {}", headline));
+    r.answers.push_back(fmt::format("Phase: {}", r.phase));
+    std::vector<std::string> parts;
+    for (const char* l : {"dead", "frozen", "slow", "hung", "completed"}) {
+      std::vector<int> ranks;
+      for (const auto& t : r.per_rank)
+        if (t.liveness == l) ranks.push_back(t.rank);
+      if (!ranks.empty()) parts.push_back(fmt::format("{} {}", l, join_ranks(ranks)));
+    }
+    r.answers.push_back(fmt::format("Slow or dead: {}", fmt::join(parts, "; ")));
+    r.answers.push_back(fmt::format("Scope: {} (missing rank(s) {})", r.scope, join_ranks(r.missing_ranks)));
+    r.next_steps = playbook_next_steps(r);
+    r.notes.push_back("the supervisor's record (exits, signals) and the captured stacks decided this answer; the "
+                      "notes above are what the logs alone could tell");
+  }
+}
+
+// The detector in context: which detector fired and what the ranks were doing then.
+void detector_context(const RunObservations& in, std::map<int, Seen>& seen, TriageResult& r) {
+  const auto& h = in.harness;
   const HarnessDetect* det = nullptr;
   for (const auto& d : h.detections) {
     if (d.detector == "harness_watchdog" || d.detector == "backend_timeout" || d.detector == "heartbeat_loss") {
@@ -445,6 +479,25 @@ void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced)
       r.detector_context = ctx;
     }
   }
+}
+
+}  // namespace
+
+void apply_run_evidence(const RunObservations& in, TriageResult& r, bool traced) {
+  const auto& h = in.harness;
+  // Times relative to the launch, as in the run-record answer (the log reading starts at
+  // the first log line).
+  if (!traced && h.start_t) r.t0 = *h.start_t;
+  std::map<int, Seen> seen = observe(in);
+  fill_rank_table(seen, r, traced);
+  // A bring-your-own run: decide from the observations.
+  if (!traced) {
+    const ByoVerdict v = decide_culprits(in, seen, r);
+    apply_verdict(v, seen, r);
+    byo_phase(v, seen, r, traced);
+    byo_answers(v, r);
+  }
+  detector_context(in, seen, r);
 }
 
 }  // namespace hanglab

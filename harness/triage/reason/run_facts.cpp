@@ -163,17 +163,17 @@ void Analyzer::demote_sigpipe_echoes() {
   constexpr int kSigpipe = 13;
   for (auto& f : f_) {
     for (auto& x : f.obs) {
-      if (x.kind != ObsKind::kRoot || x.cls != "signal" || x.signal != kSigpipe) continue;
+      if (x.role != ObsKind::kRoot || x.cls != "signal" || x.signal != kSigpipe) continue;
       bool peer_failed = false;
       for (const auto& g : f_) {
         if (g.rank == f.rank) continue;
         for (const auto& y : g.obs) {
-          peer_failed = peer_failed || (y.kind == ObsKind::kRoot && y.signal != kSigpipe &&
+          peer_failed = peer_failed || (y.role == ObsKind::kRoot && y.signal != kSigpipe &&
                                         y.t <= x.t + kExitReportSlackS);
         }
       }
       if (!peer_failed) continue;
-      x.kind = ObsKind::kEcho;
+      x.role = ObsKind::kEcho;
       x.cls = "comm";
       x.what += ": wrote to the connection of a peer that had already failed";
     }
@@ -209,7 +209,7 @@ void Analyzer::build_obs(RankFacts& f) {
     x.t = f.o->last_t;
     x.ref = ev_ref(f.rank, f.o->last_line);
     x.cls = "vanished";
-    x.kind = ObsKind::kRoot;
+    x.role = ObsKind::kRoot;
     x.what = fmt::format(
         "trace stops at {:+.3f} s without an exit event; a peer lost its connection at {:+.3f} s: "
         "the process died",
@@ -224,9 +224,9 @@ void Analyzer::build_obs(RankFacts& f) {
     x.what = err->msg + exit_suffix();
     x.ref = ev_ref(f.rank, err->line);
     x.cls = err->cls;
-    x.kind = (x.cls == "timeout" || x.cls == "comm" || x.cls == "rendezvous") ? ObsKind::kEcho : ObsKind::kRoot;
-    x.code = f.code;
-    x.signal = f.teardown_exit ? std::nullopt : f.signal;
+    x.role = (x.cls == "timeout" || x.cls == "comm" || x.cls == "rendezvous") ? ObsKind::kEcho : ObsKind::kRoot;
+    x.code = f.code.value_or(kNoCode);
+    x.signal = f.teardown_exit ? 0 : f.signal.value_or(0);
     // A rank that raised a timeout and was then killed by a signal from outside is
     // still an echo; a signal death after an error is reported with the error.
     f.obs.push_back(std::move(x));
@@ -235,11 +235,11 @@ void Analyzer::build_obs(RankFacts& f) {
     x.rank = f.rank;
     x.t = f.exit_t;
     x.ref = f.exit_ref;
-    x.signal = f.signal;
-    x.code = f.code;
+    x.signal = f.signal.value_or(0);
+    x.code = f.code.value_or(kNoCode);
     if (f.signal) {
       x.cls = "signal";
-      x.kind = ObsKind::kRoot;
+      x.role = ObsKind::kRoot;
       x.what = fmt::format("killed by {} (status {})", signal_name(*f.signal), 128 + *f.signal);
     } else {
       const int c = *f.code;
@@ -250,7 +250,7 @@ void Analyzer::build_obs(RankFacts& f) {
               : c == kExitUsage      ? "usage"
               : c == kExitException  ? "other"
                                      : "exit";
-      x.kind = (c == kExitComm || c == kExitTimeout || c == kExitRendezvous) ? ObsKind::kEcho : ObsKind::kRoot;
+      x.role = (c == kExitComm || c == kExitTimeout || c == kExitRendezvous) ? ObsKind::kEcho : ObsKind::kRoot;
       x.what = fmt::format("exited with code {} ({})", c, exit_code_meaning(c));
     }
     f.obs.push_back(std::move(x));
@@ -261,10 +261,10 @@ void Analyzer::build_obs(RankFacts& f) {
     x.rank = f.rank;
     x.t = f.exit_t;
     x.ref = f.exit_ref;
-    x.kind = ObsKind::kTeardown;
+    x.role = ObsKind::kTeardown;
     x.cls = "teardown";
-    x.signal = f.signal;
-    x.code = f.code;
+    x.signal = f.signal.value_or(0);
+    x.code = f.code.value_or(kNoCode);
     x.what =
         f.signal
             ? fmt::format("killed by {} at harness teardown ({})", signal_name(*f.signal), teardown_why)
@@ -378,7 +378,7 @@ std::vector<const Obs*> Analyzer::all_obs(bool with_teardown) const {
   std::vector<const Obs*> v;
   for (const auto& f : f_) {
     for (const auto& x : f.obs) {
-      if (with_teardown || x.kind != ObsKind::kTeardown) v.push_back(&x);
+      if (with_teardown || x.role != ObsKind::kTeardown) v.push_back(&x);
     }
   }
   std::stable_sort(v.begin(), v.end(),
@@ -388,7 +388,7 @@ std::vector<const Obs*> Analyzer::all_obs(bool with_teardown) const {
 
 const Obs* Analyzer::first_root_death() const {
   for (const Obs* x : all_obs(false)) {
-    if (x->kind == ObsKind::kRoot) return x;
+    if (x->role == ObsKind::kRoot) return x;
   }
   return nullptr;
 }
@@ -398,7 +398,7 @@ const Obs* Analyzer::first_root_death() const {
 // timeout before the death means that rank was already missing for a whole timeout.
 bool Analyzer::root_precedes_echoes(const Obs& d) const {
   for (const Obs* x : all_obs(false)) {
-    if (x->kind != ObsKind::kEcho || x->rank == d.rank) continue;
+    if (x->role != ObsKind::kEcho || x->rank == d.rank) continue;
     if (x->cls == "comm" && x->t < d.t - kExitReportSlackS) return false;
     if (x->cls != "comm" && x->t < d.t) return false;
   }

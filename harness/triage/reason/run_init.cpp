@@ -205,6 +205,73 @@ bool Analyzer::other_master_addr(int rank) const {
   return other;
 }
 
+// Evidence of an init failure: who never started, who waited in init, what they said.
+void Analyzer::cite_init(const std::vector<int>& never_started, const std::vector<int>& not_init,
+                         const std::string& evidence_tag,
+                         std::map<std::string, std::pair<int, const LogHit*>>& tag_hits) {
+  for (int rank : never_started) {
+    const auto& h = in_.harness;
+    if (auto it = h.launches.find(rank); it != h.launches.end()) {
+      add_evidence(h_ref(it->second.line),
+                   fmt::format("rank {} was launched (pid {}) at {:+.3f} s but ranks/{}/events.jsonl has no "
+                               "event: it never reached rendezvous",
+                               rank, it->second.pid, rel(it->second.t), rank));
+    } else {
+      add_evidence(fmt::format("ranks/{}/events.jsonl", rank), fmt::format("rank {} wrote no trace event", rank));
+    }
+  }
+  for (int rank : not_init) {
+    const auto& o = *f_[rank].o;
+    if (!o.start_t) continue;
+    add_evidence(ev_ref(rank, o.start_line),
+                 fmt::format("rank {} started at {:+.3f} s and never ended phase init", rank, rel(*o.start_t)));
+    break;
+  }
+  for (const Obs* x : all_obs(false)) {
+    add_evidence(x->ref, fmt::format("rank {}: {}", x->rank, x->what));
+    break;
+  }
+  if (!evidence_tag.empty()) {
+    const auto& [rank, hit] = tag_hits[evidence_tag];
+    add_evidence(fmt::format("ranks/{}/{}:{}", rank, hit->file, hit->line), hit->text);
+  }
+
+}
+
+// The summary of an init failure: who never started, the culprits, who waited, and why.
+void Analyzer::init_summary(const std::vector<int>& never_started, const std::vector<int>& culprits,
+                            const std::vector<int>& not_init, const std::string& cause, bool rdzv_errors) {
+  std::vector<int> waited;
+  for (int rank : not_init) {
+    if (f_[rank].o->start_t && std::find(culprits.begin(), culprits.end(), rank) == culprits.end())
+      waited.push_back(rank);
+  }
+  std::vector<std::string> parts;
+  if (!never_started.empty()) parts.push_back(fmt::format("{} never started", ranks_phrase(never_started)));
+  if (!culprits.empty()) {
+    parts.push_back(fmt::format("{} {}", ranks_phrase(culprits),
+                                cause == "late_joiner"         ? "started after its peers had already given up"
+                                : cause == "wrong_master_addr" ? "tried another MASTER_ADDR than its peers"
+                                : cause == "wrong_ifname"      ? "failed first: its socket interface does not exist"
+                                : cause == "dns_failure"       ? "could not resolve MASTER_ADDR"
+                                                               : "never joined rendezvous"));
+  }
+  if (!waited.empty()) {
+    parts.push_back(fmt::format("{} {}", ranks_phrase(waited),
+                                !culprits.empty() ? "waited for it in rendezvous and failed"
+                                : cause == "rendezvous_timeout" ? "timed out waiting in rendezvous"
+                                : rdzv_errors                 ? "failed in rendezvous"
+                                                              : "waited in rendezvous"));
+  }
+  static const std::map<std::string, const char*> kWhy = {
+      {"wrong_ifname", "no usable socket interface (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME)"},
+      {"connection_refused", "the rendezvous store refused the connection"},
+      {"dns_failure", "a host name did not resolve"},
+      {"address_in_use", "the rendezvous port is already in use"}};
+  if (auto it = kWhy.find(cause); it != kWhy.end()) parts.push_back(it->second);
+  r_.summary = fmt::format("{} ({}): {}", r_.category, r_.cause, fmt::join(parts, "; "));
+}
+
 bool Analyzer::try_init() {
   const auto not_init = ranks_where([](const RankFacts& f) { return !f.o->init_ended; });
   if (not_init.empty()) return false;
@@ -301,33 +368,7 @@ bool Analyzer::try_init() {
   r_.missing_ranks = culprits.empty() ? never_started : culprits;
   r_.confidence = (!never_started.empty() && rdzv_errors) || !evidence_tag.empty() ? "high" : "medium";
 
-  // Evidence: who never started, who waited in init, what they said.
-  for (int rank : never_started) {
-    const auto& h = in_.harness;
-    if (auto it = h.launches.find(rank); it != h.launches.end()) {
-      add_evidence(h_ref(it->second.line),
-                   fmt::format("rank {} was launched (pid {}) at {:+.3f} s but ranks/{}/events.jsonl has no "
-                               "event: it never reached rendezvous",
-                               rank, it->second.pid, rel(it->second.t), rank));
-    } else {
-      add_evidence(fmt::format("ranks/{}/events.jsonl", rank), fmt::format("rank {} wrote no trace event", rank));
-    }
-  }
-  for (int rank : not_init) {
-    const auto& o = *f_[rank].o;
-    if (!o.start_t) continue;
-    add_evidence(ev_ref(rank, o.start_line),
-                 fmt::format("rank {} started at {:+.3f} s and never ended phase init", rank, rel(*o.start_t)));
-    break;
-  }
-  for (const Obs* x : all_obs(false)) {
-    add_evidence(x->ref, fmt::format("rank {}: {}", x->rank, x->what));
-    break;
-  }
-  if (!evidence_tag.empty()) {
-    const auto& [rank, hit] = tag_hits[evidence_tag];
-    add_evidence(fmt::format("ranks/{}/{}:{}", rank, hit->file, hit->line), hit->text);
-  }
+  cite_init(never_started, not_init, evidence_tag, tag_hits);
 
   if (!never_started.empty()) {
     const int rank = never_started.front();
@@ -357,35 +398,7 @@ bool Analyzer::try_init() {
     }
     set_first(*pick);
   }
-  std::vector<int> waited;
-  for (int rank : not_init) {
-    if (f_[rank].o->start_t && std::find(culprits.begin(), culprits.end(), rank) == culprits.end())
-      waited.push_back(rank);
-  }
-  std::vector<std::string> parts;
-  if (!never_started.empty()) parts.push_back(fmt::format("{} never started", ranks_phrase(never_started)));
-  if (!culprits.empty()) {
-    parts.push_back(fmt::format("{} {}", ranks_phrase(culprits),
-                                cause == "late_joiner"         ? "started after its peers had already given up"
-                                : cause == "wrong_master_addr" ? "tried another MASTER_ADDR than its peers"
-                                : cause == "wrong_ifname"      ? "failed first: its socket interface does not exist"
-                                : cause == "dns_failure"       ? "could not resolve MASTER_ADDR"
-                                                               : "never joined rendezvous"));
-  }
-  if (!waited.empty()) {
-    parts.push_back(fmt::format("{} {}", ranks_phrase(waited),
-                                !culprits.empty() ? "waited for it in rendezvous and failed"
-                                : cause == "rendezvous_timeout" ? "timed out waiting in rendezvous"
-                                : rdzv_errors                 ? "failed in rendezvous"
-                                                              : "waited in rendezvous"));
-  }
-  static const std::map<std::string, const char*> kWhy = {
-      {"wrong_ifname", "no usable socket interface (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME)"},
-      {"connection_refused", "the rendezvous store refused the connection"},
-      {"dns_failure", "a host name did not resolve"},
-      {"address_in_use", "the rendezvous port is already in use"}};
-  if (auto it = kWhy.find(cause); it != kWhy.end()) parts.push_back(it->second);
-  r_.summary = fmt::format("{} ({}): {}", r_.category, r_.cause, fmt::join(parts, "; "));
+  init_summary(never_started, culprits, not_init, cause, rdzv_errors);
   return true;
 }
 

@@ -284,7 +284,7 @@ void Analyzer::set_divergence(const Divergence& d0) {
 
 const Obs* Analyzer::first_echo() const {
   for (const Obs* x : all_obs(false)) {
-    if (x->kind == ObsKind::kEcho) return x;
+    if (x->role == ObsKind::kEcho) return x;
   }
   return nullptr;
 }
@@ -296,7 +296,7 @@ const Obs* Analyzer::first_echo() const {
 bool Analyzer::left_loop(const RankFacts& f) const {
   if (f.clean_exit()) return true;
   return f.o->has_trace && f.o->last_phase == "shutdown" &&
-         (f.alive_at_end() || f.failure() == nullptr || f.failure()->kind == ObsKind::kEcho);
+         (f.alive_at_end() || f.failure() == nullptr || f.failure()->role == ObsKind::kEcho);
 }
 
 bool Analyzer::try_early_exit() {

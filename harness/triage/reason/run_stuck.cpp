@@ -2,6 +2,8 @@
 // collective while alive, a slow rank, every rank stuck together, a healthy run, unknown.
 #include "triage/reason/run_analyzer.hpp"
 
+#include "triage/model/causes.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -101,7 +103,7 @@ bool Analyzer::try_absent_alive() {
     r_.cause = shm ? "shm_exhausted" : "disk_full";
   } else {
     r_.category = "straggler";
-    r_.cause = "stuck_in_" + (phase.empty() ? std::string("unknown") : phase);
+    r_.cause = std::string(stuck_in_cause(phase));
   }
   r_.missing_ranks = absent;
   r_.confidence = "medium";
@@ -220,7 +222,7 @@ bool Analyzer::try_all_stuck() {
   const bool nobody_missing = !r_.stuck_collective || r_.stuck_collective->absent_ranks.empty();
   const bool all_waiting = r_.stuck_collective && r_.stuck_collective->absent_ranks.empty() &&
                            static_cast<int>(r_.stuck_collective->waiting_ranks.size()) == world_;
-  const bool echo_first = !echoes.empty() && echoes.front()->kind == ObsKind::kEcho;
+  const bool echo_first = !echoes.empty() && echoes.front()->role == ObsKind::kEcho;
   if (!all_waiting && !(echo_first && nobody_missing)) return false;
   // Link errors that no death explains are what makes it provably "network": a comm
   // error after a peer already gave up (its exit closed the sockets) is an echo.

@@ -1,0 +1,410 @@
+// The message catalogue: loader, anchor index, matcher (see catalogue.hpp).
+#include "triage/logs/catalogue.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "triage/logs/parse.hpp"
+#include "triage/model/causes.hpp"
+
+namespace hanglab {
+
+namespace {
+
+using sv = std::string_view;
+
+// Where an emitter's formats may start in a line (README "Matching"): after one of these markers,
+// or anywhere when the emitter has none. The same short text can be printed by several programs
+// (UCX's status "Out of memory" and the kernel's OOM line): inside its emitter's line shape only.
+struct Shape {
+  sv emitter;
+  std::vector<sv> markers;
+  std::vector<sv> anywhere_calls;  // calls whose text is quoted inside other messages (error strings)
+};
+
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> kShapes = {
+      // "host:pid:tid [dev] NCCL WARN <format>" (file:line before NCCL in newer versions); the
+      // last WARN is quoted by c10d's exception after "Last error:".
+      {"nccl", {"NCCL WARN ", "NCCL INFO ", "Last error:"}, {"ncclGetErrorString"}},
+      // "[time] [host:pid:tid]  file.c:123 UCX  ERROR <format>"
+      {"ucx",
+       {"UCX  ERROR", "UCX  WARN", "UCX  DIAG", "UCX  INFO", "UCX  FATAL", "UCX ERROR", "UCX WARN"},
+       {"ucs_status_string"}},
+      // "srun: error: <format>", "slurmstepd: error: <format>", "slurmstepd-node1: error: ..."
+      {"slurm", {"srun: ", "slurmstepd", "slurmd", "sbatch: ", "salloc: ", "slurmctld"}, {}},
+  };
+  return kShapes;
+}
+
+const Shape* shape_of(sv emitter) {
+  for (const auto& s : shapes())
+    if (s.emitter == emitter) return &s;
+  return nullptr;
+}
+
+// The earliest position a format of `e` may start at in `line`; npos when the line is not of its
+// emitter's shape.
+size_t shape_start(const CatalogueEntry& e, sv line) {
+  const Shape* s = shape_of(e.emitter);
+  if (!s) return 0;
+  const sv call = sv(e.call).substr(0, sv(e.call).find(':'));
+  for (sv c : s->anywhere_calls)
+    if (c == call) return 0;
+  size_t best = sv::npos;
+  for (sv m : s->markers) {
+    const size_t at = line.find(m);
+    if (at != sv::npos) best = std::min(best, at + m.size());
+  }
+  return best;
+}
+
+uint32_t key4(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+uint32_t filter_bit(uint32_t key) { return (key * 2654435761u) >> 16; }
+
+std::optional<long long> first_int(sv s, bool last) {
+  std::optional<long long> found;
+  size_t i = 0;
+  while (i < s.size()) {
+    if (s[i] < '0' || s[i] > '9') {
+      ++i;
+      continue;
+    }
+    const bool neg = i > 0 && s[i - 1] == '-';
+    long long v = 0;
+    size_t j = i;
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9' && v < (1LL << 40)) v = v * 10 + (s[j++] - '0');
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;  // too long: keep the digits' end
+    found = neg ? -v : v;
+    if (!last) return found;
+    i = j;
+  }
+  return found;
+}
+
+int signal_by_name(sv s) {
+  static const std::pair<sv, int> kNames[] = {{"SIGHUP", 1},
+                                              {"SIGINT", 2},
+                                              {"SIGQUIT", 3},
+                                              {"SIGILL", 4},
+                                              {"SIGABRT", 6},
+                                              {"SIGBUS", 7},
+                                              {"SIGFPE", 8},
+                                              {"SIGKILL", 9},
+                                              {"SIGUSR1", 10},
+                                              {"SIGSEGV", 11},
+                                              {"SIGUSR2", 12},
+                                              {"SIGPIPE", 13},
+                                              {"SIGTERM", 15},
+                                              {"SIGCONT", 18},
+                                              {"SIGSTOP", 19},
+                                              {"SIGXCPU", 24},
+                                              {"Hangup", 1},
+                                              {"Interrupt", 2},
+                                              {"Killed", 9},
+                                              {"Terminated", 15},
+                                              {"Aborted", 6},
+                                              {"Bus error", 7},
+                                              {"Segmentation fault", 11}};
+  for (const auto& [n, sig] : kNames)
+    if (s.find(n) != sv::npos) return sig;
+  return 0;
+}
+
+}  // namespace
+
+bool catalogue_role(sv role) {
+  return role == "root" || role == "echo" || role == "exit" || role == "benign" || role == "context";
+}
+
+bool catalogue_name(sv name) {
+  for (sv n : {"rank",      "peer_rank", "world", "host",       "peer_host",  "device", "pid",  "signal",
+               "code",      "seq",       "op",    "timeout_ms", "local_rank", "joined", "step", "total_steps",
+               "interface", "address",   "path",  "size",       "errno",      "reason"})
+    if (n == name) return true;
+  return false;
+}
+
+std::optional<sv> CatalogueHit::named(sv name) const {
+  if (!entry || !entry->meaning) return std::nullopt;
+  const auto it = entry->meaning->names.find(std::string(name));
+  if (it == entry->meaning->names.end() || it->second < 0 || it->second >= static_cast<int>(holes.size()))
+    return std::nullopt;
+  return holes[static_cast<size_t>(it->second)];
+}
+
+std::optional<long long> CatalogueHit::named_int(sv name) const {
+  const auto h = named(name);
+  if (!h) return std::nullopt;
+  const auto it = entry->meaning->names.find(std::string(name));
+  if (name == "signal") {
+    if (const int sig = signal_by_name(*h)) return sig;
+  }
+  return first_int(*h, /*last=*/it->second == 0 && entry->lead_hole);
+}
+
+void split_format(sv f, CatalogueEntry& e) {
+  e.segments.clear();
+  e.holes = 0;
+  e.literal_chars = 0;
+  std::string cur;
+  bool last_was_hole = false;
+  e.lead_hole = false;
+  for (size_t i = 0; i < f.size(); ++i) {
+    const char c = f[i];
+    if (c == '{' && i + 1 < f.size() && f[i + 1] == '{') {
+      cur += '{';
+      ++i;
+    } else if (c == '}' && i + 1 < f.size() && f[i + 1] == '}') {
+      cur += '}';
+      ++i;
+    } else if (c == '{' && i + 1 < f.size() && f[i + 1] == '}') {
+      if (cur.empty() && e.segments.empty() && e.holes == 0) e.lead_hole = true;
+      if (!cur.empty()) e.segments.push_back(std::move(cur));
+      cur.clear();
+      ++e.holes;
+      ++i;
+      last_was_hole = true;
+      continue;
+    } else if (c == '{' || c == '}') {
+      throw std::runtime_error(fmt::format("unbalanced '{}' at offset {} of the format", c, i));
+    } else {
+      cur += c;
+    }
+    last_was_hole = false;
+  }
+  if (!cur.empty()) e.segments.push_back(std::move(cur));
+  e.trail_hole = last_was_hole;
+  for (const auto& s : e.segments) e.literal_chars += s.size();
+  // Two adjacent holes ("{}{}") share one gap: the segments stay between distinct literal runs.
+}
+
+void Catalogue::add_jsonl(sv text, sv source) {
+  size_t line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == sv::npos) nl = text.size();
+    const sv line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == sv::npos) continue;
+    const auto fail = [&](const std::string& why) {
+      throw std::runtime_error(fmt::format("{}:{}: {}", source, line_no, why));
+    };
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const std::exception& ex) {
+      fail(std::string("not JSON: ") + ex.what());
+    }
+    try {
+      CatalogueEntry e;
+      e.emitter = j.at("emitter").get<std::string>();
+      e.version = j.at("version").get<std::string>();
+      e.where = j.at("where").get<std::string>();
+      e.part = j.value("part", 0);
+      e.call = j.value("call", "");
+      e.level = j.value("level", "");
+      e.format = j.at("format").get<std::string>();
+      e.weak = j.value("weak", false);
+      split_format(e.format, e);
+      const auto& m = j.at("meaning");
+      if (!m.is_null()) {
+        CatalogueMeaning cm;
+        cm.kind = m.value("kind", "");
+        cm.role = m.value("role", "");
+        cm.category = m.value("category", "");
+        cm.cause = m.value("cause", "");
+        cm.phase = m.value("phase", "");
+        cm.note = m.value("note", "");
+        if (m.contains("names") && m["names"].is_object())
+          for (const auto& [k, v] : m["names"].items()) cm.names[k] = v.get<int>();
+        if (!catalogue_role(cm.role))
+          fail(fmt::format("meaning.role \"{}\" is not root|echo|exit|benign|context", cm.role));
+        if (cm.kind != "Info" && log_kind_from_name(cm.kind) == LogKind::kNone)
+          fail(fmt::format("meaning.kind \"{}\" is no LogKind", cm.kind));
+        if (!cm.category.empty() && !listed_category(cm.category))
+          fail(fmt::format("meaning.category \"{}\" is not a triage category", cm.category));
+        if (!cm.phase.empty() && !listed_phase(cm.phase))
+          fail(fmt::format("meaning.phase \"{}\" is no phase", cm.phase));
+        for (const auto& [k, v] : cm.names) {
+          if (!catalogue_name(k)) fail(fmt::format("meaning.names.{} is not a name of the contract", k));
+          if (v < 0 || v >= e.holes)
+            fail(fmt::format("meaning.names.{} = {}: the format has {} hole(s)", k, v, e.holes));
+        }
+        e.meaning = std::move(cm);
+      }
+      entries_.push_back(std::move(e));
+    } catch (const nlohmann::json::exception& ex) {
+      fail(std::string("not an entry of the contract: ") + ex.what());
+    } catch (const std::runtime_error& ex) {
+      if (std::string(ex.what()).rfind(std::string(source), 0) == 0) throw;
+      fail(ex.what());
+    }
+  }
+}
+
+void Catalogue::build_index() {
+  index_.clear();
+  filter_.assign((1u << 16) / 64, 0);
+  indexed_ = 0;
+  // How many entries hold each 4-byte key: the anchor of an entry is its rarest one.
+  std::unordered_map<uint32_t, uint32_t> df;
+  for (const auto& e : entries_) {
+    std::vector<uint32_t> seen;
+    for (const auto& s : e.segments)
+      for (size_t i = 0; i + 4 <= s.size(); ++i) seen.push_back(key4(s.data() + i));
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (uint32_t k : seen) ++df[k];
+  }
+  for (size_t n = 0; n < entries_.size(); ++n) {
+    const auto& e = entries_[n];
+    if (e.weak) continue;
+    bool have = false;
+    Anchor best{};
+    uint32_t best_df = 0;
+    for (size_t si = 0; si < e.segments.size() && si < 65535; ++si) {
+      const auto& s = e.segments[si];
+      for (size_t i = 0; i + 4 <= s.size() && i < 65535; ++i) {
+        const uint32_t k = key4(s.data() + i);
+        // Prefer letters over blanks and punctuation: ", " or ": " anchors every line.
+        const uint32_t score = df[k] * (std::isalnum(static_cast<unsigned char>(s[i])) ? 1 : 4);
+        if (!have || score < best_df) {
+          have = true;
+          best_df = score;
+          best = Anchor{static_cast<uint32_t>(n), static_cast<uint16_t>(si), static_cast<uint16_t>(i)};
+        }
+      }
+    }
+    if (!have) continue;  // no literal run of 4 bytes: as weak, never matched alone
+    const auto& seg = e.segments[best.segment];
+    const uint32_t k = key4(seg.data() + best.offset);
+    index_[k].push_back(best);
+    const uint32_t b = filter_bit(k);
+    filter_[b >> 6] |= 1ULL << (b & 63);
+    ++indexed_;
+  }
+}
+
+// Where a message can begin inside a line's text: its start, or after what the writers put before a
+// message ("RuntimeError: ", "logger.name:", "srun: error: ", "[file.cpp:12] ", "| ").
+static bool message_start(sv line, size_t p, size_t from) {
+  if (p == from) return true;
+  if (p < 2 || p < from) return false;
+  const char a = line[p - 2], b = line[p - 1];
+  return (b == ' ' && (a == ':' || a == ']' || a == '|' || a == '-' || a == '>')) || (b == ':' && a != ':') ||
+         (b == ']' && a != ']');
+}
+
+// A format matches when its literal segments cover the message: the first one where a message begins
+// (a leading hole takes what precedes it), the others in order, the last one at the message's end
+// (unless the format ends with a hole); holes may be empty. A line whose message is longer than the
+// format, or a format of holes joined by a few characters ("{}: error: {}"), is no match: a specific
+// entry or none. Formats of calls whose text is quoted inside other messages are found anywhere.
+bool Catalogue::verify(const CatalogueEntry& e, sv line, std::vector<sv>* holes) const {
+  const size_t start = shape_start(e, line);
+  if (start == sv::npos || e.segments.empty()) return false;
+  const Shape* shape = shape_of(e.emitter);
+  const sv call = sv(e.call).substr(0, sv(e.call).find(':'));
+  bool quoted = false;
+  if (shape)
+    for (sv c : shape->anywhere_calls) quoted |= c == call;
+  size_t end = line.size();
+  while (end > start && (line[end - 1] == ' ' || line[end - 1] == '\t' || line[end - 1] == '\r')) --end;
+  const sv body = line.substr(0, end);
+  size_t from = start;
+  while (from < body.size() && body[from] == ' ') ++from;
+  std::vector<size_t> at(e.segments.size());
+  const auto& first = e.segments.front();
+  size_t f = body.find(first, from);
+  for (int tries = 0; f != sv::npos && tries < 8; ++tries, f = body.find(first, f + 1)) {
+    if (!e.lead_hole && !quoted && !message_start(body, f, from)) continue;
+    at[0] = f;
+    size_t p = f + first.size();
+    bool ok = true;
+    for (size_t i = 1; ok && i < e.segments.size(); ++i) {
+      const auto& seg = e.segments[i];
+      const bool last = i + 1 == e.segments.size();
+      const size_t q = last && !e.trail_hole && !quoted
+                           ? (body.size() >= seg.size() ? body.size() - seg.size() : sv::npos)
+                           : body.find(seg, p);
+      if (q == sv::npos || q < p || body.compare(q, seg.size(), seg) != 0)
+        ok = false;
+      else
+        at[i] = q, p = q + seg.size();
+    }
+    if (!ok) continue;
+    if (!e.trail_hole && !quoted && p != body.size()) continue;
+    // Specific enough: 16 literal characters, or at least half of what it matched.
+    const size_t span = (e.trail_hole ? body.size() : p) - (e.lead_hole ? from : f);
+    if (e.literal_chars < 16 && (e.literal_chars < 8 || e.literal_chars * 2 < span)) return false;
+    if (holes) {
+      holes->clear();
+      size_t hole_from = e.lead_hole ? from : at[0] + first.size();
+      size_t si = e.lead_hole ? 0 : 1;
+      for (int h = 0; h < e.holes; ++h) {
+        const size_t to = si < at.size() ? at[si] : body.size();
+        holes->push_back(body.substr(hole_from, to > hole_from ? to - hole_from : 0));
+        if (si < at.size()) hole_from = at[si] + e.segments[si].size();
+        ++si;
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+std::optional<CatalogueHit> Catalogue::match(sv line, bool meaning_only) const {
+  if (index_.empty() || line.size() < 4) return std::nullopt;
+  const CatalogueEntry* best = nullptr;
+  uint32_t best_n = 0;
+  for (size_t i = 0; i + 4 <= line.size(); ++i) {
+    const uint32_t k = key4(line.data() + i);
+    const uint32_t b = filter_bit(k);
+    if (!(filter_[b >> 6] & (1ULL << (b & 63)))) continue;
+    const auto it = index_.find(k);
+    if (it == index_.end()) continue;
+    for (const Anchor& a : it->second) {
+      const CatalogueEntry& e = entries_[a.entry];
+      if (meaning_only && !e.meaning) continue;
+      if (best &&
+          (e.literal_chars < best->literal_chars || (e.literal_chars == best->literal_chars && a.entry >= best_n)))
+        continue;
+      const std::string& seg = e.segments[a.segment];
+      if (i < a.offset || line.compare(i - a.offset, seg.size(), seg) != 0) continue;
+      if (!verify(e, line, nullptr)) continue;
+      best = &e;
+      best_n = a.entry;
+    }
+  }
+  if (!best) return std::nullopt;
+  CatalogueHit hit;
+  hit.entry = best;
+  verify(*best, line, &hit.holes);
+  return hit;
+}
+
+const Catalogue& builtin_catalogue() {
+  static const Catalogue c = [] {
+    Catalogue cat;
+    for (const auto& b : builtin_catalogue_blobs()) cat.add_jsonl(b.text, b.name);
+    cat.build_index();
+    return cat;
+  }();
+  return c;
+}
+
+}  // namespace hanglab

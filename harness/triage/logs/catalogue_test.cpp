@@ -1,0 +1,247 @@
+// The message catalogue in C++ (logs/catalogue.hpp): the format splitter, the loader's checks, the
+// matcher (shapes, specificity, weak and unclassified entries, holes and named values) on a small
+// fixture in the contract's format (catalogue_test_data/fixture.jsonl), the built-in catalogue
+// embedded at build time, and a catalogue hit read into a line's meaning.
+#include "triage/logs/catalogue.hpp"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "triage/log_test_support.hpp"
+#include "triage/logs/parse.hpp"
+#include "triage/triage.hpp"
+
+namespace fs = std::filesystem;
+using namespace hanglab;
+
+namespace {
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const Catalogue& fixture() {
+  static const Catalogue c = [] {
+    Catalogue cat;
+    const fs::path p = fs::path(HANGLAB_SOURCE_DIR) / "harness/triage/logs/catalogue_test_data/fixture.jsonl";
+    cat.add_jsonl(read(p), "fixture.jsonl");
+    cat.build_index();
+    return cat;
+  }();
+  return c;
+}
+
+std::string where_of(const std::optional<CatalogueHit>& h) { return h ? h->entry->where : "(no match)"; }
+
+}  // namespace
+
+TEST_CASE("catalogue: a canonical format splits into its literal segments", "[catalogue]") {
+  CatalogueEntry e;
+  split_format("rank {} of {{world}} {}", e);
+  REQUIRE(e.segments == std::vector<std::string>{"rank ", " of {world} "});
+  CHECK(e.holes == 2);
+  CHECK_FALSE(e.lead_hole);
+  CHECK(e.trail_hole);
+  CHECK(e.literal_chars == 17);
+  split_format("{} got signal: {}", e);
+  CHECK(e.lead_hole);
+  CHECK(e.segments == std::vector<std::string>{" got signal: "});
+  split_format("{}{} -> {}", e);
+  CHECK(e.holes == 3);
+  CHECK(e.segments == std::vector<std::string>{" -> "});
+  CHECK_THROWS(split_format("bad { brace", e));
+  CHECK_THROWS(split_format("bad } brace", e));
+}
+
+TEST_CASE("catalogue: the loader names the file, the line and what is wrong", "[catalogue]") {
+  const auto fails_with = [](const std::string& jsonl, const std::string& what) {
+    Catalogue c;
+    try {
+      c.add_jsonl(jsonl, "x.jsonl");
+    } catch (const std::runtime_error& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).rfind("x.jsonl:2: ", 0) == 0);
+      CHECK(std::string(e.what()).find(what) != std::string::npos);
+      return;
+    }
+    FAIL("no error for " << jsonl);
+  };
+  const std::string ok =
+      R"({"emitter":"e","version":"1","where":"a.c:1","part":0,"call":"WARN","level":"warn","format":"x {}","meaning":null})";
+  const std::string head = ok + "\n";
+  const auto entry = [](const std::string& meaning) {
+    return R"({"emitter":"e","version":"1","where":"a.c:2","part":0,"call":"WARN","level":"warn","format":"y {} z","meaning":)" +
+           meaning + "}";
+  };
+  fails_with(head + "{not json", "not JSON");
+  fails_with(head + R"({"emitter":"e"})", "not an entry");
+  fails_with(head + entry(R"({"kind":"NcclError","role":"guilty"})"), "meaning.role");
+  fails_with(head + entry(R"({"kind":"Nonsense","role":"root"})"), "meaning.kind");
+  fails_with(head + entry(R"({"kind":"NcclError","role":"root","category":"weather"})"), "meaning.category");
+  fails_with(head + entry(R"({"kind":"NcclError","role":"root","phase":"lunch"})"), "meaning.phase");
+  fails_with(head + entry(R"({"kind":"NcclError","role":"root","names":{"rank":1}})"), "meaning.names.rank = 1");
+  fails_with(head + entry(R"({"kind":"NcclError","role":"root","names":{"mood":0}})"), "meaning.names.mood");
+  fails_with(head + R"({"emitter":"e","version":"1","where":"a.c:3","format":"a { b","meaning":null})", "unbalanced");
+  Catalogue c;
+  c.add_jsonl(head + "\n" + entry(R"({"kind":"NcclError","role":"root","names":{"rank":0}})") + "\n", "x.jsonl");
+  CHECK(c.entries().size() == 2);
+}
+
+TEST_CASE("catalogue: a line matches inside its emitter's line shape", "[catalogue]") {
+  const Catalogue& c = fixture();
+  CHECK(c.entries().size() == 9);
+  CHECK(c.indexed() == 8);  // the weak one is not indexed
+  const std::string nccl =
+      "node-1:2101:2101 [1] NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000";
+  const auto hit = c.match(nccl);
+  REQUIRE(hit);
+  CHECK(hit->entry->where == "src/init.cc:795");
+  REQUIRE(hit->holes.size() == 3);
+  CHECK(hit->holes[0] == "1");
+  CHECK(hit->named_int("rank") == 1);
+  CHECK(hit->named_int("peer_rank") == 0);
+  CHECK(hit->named_int("device") == 1000);
+  CHECK_FALSE(hit->named_int("host"));
+  // NCCL's formats are NCCL's only after its "NCCL WARN|INFO" marker.
+  CHECK_FALSE(c.match("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000"));
+  CHECK_FALSE(c.match("node-1:2101:2101 [1] NCCL WARN some prefix Duplicate GPU detected : rank 1 and rank 0 both"));
+  // Slurm's only after "srun: " / "slurmstepd...".
+  CHECK(where_of(c.match("srun: forcing job termination")) == "src/srun/signals.c:167");
+  CHECK_FALSE(c.match("the test harness is forcing job termination"));
+}
+
+TEST_CASE("catalogue: the most specific entry wins; holes and named values", "[catalogue]") {
+  const Catalogue& c = fixture();
+  const auto closed = c.match(
+      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.2]:4021");
+  REQUIRE(closed);
+  CHECK(closed->entry->format == "Connection closed by peer {}");
+  CHECK(closed->named("peer_host") == "[10.0.0.2]:4021");
+  CHECK(where_of(c.match("RuntimeError: Connection closed")) == "gloo/transport/tcp/pair.cc:2");
+  // A leading hole also holds the line's prefix: its number is the last one in it.
+  const auto sig =
+      c.match("torch.distributed.elastic.multiprocessing.api.SignalException: Process 792735 got signal: 1");
+  REQUIRE(sig);
+  CHECK(sig->named_int("pid") == 792735);
+  CHECK(sig->named_int("signal") == 1);
+  const auto recv = c.match(
+      "W0823 16:54:02.337000 139733055988160 torch/distributed/elastic/agent/server/api.py:688] "
+      "Received Signals.SIGTERM death signal, shutting down workers");
+  REQUIRE(recv);
+  CHECK(recv->named_int("signal") == 15);  // by name
+  CHECK(c.match("Received 2 death signal, shutting down workers")->named_int("signal") == 2);
+  // UCX's text inside UCX's shape only; the host is the hole the meaning names.
+  const auto ucx =
+      c.match("[1683045447.123456] [gpu-7:2231:0]  mm_posix.c:233 UCX  ERROR shared segment out of memory on gpu-7");
+  REQUIRE(ucx);
+  CHECK(ucx->named("host") == "gpu-7");
+  CHECK_FALSE(c.match("kernel: shared segment out of memory on gpu-7"));
+  // Weak formats never match alone; unclassified ones only when asked for.
+  CHECK_FALSE(c.match("node:1:1 [0] NCCL INFO init.cc:12 -> 3"));
+  CHECK_FALSE(c.match("node:1:1 [0] NCCL INFO Using network IB"));
+  CHECK(where_of(c.match("node:1:1 [0] NCCL INFO Using network IB", /*meaning_only=*/false)) == "src/misc.cc:2");
+  CHECK_FALSE(c.match(""));
+  CHECK_FALSE(c.match("abc"));
+}
+
+TEST_CASE("catalogue: the built-in catalogue is the data files, embedded", "[catalogue]") {
+  const auto& blobs = builtin_catalogue_blobs();
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(HANGLAB_SOURCE_DIR) / "harness/triage/logs/catalogue/data"))
+    files += e.path().extension() == ".jsonl";
+  REQUIRE(blobs.size() == files);
+  size_t lines = 0;
+  for (const auto& b : blobs) {
+    INFO(b.name);
+    const std::string on_disk = read(fs::path(HANGLAB_SOURCE_DIR) / "harness/triage/logs/catalogue" / b.name);
+    CHECK(on_disk == b.text);  // the build embedded the current data
+    for (char ch : b.text) lines += ch == '\n';
+  }
+  const Catalogue& c = builtin_catalogue();
+  CHECK(c.entries().size() == lines);
+  if (lines > 0) CHECK(c.indexed() > 0);
+}
+
+TEST_CASE("catalogue: a hit gives a line its meaning where the hand-written checks read nothing", "[catalogue]") {
+  // A line of an emitter's source that no pattern and no check of classify_text reads: its meaning
+  // comes from the built-in catalogue (data/nccl-2.18.3.jsonl), with the ranks and device it names.
+  const Catalogue& c = builtin_catalogue();
+  const std::string line =
+      "node-1:2101:2101 [1] NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000";
+  const auto hit = c.match(line);
+  if (!hit) {
+    WARN("the built-in catalogue has no entry for NCCL's duplicate-GPU warning");
+    return;
+  }
+  const LogLine l = logtest::parse(line);
+  REQUIRE(l.catalogue == hit->entry);
+  CHECK(l.kind == log_kind_from_name(hit->entry->meaning->kind));
+  CHECK(l.role == hit->entry->meaning->role);
+  CHECK(l.phase == hit->entry->meaning->phase);
+  CHECK(l.nccl_dev == 1);  // NCCL's own "[dev]" prefix comes first
+  // A line the hand-written checks read keeps their meaning (first pass: they have precedence).
+  const LogLine w = logtest::parse(
+      "[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, Timeout(ms)=600000) "
+      "ran for 600023 milliseconds before timing out.");
+  CHECK(w.kind == LogKind::kWatchdogTimeout);
+  CHECK(w.catalogue == nullptr);
+}
+
+TEST_CASE("catalogue: kinds are named as the meanings name them", "[catalogue]") {
+  CHECK(log_kind_from_name("NcclError") == LogKind::kNcclError);
+  CHECK(log_kind_from_name("DataLoaderKilled") == LogKind::kDataLoaderKilled);
+  CHECK(log_kind_from_name("SummaryEnd") == LogKind::kSummaryEnd);
+  CHECK(log_kind_from_name("nccl_error") == LogKind::kNone);
+  CHECK(log_kind_from_name("Info") == LogKind::kNone);
+  // Every kind but kNone has its name (none forgotten in the table).
+  for (int k = 1; k <= static_cast<int>(LogKind::kSummaryEnd); ++k) {
+    const auto kind = static_cast<LogKind>(k);
+    INFO(log_kind_name(kind));
+    std::string snake = log_kind_name(kind), camel;
+    bool up = true;
+    for (char ch : snake) {
+      if (ch == '_') {
+        up = true;
+        continue;
+      }
+      camel += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(ch))) : ch;
+      up = false;
+    }
+    if (kind == LogKind::kDataLoaderKilled) camel = "DataLoaderKilled";  // "dataloader_killed"
+    CHECK(log_kind_from_name(camel) == kind);
+  }
+}
+
+TEST_CASE("catalogue: a line only the catalogue reads decides the answer, with its origin cited", "[catalogue]") {
+  // NCCL's bootstrap finding no interface in the remote address's subnet (src/misc/socket.cc: WARN
+  // "Net : No interface found in the same subnet as remote address %s"): no hand-written check reads
+  // it; its meaning (data/nccl-2.18.3.jsonl) is a root of network/wrong_ifname in init.
+  const std::string line =
+      "node-7:1791:1791 [0] misc/socket.cc:237 NCCL WARN Net : No interface found in the same "
+      "subnet as remote address 10.1.2.3<1778>";
+  const auto hit = builtin_catalogue().match(line);
+  if (!hit || hit->entry->meaning->cause != "wrong_ifname") {
+    WARN("the built-in catalogue does not read NCCL's no-interface-in-subnet warning as wrong_ifname");
+    return;
+  }
+  logtest::TempDir t("catalogue_decides");
+  logtest::write_file(t.dir / "rank-0.log", line + "\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "network");
+  CHECK(r.cause == "wrong_ifname");
+  CHECK(r.phase == "init");
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->what.find("[catalogue: nccl ") != std::string::npos);
+  // The same line with the catalogue's meaning withheld (an unlisted answer) would be unread: a line
+  // the catalogue does not know, in the same shape, says nothing.
+  logtest::write_file(t.dir / "rank-0.log",
+                      "node-7:1791:1791 [0] misc/socket.cc:237 NCCL WARN Net : something no emitter prints\n");
+  const auto q = triage_logs({t.dir});
+  CHECK(q.cause != "wrong_ifname");
+}

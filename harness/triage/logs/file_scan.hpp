@@ -1,0 +1,43 @@
+// One plain log file's scan (logs/reader.cpp), merged into the corpus by logs/corpus.cpp (internal to
+// logs/): what a file says about each rank, its notable lines, the launcher's summary entries, the
+// world-size statements and the lines no rank can be named for.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "triage/logs/reader.hpp"
+
+namespace hanglab {
+
+// Everything a file's scan produces; merged into the corpus in file order.
+struct RankAcc {
+  RankLog log;
+  std::vector<StepRec> ring;  // circular, kRecentSteps
+  size_t ring_pos = 0;
+};
+
+struct FileScan {
+  LogFileInfo info;
+  std::unordered_map<int, RankAcc> ranks;
+  std::vector<LogEvent> events;
+  std::vector<LaunchFailure> launch;
+  std::vector<std::pair<long long, int>> pid_rank;
+  std::vector<WorldHint> world;
+  uint64_t unattributed_steps = 0;
+  uint64_t progress_lines = 0;
+  LogKind unattributed_phase = LogKind::kNone;
+  uint32_t unattributed_phase_line = 0;
+  std::string unattributed_phase_text;
+  bool unattributed_phase_stepped = false;  // a step line (any writer) followed it in this file
+  BarSeen unattributed_bar;
+};
+
+// Scans one file (index: its position among the inputs; file_rank: the rank its name says, -1 none).
+// Throws std::runtime_error when it cannot be opened or read.
+FileScan scan_log_file(const LogInput& in, uint32_t index, int file_rank, const LogLineContext& ctx);
+
+}  // namespace hanglab

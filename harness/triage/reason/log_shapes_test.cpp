@@ -1,0 +1,358 @@
+// Rules that read shapes, not wordings (issue 24 item 2; reason/log_shapes.cpp), on lines as their
+// emitters print them (the format is quoted from the emitter's source in each test):
+//   membership lines against the world size -> the ranks that never joined, in init;
+//   a progress bar that keeps counting while the peers time out -> a live straggler, its phase the bar's;
+//   a launcher or agent passing on a signal it received -> the job was stopped from outside.
+#include <catch2/catch.hpp>
+
+#include "triage/log_test_support.hpp"
+#include "triage/logs/progress.hpp"
+#include "triage/triage.hpp"
+
+using namespace hanglab;
+using namespace hanglab::logtest;
+
+namespace {
+
+// c10d's watchdog line (ProcessGroupNCCL.cpp: "[Rank N] Watchdog caught collective operation timeout:
+// WorkNCCL(SeqNum=..., OpType=..., NumelIn=..., NumelOut=..., Timeout(ms)=...) ran for ... milliseconds").
+std::string watchdog(int rank, int seq, long long timeout_ms) {
+  return fmt::format(
+      "[E ProcessGroupNCCL.cpp:475] [Rank {}] Watchdog caught collective operation timeout: "
+      "WorkNCCL(SeqNum={}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)={}) ran for {} "
+      "milliseconds before timing out.\n",
+      rank, seq, timeout_ms, timeout_ms + 8);
+}
+
+// tqdm's format_meter: "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]"
+std::string bar(const std::string& desc, int n, int total, const std::string& elapsed, const std::string& rate) {
+  const int pct = 100 * n / total;
+  return fmt::format("{}: {:3d}%|#####     | {}/{} [{}<10:00, {}]", desc, pct, n, total, elapsed, rate);
+}
+
+}  // namespace
+
+// ---- membership ----------------------------------------------------------------------------
+
+TEST_CASE("membership: Lightning's join lines state rank and world", "[triage_logs][shapes]") {
+  // lightning/fabric/utilities/distributed.py: f"Initializing distributed: GLOBAL_RANK: {global_rank}, MEMBER:
+  // {global_rank + 1}/{world_size}"
+  const auto l = parse(
+      "[2024-03-01 10:00:01,123][lightning.fabric.utilities.distributed][INFO] - Initializing "
+      "distributed: GLOBAL_RANK: 2, MEMBER: 3/4");
+  CHECK(l.kind == LogKind::kWorldSize);
+  CHECK(l.rank == 2);
+  CHECK(l.world == 4);
+  // ...and rank 0's once init completed: rank_zero_info("All distributed processes registered. Starting with
+  // {world_size} processes")
+  const auto done = parse("All distributed processes registered. Starting with 4 processes");
+  CHECK(done.kind == LogKind::kInitDone);
+  CHECK(done.world == 4);
+  // c10d: "Rank %s: Completed store-based barrier for key:%s with %s nodes."
+  const auto barrier = parse("Rank 3: Completed store-based barrier for key:store_based_barrier_key:1 with 8 nodes.");
+  CHECK(barrier.kind == LogKind::kInitDone);
+  CHECK(barrier.rank == 3);
+  CHECK(barrier.world == 8);
+}
+
+TEST_CASE("membership: half the world never joined, the job waits in init", "[triage_logs][shapes]") {
+  TempDir t("members_half");
+  write_file(t.dir / "slurm-101.out",
+             "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4\n"
+             "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.world_size == 4);
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "rank_never_started");
+  CHECK(r.phase == "init");
+  CHECK(r.missing_ranks == std::vector<int>{2, 3});
+  CHECK(r.scope == "subset");
+  check_refs(t.dir, r);
+}
+
+TEST_CASE("membership: init that completed, or one process's line, proves no absence", "[triage_logs][shapes]") {
+  {
+    TempDir t("members_done");
+    write_file(t.dir / "out.log",
+               "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4\n"
+               "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4\n"
+               "All distributed processes registered. Starting with 4 processes\n");
+    const auto r = triage_logs({t.dir});
+    CHECK(r.cause != "rank_never_started");
+    CHECK(r.missing_ranks.empty());
+  }
+  {
+    TempDir t("members_one");
+    write_file(t.dir / "out.log", "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4\n");
+    const auto r = triage_logs({t.dir});
+    CHECK(r.missing_ranks.empty());  // one process's own log says nothing of the others
+  }
+  {
+    // Two hosts named: a node's log says nothing of the other node's ranks.
+    TempDir t("members_hosts");
+    write_file(t.dir / "rank-0.log",
+               "node-a:101:101 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+               "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4\n");
+    write_file(t.dir / "rank-1.log",
+               "node-b:202:202 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+               "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4\n");
+    const auto r = triage_logs({t.dir});
+    CHECK(r.world_size == 4);
+    CHECK(r.missing_ranks.empty());
+  }
+}
+
+TEST_CASE("membership: a store timeout names the ranks that never joined even when they are half",
+          "[triage_logs][shapes]") {
+  TempDir t("members_store");
+  // torch/distributed/distributed_c10d.py _store_based_barrier: "Timed out initializing process group in store
+  // based barrier on rank: {}, for key: {} (world_size={}, worker_count={}, timeout={})"
+  write_file(t.dir / "slurm-102.out",
+             "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4\n"
+             "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4\n"
+             "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+             "store_based_barrier_key:1 (world_size=4, worker_count=2, timeout=0:30:00)\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "rendezvous");
+  CHECK(r.phase == "init");
+  CHECK(r.missing_ranks == std::vector<int>{2, 3});
+}
+
+TEST_CASE("membership: the store barrier's wait line names its rank, and its count bounds the silence",
+          "[triage_logs][shapes]") {
+  // torch 1.x distributed_c10d.py _store_based_barrier, every 10 s while the count is short: "Waiting in
+  // store based barrier to initialize process group for rank: {}, key: {} (world_size={}, worker_count={},
+  // timeout={})". The line is the waiting rank's own; the count is how many ranks added their key.
+  const auto wait = [](int rank, int world, int count) {
+    return fmt::format(
+        "INFO:torch.distributed.distributed_c10d:Waiting in store based barrier to initialize process group for "
+        "rank: {}, key: store_based_barrier_key:1 (world_size={}, worker_count={}, timeout=0:30:00)\n",
+        rank, world, count);
+  };
+  const auto l = parse(wait(1, 4, 1));
+  CHECK(l.rank == 1);
+  CHECK(l.world == 4);
+  CHECK(l.joined == 1);
+  {
+    // Ranks 0 and 1 joined, rank 1 waits with one arrival: ranks 2 and 3 never started, and the
+    // rendezvous waits for them into its timeout.
+    TempDir t("members_wait");
+    write_file(t.dir / "out.log",
+               "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4\n"
+               "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/4\n" +
+                   wait(1, 4, 1));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "rendezvous");
+    CHECK(r.cause == "rendezvous_timeout");
+    CHECK(r.phase == "init");
+    CHECK(r.missing_ranks == std::vector<int>{2, 3});
+    check_refs(t.dir, r);
+  }
+  {
+    // Three of sixteen print that they wait, and the store counted seven: the ranks that arrived are
+    // more than the paste shows, so the silent ones are not proven absent.
+    TempDir t("members_counted");
+    write_file(t.dir / "out.log", wait(6, 16, 7) + wait(3, 16, 7) + wait(4, 16, 7) +
+                                      "Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/16\n"
+                                      "Initializing distributed: GLOBAL_RANK: 4, MEMBER: 5/16\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.missing_ranks.empty());
+  }
+}
+
+// ---- a busy progress bar ------------------------------------------------------------------
+
+TEST_CASE("progress bars: tqdm's meter read, and the phase its description names", "[triage_logs][shapes]") {
+  TqdmBar b;
+  REQUIRE(parse_tqdm_bar("Tokenizing train set:  45%|####5     | 4500/10000 [12:02<14:43, 6.23it/s]", b));
+  CHECK(b.desc == "Tokenizing train set");
+  CHECK(b.n == 4500);
+  CHECK(b.total == 10000);
+  CHECK(b.elapsed_s == 722);
+  CHECK(b.unit == "it");
+  REQUIRE(parse_tqdm_bar("Map (num_proc=8):  12%|#2        | 1200/10000 [1:02:03<00:10, 843.12 examples/s]", b));
+  CHECK(b.elapsed_s == 3723);
+  CHECK(b.unit == "examples");
+  REQUIRE(parse_tqdm_bar(" 45%|####5     | 212/469 [00:10<00:12, 20.10it/s]", b));
+  CHECK(b.desc.empty());
+  REQUIRE(parse_tqdm_bar("Preparing set...:  36%|###6      | 24/67 [23:16<30:00, 41.87s/it]", b));
+  CHECK(b.unit == "it");
+  CHECK_FALSE(parse_tqdm_bar("loss 45% lower | 3/4", b));
+  CHECK(bar_phase("Tokenizing train set", "it") == "data");
+  CHECK(bar_phase("Map (num_proc=8)", "examples") == "data");
+  CHECK(bar_phase("Generating train split", "examples") == "data");
+  CHECK(bar_phase("Preparing test set...", "it") == "data");  // the verb decides, not the set's name
+  CHECK(bar_phase("Saving checkpoint", "it") == "checkpoint");
+  CHECK(bar_phase("Loading checkpoint shards", "it") == "init");
+  CHECK(bar_phase("Validation DataLoader 0", "it") == "eval");
+  CHECK(bar_phase("Epoch 3", "it") == "training");
+  CHECK(bar_phase("", "it") == "training");
+  CHECK(bar_phase("Frobnicating", "it") == "");
+}
+
+TEST_CASE("busy bar: data preparation counting on while the peers time out is a live straggler",
+          "[triage_logs][shapes]") {
+  TempDir t("busy_bar");
+  write_file(t.dir / "train.log", bar("Tokenizing train set", 24, 67, "23:16", "41.87s/it") + "\n" +
+                                      bar("Tokenizing train set", 25, 67, "24:03", "43.23s/it") + "\n" +
+                                      watchdog(1, 3, 1800000) + watchdog(2, 3, 1800000) +
+                                      bar("Tokenizing train set", 26, 67, "24:51", "44.65s/it") + "\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "straggler");
+  CHECK(r.cause == "slow_rank");
+  CHECK(r.phase == "data");
+  CHECK(r.missing_ranks.empty());  // the bar names no rank
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == -1);
+  check_refs(t.dir, r);
+}
+
+TEST_CASE("busy bar: a rank's own bar names it; a save's bar names the checkpoint phase", "[triage_logs][shapes]") {
+  // Ordered by clocks: the save's last redraw is stamped after the first timeout.
+  TempDir c("busy_bar_clock");
+  write_file(c.dir / "all.log",
+             "2024-05-01T10:00:00Z [rank0]: step 40/100\n2024-05-01T10:00:00Z [rank1]: step 40/100\n"
+             "2024-05-01T10:00:00Z [rank2]: step 40/100\n"
+             "2024-05-01T10:00:05Z [rank0]: " +
+                 bar("Saving checkpoint shards", 1, 8, "00:05", "5.1s/it") + "\n" + "2024-05-01T10:01:00Z [rank1]:" +
+                 watchdog(1, 161, 60000) + "2024-05-01T10:01:00Z [rank2]:" + watchdog(2, 161, 60000) +
+                 "2024-05-01T10:01:30Z [rank0]: " + bar("Saving checkpoint shards", 3, 8, "01:30", "30.2s/it") + "\n");
+  const auto r = triage_logs({c.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "straggler");
+  CHECK(r.cause == "slow_rank");
+  CHECK(r.phase == "checkpoint");
+  CHECK(r.missing_ranks == std::vector<int>{0});
+}
+
+TEST_CASE("busy bar: a bar that stopped before the wait, or a training bar without order, proves nothing",
+          "[triage_logs][shapes]") {
+  TempDir t("bar_stopped");
+  // A short data bar long done (elapsed far below the timeout), then every rank but one waits.
+  write_file(t.dir / "train.log", bar("Tokenizing train set", 66, 67, "00:20", "3.1it/s") + "\n" +
+                                      bar("Tokenizing train set", 67, 67, "00:21", "3.1it/s") + "\n" +
+                                      watchdog(1, 3, 1800000) + watchdog(2, 3, 1800000));
+  const auto r = triage_logs({t.dir});
+  CHECK(r.cause != "slow_rank");
+  // A training bar whose elapsed time is the whole run's: no clock, no order, no claim.
+  TempDir u("bar_training");
+  write_file(u.dir / "train.log", bar("Epoch 3", 200, 469, "3:10:00", "1.1it/s") + "\n" +
+                                      bar("Epoch 3", 212, 469, "3:10:11", "1.1it/s") + "\n" +
+                                      watchdog(1, 9000, 1800000) + watchdog(2, 9000, 1800000));
+  const auto q = triage_logs({u.dir});
+  CHECK(q.cause != "slow_rank");
+}
+
+// ---- a signal passed on ---------------------------------------------------------------------
+
+TEST_CASE("stop signal: the notices of launchers that pass a signal on", "[triage_logs][shapes]") {
+  // torch/distributed/elastic/agent/server/api.py: logger.warning("Received %s death signal, shutting down workers",
+  // e.sigval)
+  auto l = parse(
+      "W0823 16:54:02.337000 139733055988160 torch/distributed/elastic/agent/server/api.py:688] Received "
+      "Signals.SIGTERM death signal, shutting down workers");
+  CHECK(l.kind == LogKind::kStopSignal);
+  CHECK(l.signal == 15);
+  CHECK(l.word == "torchrun");
+  l = parse("WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, shutting down workers");
+  CHECK(l.signal == 1);
+  // Slurm src/srun/signals.c
+  CHECK(parse("srun: forcing job termination").kind == LogKind::kStopSignal);
+  CHECK(parse("srun: forcing job termination").signal == 15);
+  CHECK(parse("srun: sending Ctrl-C to StepId=6053.0").signal == 2);
+  CHECK(parse("srun: interrupt (one more within 1 sec to abort)").signal == 2);
+  // src/slurmd/slurmstepd/req.c: "*** %s ON %s CANCELLED AT %s DUE to SIGNAL %s ***" (strsignal)
+  l = parse("slurmstepd: error: *** STEP 6053.0 ON node-017 CANCELLED AT 2024-04-23T12:18:08 DUE to SIGNAL Hangup ***");
+  CHECK(l.kind == LogKind::kStopSignal);
+  CHECK(l.signal == 1);
+  // Open MPI orte/mca/ess/hnp/ess_hnp_module.c: "%s: Forwarding signal %d to job"
+  l = parse("mpirun: Forwarding signal 18 to job");
+  CHECK(l.kind == LogKind::kStopSignal);
+  CHECK(l.signal == 18);
+  CHECK(l.word == "mpirun");
+}
+
+TEST_CASE("stop signal: torchrun passing on SIGTERM while the job trained is a stop from outside",
+          "[triage_logs][shapes]") {
+  TempDir t("stop_sigterm");
+  write_file(t.dir / "train.log",
+             "[default0]:step 311/28845\n[default1]:step 311/28845\n"
+             "W0823 16:54:02.337000 139733055988160 torch/distributed/elastic/agent/server/api.py:688] Received "
+             "Signals.SIGTERM death signal, shutting down workers\n"
+             "W0823 16:54:02.337000 139733055988160 torch/distributed/elastic/multiprocessing/api.py:857] Sending "
+             "process 6236 closing signal SIGTERM\n"
+             "W0823 16:54:02.337000 139733055988160 torch/distributed/elastic/multiprocessing/api.py:857] Sending "
+             "process 6239 closing signal SIGTERM\n"
+             "Traceback (most recent call last):\n"
+             "torch.distributed.elastic.multiprocessing.api.SignalException: Process 6230 got signal: 15\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "external_signal");
+  CHECK(r.phase == "training");
+  CHECK(r.missing_ranks.empty());
+  CHECK(r.scope == "all");
+  CHECK(r.summary.find("SIGTERM") != std::string::npos);
+  CHECK(r.summary.find("scheduler") != std::string::npos);
+  check_refs(t.dir, r);
+}
+
+TEST_CASE("stop signal: a forwarded SIGHUP (only the closing signals show it) and a SignalException",
+          "[triage_logs][shapes]") {
+  {
+    // torchrun sends its workers SIGTERM on its own; any other closing signal is one it received.
+    TempDir t("stop_sighup");
+    write_file(t.dir / "train.log",
+               "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 53738 closing signal SIGHUP\n"
+               "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 53740 closing signal SIGHUP\n");
+    const auto r = triage_logs({t.dir});
+    CHECK(r.category == "rank_exit");
+    CHECK(r.cause == "external_signal");
+  }
+  {
+    TempDir t("stop_exc");
+    // torch/distributed/elastic/multiprocessing/api.py: raise SignalException(f"Process {os.getpid()} got signal:
+    // {sigval}")
+    write_file(t.dir / "train.log",
+               "{'loss': 0.6931, 'learning_rate': 4.9e-05, 'epoch': 0.04}\n"
+               "torch.distributed.elastic.multiprocessing.api.SignalException: Process 792735 got signal: 1\n");
+    const auto r = triage_logs({t.dir});
+    CHECK(r.category == "rank_exit");
+    CHECK(r.cause == "external_signal");
+  }
+}
+
+TEST_CASE("stop signal: after a failure it is the reaction, a Ctrl-C names no cause, SIGCONT stops nothing",
+          "[triage_logs][shapes]") {
+  {
+    TempDir t("stop_after");
+    write_file(t.dir / "train.log", "2024-05-01T10:00:00Z [rank1]:" + watchdog(1, 7, 600000) +
+                                        "2024-05-01T10:00:00Z [rank2]:" + watchdog(2, 7, 600000) +
+                                        "2024-05-01T10:05:00Z srun: forcing job termination\n");
+    const auto r = triage_logs({t.dir});
+    CHECK(r.cause != "external_signal");
+  }
+  {
+    TempDir t("stop_ctrl_c");
+    write_file(t.dir / "train.log",
+               "[2024-02-22 19:20:22,163][torch.nn.parallel.distributed][INFO] - Reducer buckets have been rebuilt in "
+               "this iteration.\n"
+               "WARNING:torch.distributed.elastic.agent.server.api:Received 2 death signal, shutting down workers\n"
+               "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4797 closing signal SIGINT\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "unknown");
+    CHECK(r.summary.find("Ctrl-C") != std::string::npos);
+  }
+  {
+    TempDir t("stop_cont");
+    write_file(t.dir / "train.log", "step 3/10\nmpirun: Forwarding signal 18 to job\nstep 4/10\n");
+    const auto r = triage_logs({t.dir});
+    CHECK(r.cause != "external_signal");
+  }
+}
