@@ -18,6 +18,9 @@
 #include <fmt/format.h>
 
 #include "bench/fr_bench.hpp"
+#include "detect/exit_monitor.hpp"
+#include "detect/harness_watchdog.hpp"
+#include "detect/registry.hpp"
 #include "bench/triage_gen.hpp"
 #include "report/run_report.hpp"
 #include "run/runner.hpp"
@@ -85,8 +88,10 @@ std::vector<DetectorSample> detector_samples(const Scenario& sc, const RunResult
   std::set<std::string> seen;
   for (const Detection& d : r.facts.detections) {
     if (d.t < fault_t) continue;
+    const DetectorInfo* info = find_detector(d.detector);
+    if (!info || !info->timed) continue;
     // exit_monitor measures the fault's own kill; a peer exiting after its timeout is an echo.
-    if (d.detector == "exit_monitor") {
+    if (info == &kExitMonitor) {
       bool targeted = false;
       for (const auto& f : r.facts.faults)
         targeted = targeted || std::find(f.ranks.begin(), f.ranks.end(), d.rank) != f.ranks.end();
@@ -97,43 +102,47 @@ std::vector<DetectorSample> detector_samples(const Scenario& sc, const RunResult
     s.detector = d.detector;
     s.scenario = sc.name;
     s.after_fault_s = d.t - fault_t;
-    std::optional<double> from;
-    if (d.detector == "exit_monitor") {
-      s.trigger = "the fault (kill)";
-      s.bound_name = "supervisor tick";
+    // What starts its clock and its bound: the registry's (detect/registry.hpp).
+    s.trigger = std::string(info->clock);
+    if (const auto v = timeout_value(sc.timeouts, info->setting); v && info->factor > 0) {
+      s.bound_name = info->factor == 1 ? std::string(info->setting) : fmt::format("{:g} x {}", info->factor, info->setting);
+      s.bound_s = detector_bound_s(*info, *v);
+    } else if (info == &kExitMonitor) {
+      // Its bound is the supervisor's own reaction time: one tick.
+      s.bound_name = std::string(info->bound);
       s.bound_s = SupervisorOptions{}.tick_s;
-      from = fault_t;
-    } else if (d.detector == "backend_timeout") {
-      s.trigger = "the rank entered the collective";
-      s.bound_name = "collective_s";
-      s.bound_s = sc.timeouts.collective_s;
-      from = last_event_before(traces, d.rank, d.t, [](const json& ev) {
-        return ev.value("ev", "") == "coll" && ev.value("edge", "") == "begin";
-      });
-    } else if (d.detector == "heartbeat_loss") {
-      // Any trace line is a sign of life to the supervisor, not only `hb`.
-      s.trigger = "the rank's last trace event";
-      s.bound_name = "3 x heartbeat_s";
-      s.bound_s = 3 * sc.timeouts.heartbeat_s;
-      from = last_event_before(traces, d.rank, d.t, [](const json&) { return true; });
-    } else if (d.detector == "harness_watchdog") {
-      s.trigger = "the last progress of any rank";
-      s.bound_name = "progress_s";
-      s.bound_s = sc.timeouts.progress_s;
+    }
+    if (info == &kHarnessWatchdog) {
       // The limit in force is in the detail: "(progress_s = 10)", "(checkpoint_s = 20; ...)".
       std::smatch m;
       if (std::regex_search(d.detail, m, std::regex(R"(\((\w+_s) = ([0-9.]+))"))) {
         s.bound_name = m[1];
         s.bound_s = std::stod(m[2]);
       }
-      for (const auto& [rank, evs] : traces) {
-        const auto t = last_event_before(traces, rank, d.t, [](const json& ev) { return ev.value("ev", "") != "hb"; });
-        if (t && (!from || *t > *from)) from = t;
-      }
-    } else if (d.detector == "backend_error") {
-      s.trigger = "the fault";
-    } else {
-      continue;
+    }
+    std::optional<double> from;
+    switch (info->clock_start) {
+      case ClockStart::kFault:
+        if (info->factor == 0 && !s.bound_s) break;  // reacts to the fault: no latency of its own to measure
+        from = fault_t;
+        break;
+      case ClockStart::kCollectiveEntry:
+        from = last_event_before(traces, d.rank, d.t, [](const json& ev) {
+          return ev.value("ev", "") == "coll" && ev.value("edge", "") == "begin";
+        });
+        break;
+      case ClockStart::kRankLastEvent:
+        // Any trace line is a sign of life to the supervisor, not only `hb`.
+        from = last_event_before(traces, d.rank, d.t, [](const json&) { return true; });
+        break;
+      case ClockStart::kJobLastProgress:
+        for (const auto& [rank, evs] : traces) {
+          const auto t = last_event_before(traces, rank, d.t, [](const json& ev) { return ev.value("ev", "") != "hb"; });
+          if (t && (!from || *t > *from)) from = t;
+        }
+        break;
+      case ClockStart::kNone:
+        break;
     }
     if (from) s.after_trigger_s = d.t - *from;
     out.push_back(s);
@@ -328,6 +337,14 @@ double events_per_traced_step(const fs::path& run_dir, int first_step) {
   return steps.empty() ? 0 : static_cast<double>(events) / static_cast<double>(steps.size());
 }
 
+// Every detector that fires during a run, quoted for a TOML list (the registry's).
+std::string runtime_detector_list() {
+  std::string out;
+  for (const DetectorInfo* d : detector_registry())
+    if (d->timed && d->expectable) out += fmt::format("{}\"{}\"", out.empty() ? "" : ", ", d->name);
+  return out;
+}
+
 // A healthy torch_ddp scenario, written to <out>/scenarios/ so the runs can be repeated.
 std::string healthy_toml(const std::string& name, int ranks, int steps, int step_ms, const std::string& env,
                          double init_s) {
@@ -355,9 +372,9 @@ heartbeat_s = 1
 
 [expect]
 outcome = "completed"
-not_detected_by = ["exit_monitor", "backend_timeout", "backend_error", "heartbeat_loss", "harness_watchdog"]
+not_detected_by = [{7}]
 )",
-                     name, ranks, steps, step_ms, env, init_s * 3, init_s);
+                     name, ranks, steps, step_ms, env, init_s * 3, init_s, runtime_detector_list());
 }
 
 json Bench::trace_overhead() {

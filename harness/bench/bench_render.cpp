@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "bench/bench.hpp"
+#include "detect/registry.hpp"
 #include "bench/fr_bench.hpp"
 #include "report/html_report.hpp"
 
@@ -146,14 +147,8 @@ svg text{font-family:inherit;font-size:11px}
 code{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px}
 )css";
 
-std::string color_of(const std::string& d) {
-  if (d == "backend_timeout") return "#d9730d";
-  if (d == "backend_error") return "#b42318";
-  if (d == "exit_monitor") return "#7e3fbf";
-  if (d == "harness_watchdog") return "#1f3a5f";
-  if (d == "heartbeat_loss") return "#0e8a7e";
-  return "#4a6fa5";
-}
+// The registry's colour (detect/registry.hpp), as in the HTML report.
+std::string color_of(const std::string& d) { return detector_colour(d); }
 
 struct Bar {
   std::string label;

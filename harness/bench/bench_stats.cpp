@@ -8,6 +8,7 @@
 
 #include "bench/bench.hpp"
 #include "bench/fr_bench.hpp"
+#include "detect/registry.hpp"
 
 namespace hanglab {
 
@@ -110,8 +111,10 @@ std::vector<std::string> check_bench_json(const json& j) {
       if (!x["bound_s"].is_null() && (!x.contains("ratio") || !positive(x["ratio"], "median")))
         p.push_back(fmt::format("bench.json: detectors: {} ({}): no latency/bound ratio", name, x.value("scenario", "")));
     }
-    for (const char* want : {"exit_monitor", "backend_error", "backend_timeout", "heartbeat_loss", "harness_watchdog"})
-      if (!names.count(want)) p.push_back(fmt::format("bench.json: detectors: {} never measured", want));
+    // Every detector that fires during a run (the registry's) is measured.
+    for (const DetectorInfo* want : detector_registry())
+      if (want->timed && !names.count(std::string(want->name)))
+        p.push_back(fmt::format("bench.json: detectors: {} never measured", want->name));
   }
   if (const json* v = need_array("verdicts")) {
     bool crash = false;

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "detect/registry.hpp"
 #include "scenario/config_error.hpp"
 #include "history/history.hpp"
 #include "report/html_report.hpp"
@@ -174,17 +175,24 @@ int cmd_list() {
   }
   std::cout << "  (or any command: [workload] command = [...])\n\nfaults:\n";
   for (const auto& i : injector_registry()) std::cout << fmt::format("  {:<22} {}\n", i.kind, i.summary);
-  std::cout << "\ndetectors:\n"
-               "  backend_timeout        a collective raised a timeout\n"
-               "  backend_error          peer closed, connection reset, NCCL error\n"
-               "  exit_monitor           a rank exited non-zero or by signal\n"
-               "  harness_watchdog       no progress on any live rank for progress_s\n"
-               "  heartbeat_loss         a rank is alive but its heartbeat stopped (3 periods)\n"
-               "  triage                 the analyzer found a fault\n";
+  std::cout << "\ndetectors:\n";
+  for (const DetectorInfo* d : detector_registry())
+    std::cout << fmt::format("  {:<22} {} [{}; bound: {}]\n", d->name, d->description, source_name(d->source), d->bound);
   return 0;
 }
 
 int cmd_describe(const std::string& kind) {
+  if (const DetectorInfo* d = find_detector(kind)) {
+    std::cout << fmt::format("detector {}: {}\nsource: {}\nsetting: {}\nbound: {}\nclock starts at: {}\n", d->name,
+                             d->description, source_name(d->source), d->setting.empty() ? "-" : d->setting, d->bound,
+                             d->clock);
+    std::cout << fmt::format("reports: {}{}\nimplies outcome: {}\ncolour: {}\ntimed in the run record: {}\n",
+                             d->category.empty() ? "-" : d->category, d->cause.empty() ? "" : "/" + std::string(d->cause),
+                             d->outcome.empty() ? "-" : d->outcome, d->colour, d->timed ? "yes" : "no (post-mortem)");
+    for (const auto& [phase, setting] : d->phase_settings)
+      if (!phase.empty()) std::cout << fmt::format("inside phase {}: bound by {} when it is set\n", phase, setting);
+    return 0;
+  }
   if (const InjectorInfo* i = find_injector(kind)) {
     std::cout << fmt::format("fault {}: {}\nmechanism: {}\n\ncommon keys:\n", i->kind, i->summary, i->mechanism);
     const bool by_node = std::any_of(i->keys.begin(), i->keys.end(), [](const KeyDoc& k) { return k.key == "nodes"; });
@@ -332,8 +340,8 @@ int main(int argc, char** argv) {
 
   auto* list = app.add_subcommand("list", "list workloads, faults and detectors");
   std::string kind;
-  auto* describe = app.add_subcommand("describe", "print a fault's or workload's keys, defaults and units");
-  describe->add_option("kind", kind, "fault kind, workload name, or torch (the [torch] knobs)")->required();
+  auto* describe = app.add_subcommand("describe", "print a fault's or workload's keys, defaults and units, or a detector's bound and clock");
+  describe->add_option("kind", kind, "fault kind, workload name, detector name, or torch (the [torch] knobs)")->required();
 
   ManifestCommand mc;
   auto* manifest = app.add_subcommand(

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "detect/registry.hpp"
 #include "run/run_record.hpp"
 #include "triage/triage.hpp"
 #include "signal_name.hpp"
@@ -93,14 +94,8 @@ std::string badge(const std::string& status) {
   return fmt::format("<span class=\"badge b-{}\">{}</span>", html_escape(s), html_escape(up));
 }
 
-std::string detector_color(const std::string& d) {
-  if (d == "backend_timeout") return "#d9730d";
-  if (d == "backend_error") return "#b42318";
-  if (d == "exit_monitor") return "#7e3fbf";
-  if (d == "harness_watchdog") return "#1f3a5f";
-  if (d == "heartbeat_loss") return "#0e8a7e";
-  return "#555";
-}
+// The registry's colour (detect/registry.hpp), the same in every report.
+std::string detector_color(const std::string& d) { return detector_colour(d); }
 
 std::string phase_color(const std::string& p) {
   if (p == "checkpoint") return "#f0a030";

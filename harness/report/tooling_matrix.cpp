@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "detect/registry.hpp"
 #include "report/html_report.hpp"
 #include "run/run_record.hpp"
 #include "run/workloads.hpp"
@@ -203,26 +204,39 @@ std::string fr_na_reason(const ToolingRow& row) {
   return "Flight Recorder off in this scenario ([detect] flight_recorder)";
 }
 
+// The first detection in run.json by a detector of that source (the registry's: the backend's
+// own errors feed pg_error, the harness's in-run detectors the hanglab column).
+const json* first_detection(const json& run, DetectorSource source) {
+  const json* first = nullptr;
+  for (const auto& d : arr(run, "detections")) {
+    const DetectorInfo* info = find_detector(str(d, "detector"));
+    if (!info || info->source != source || !info->timed) continue;
+    if (!first || num(d, "t", 0.0) < num(*first, "t", 0.0)) first = &d;
+  }
+  return first;
+}
+
+// What the detection says, in triage's vocabulary (the registry's category and cause): a
+// timeout says where a rank waited, not why; a closed connection says a peer went away.
+void set_class(ToolCell& c, const json& detection) {
+  if (const DetectorInfo* info = find_detector(str(detection, "detector"))) {
+    c.category = std::string(info->category);
+    c.cause = std::string(info->cause);
+  }
+}
+
 ToolCell pg_cell(const ToolingRow& row, const json& run) {
   const std::string tool = "pg_error";
   if (row.backend == "mpi") return na(tool, "MPI backend: no c10d ProcessGroup");
   ToolCell c;
   c.tool = tool;
   c.status = "silent";
-  const json* first = nullptr;
-  for (const auto& d : arr(run, "detections")) {
-    const std::string det = str(d, "detector");
-    if (det != "backend_timeout" && det != "backend_error") continue;
-    if (!first || num(d, "t", 0.0) < num(*first, "t", 0.0)) first = &d;
-  }
+  const json* first = first_detection(run, DetectorSource::kBackend);
   if (!first) return c;
   c.status = "fired";
   c.after_s = rel(row, num(*first, "t", 0.0));
   if (integer(*first, "rank", -1) >= 0) c.ranks = {integer(*first, "rank", -1)};
-  const bool timeout = str(*first, "detector") == "backend_timeout";
-  // A timeout says where a rank waited, not why; a closed connection says a peer went away.
-  c.category = timeout ? "" : "rank_exit";
-  c.cause = timeout ? "timeout" : "peer_closed";
+  set_class(c, *first);
   c.note = shorten(str(*first, "detail"), 70);
   finish(c, row, true);
   return c;
@@ -364,19 +378,13 @@ ToolCell hanglab_detectors_cell(const ToolingRow& row, const json& run) {
   ToolCell c;
   c.tool = "hanglab";
   c.status = "silent";
-  const json* first = nullptr;
-  for (const auto& d : arr(run, "detections")) {
-    const std::string det = str(d, "detector");
-    if (det != "exit_monitor" && det != "heartbeat_loss" && det != "harness_watchdog") continue;
-    if (!first || num(d, "t", 0.0) < num(*first, "t", 0.0)) first = &d;
-  }
+  const json* first = first_detection(run, DetectorSource::kHarness);
   if (!first) return c;
   c.status = "fired";
   c.after_s = rel(row, num(*first, "t", 0.0));
   const std::string det = str(*first, "detector");
   if (integer(*first, "rank", -1) >= 0) c.ranks = {integer(*first, "rank", -1)};
-  if (det == "exit_monitor") c.category = "rank_exit";
-  if (det == "heartbeat_loss") c.category = "straggler", c.cause = "frozen";
+  set_class(c, *first);
   c.note = det + ": " + shorten(str(*first, "detail"), 60);
   finish(c, row, true);
   return c;

@@ -3,8 +3,8 @@
 // rank and the right cause. One row per run directory, one cell per tool:
 //
 //   pg_error      the ranks' own error: the ProcessGroup's collective timeout / Gloo's "Timed
-//                 out waiting" or "Connection closed by peer" (run.json detections
-//                 backend_timeout / backend_error: the first rank that complained)
+//                 out waiting" or "Connection closed by peer" (run.json detections of the
+//                 registry's backend detectors: the first rank that complained)
 //   heartbeat     ProcessGroupNCCL's heartbeat monitor ("Heartbeat monitor timed out" in a
 //                 rank's log); n/a on Gloo and MPI
 //   torchfrtrace  torch's Flight Recorder analyser on the ranks' dumps (run.json
@@ -12,8 +12,8 @@
 //   fr_hanglab    hanglab's triage of the same dumps (triage_fr_dumps, re-read from the files)
 //   torchrun      torchrun's "Root Cause (first observed failure)" (run.json "torchrun");
 //                 n/a under other launchers
-//   hanglab       hanglab's own in-run detectors (exit_monitor, heartbeat_loss,
-//                 harness_watchdog): the first one to fire
+//   hanglab       hanglab's own in-run detectors (the registry's harness detectors,
+//                 detect/registry.hpp): the first one to fire
 //   triage        hanglab triage's answer (triage.json)
 //
 // The truth each cell is judged against is the scenario's known fault: the culprit ranks are

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "detect/detector.hpp"
 #include "injector.hpp"
 #include "scenario/run_facts.hpp"
 #include "scenario/scenario.hpp"
@@ -26,6 +27,8 @@
 namespace hanglab {
 
 class RunState;  // run/state.hpp
+class HarnessWatchdog;
+class StackSampler;
 
 struct ArmedFault {
   const FaultSpec* spec = nullptr;
@@ -43,6 +46,10 @@ struct SupervisorOptions {
   double term_grace_s = 2.0;     // SIGTERM -> SIGKILL
   double stack_timeout_s = 20;   // per capture, all ranks in parallel
   bool capture_stacks = true;
+  // Python ranks' stacks are sampled (py-spy dump --nonblocking) this often each, so that the
+  // pre-teardown snapshot knows where every rank stood (detect/snapshot.hpp); 0: only when
+  // the watchdog asks (a busy rank in a silent job).
+  double stack_sample_s = 2.0;
   int interrupt_fd = -1;         // readable = Ctrl-C / SIGTERM reached hanglab
   // Called on the supervisor's thread on every tick with a short state ("step 7/12"),
   // and when stacks are captured or teardown starts; for progress displays. Must not throw.
@@ -99,15 +106,20 @@ class Supervisor : public Job {
   void pump_output(double timeout_s);
   void drain_fd(Rank& r, int& fd, std::string& buf, int log_fd, bool is_err, bool flush_all);
   void on_output_line(Rank& r, const std::string& line, bool is_err, double t);
+  void note_output_trigger(const std::string& line);  // at_output faults
   void tail_trace(Rank& r);
   void on_trace_event(Rank& r, const nlohmann::json& ev);
   void reap();
   void check_triggers(double now);
   void check_detectors(double now);
-  void detect(const std::string& detector, int rank, const std::string& detail, double t);
+  void detect(std::string_view detector, int rank, const std::string& detail, double t);
   void signal_fr_dump(double t);
+  // The pre-teardown snapshot (detect/snapshot.hpp), once: at the first detection, else when
+  // hanglab's teardown begins.
+  void take_snapshot(const std::string& why, double t);
+  std::vector<RankWatch*> watches();
   void record_fault(ArmedFault& f, const std::string& detail, double t);
-  void capture_stacks();
+  void capture_stacks_now();
   void teardown(const std::string& reason);
   // supervisor.log in the run directory: the signals the supervisor sends to stop the job,
   // one time-stamped line each, in the words launchers use (torchrun's "Sending process N
@@ -131,7 +143,6 @@ class Supervisor : public Job {
   double launcher_cancel_t_ = 0;
   int launcher_named_rank_ = -1;  // rank of the last "Process name:" line of the launcher
   std::optional<int> launcher_exit_code_;  // the launcher's own exit code, once reaped
-  long long launcher_cpu_ticks_ = 0;
   int restarts_ = 0;              // highest restart count a rank incarnation started with
   double teardown_t_ = 0;         // when our teardown sent SIGTERM (Unix s); 0: not begun
   double teardown_kill_t_ = 0;    // ...and SIGKILL
@@ -139,9 +150,10 @@ class Supervisor : public Job {
   RunFacts facts_;
   double launch_mono_ = 0;
   double first_sign_t_ = 0;       // first trace event, output line or exit of any rank (Unix s)
-  double last_progress_mono_ = 0;
+  std::unique_ptr<HarnessWatchdog> watchdog_;
+  std::unique_ptr<StackSampler> stacks_;
+  bool snapshot_taken_ = false;
   bool in_teardown_ = false;
-  bool hang_declared_ = false;
   bool fr_signalled_ = false;  // [detect] flight_recorder: SIGUSR1 sent on the first detection
   std::string run_id_;
 };

@@ -352,3 +352,44 @@ sys.exit(137)
   CHECK(e0->t > e1->t);
   CHECK(find_detection(f, "exit_monitor", 0) == nullptr);
 }
+
+TEST_CASE("the first detection writes the pre-teardown snapshot: each rank's kernel view and state") {
+  // Rank 1 dies; rank 0 waits on a pipe, blocked. The snapshot is taken when exit_monitor
+  // fires, before anything tears rank 0 down.
+  auto dir = fresh_dir("snapshot");
+  auto sc = shell_scenario(2, "if [ $RANK = 1 ]; then sleep 0.8; kill -9 $$; fi; echo up; sleep 30");
+  sc.timeouts.progress_s = 20;
+  sc.deadline_s = 3;
+  Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+  RunFacts f = sup.run();
+  REQUIRE(find_detection(f, "exit_monitor", 1) != nullptr);
+  const auto j = nlohmann::json::parse(read_file(dir / "liveness.json"));
+  CHECK(j["why"] == "first detection: exit_monitor (rank 1)");
+  REQUIRE(j["ranks"].size() == 2);
+  CHECK(j["ranks"][0]["alive"] == true);
+  CHECK(j["ranks"][0]["kernel"]["state"] == "S");
+  CHECK(j["ranks"][1]["alive"] == false);
+  // Rank 0 has no trace and no captured stack: the kernel's state stands in for one.
+  const std::string stack = read_file(dir / "ranks/0/stack.txt");
+  CHECK(stack.find("# state: S") != std::string::npos);
+  CHECK(f.teardown_reason == "deadline");
+}
+
+TEST_CASE("what a rank reports after the teardown began is the teardown's doing, not a detection") {
+  // Both ranks print a backend error line when our SIGTERM reaches them (as a Gloo peer does
+  // when the teardown closes its socket); one of them printed a real one before.
+  auto dir = fresh_dir("after_teardown");
+  auto sc = shell_scenario(
+      2, "trap 'echo \"Connection reset by peer (on SIGTERM)\"; exit 1' TERM; "
+         "if [ $RANK = 1 ]; then echo \"Connection closed by peer (before)\"; fi; sleep 30 & wait");
+  sc.deadline_s = 1.5;
+  Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+  RunFacts f = sup.run();
+  CHECK(f.teardown_reason == "deadline");
+  const Detection* before = find_detection(f, "backend_error", 1);
+  REQUIRE(before != nullptr);
+  CHECK(before->detail.find("(before)") != std::string::npos);
+  CHECK(find_detection(f, "backend_error", 0) == nullptr);
+  CHECK(read_file(dir / "ranks/0/stdout.log").find("(on SIGTERM)") != std::string::npos);
+  CHECK(read_file(dir / "harness.jsonl").find("detect_after_teardown") != std::string::npos);
+}

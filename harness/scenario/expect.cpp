@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "detect/registry.hpp"
 #include "util.hpp"
 
 namespace hanglab {
@@ -188,7 +189,8 @@ class Checker {
     Check c{(must_fire ? "detected_by." : "not_detected_by.") + detector, kPass, must_fire ? "fired" : "not fired",
             "", ""};
     bool fired = false;
-    if (detector == "triage") {
+    const DetectorInfo* info = find_detector(detector);
+    if (info && info->source == DetectorSource::kAnalyzer) {
       if (!triage_present()) {
         c.status = kUnknown;
         c.actual = "(no triage answer)";
@@ -250,7 +252,7 @@ class Checker {
       c.actual = "no detection";
       std::vector<std::string> timed;
       for (const std::string& n : sc_.expect.detected_by)
-        if (n != "triage") timed.push_back(n);
+        if (const DetectorInfo* info = find_detector(n); info && info->timed) timed.push_back(n);
       return unknown_or_fail(fmt::format("none of {} fired", fmt::join(timed, ", ")));
     }
     const double delta = d->t - *base_t_;

@@ -10,6 +10,8 @@
 #include "scenario/header_comments.hpp"
 #include "scenario/preflight_spec.hpp"
 
+#include "detect/registry.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -46,8 +48,6 @@ const Allowed kTriageKeys = {"category", "cause", "phase", "scope", "missing_ran
 const Allowed kBackends = {"gloo", "nccl", "mpi"};
 const Allowed kLaunchers = {"local", "mpirun", "torchrun", "srun"};
 const Allowed kOutcomes = {"completed", "hang", "crash", "slow"};
-const Allowed kDetectors = {"backend_timeout", "backend_error",  "exit_monitor",
-                            "harness_watchdog", "heartbeat_loss", "triage"};
 const Allowed kCategories = {"rendezvous", "collective_mismatch", "rank_exit", "straggler", "data_loading",
                              "network",    "resource_limit",      "none",      "unknown"};
 const Allowed kPhases = {"init", "training", "checkpoint", "eval", "data", "shutdown"};
@@ -268,8 +268,12 @@ class Loader {
     bool ok = true;
     for (size_t i = 0; i < names->size(); ++i) {
       const std::string& d = (*names)[i];
-      if (!contains(kDetectors, d)) {
-        error(*a.get(i), key_path(path, name), fmt::format("unknown detector {} (known: {})", in_quotes(d), join(kDetectors)));
+      // The detector registry (detect/registry.hpp) is the one list of names.
+      const DetectorInfo* info = find_detector(d);
+      if (!info || !info->expectable) {
+        error(*a.get(i), key_path(path, name),
+              fmt::format("{} detector {} (known: {})", info ? "not an expectable" : "unknown", in_quotes(d),
+                          join(expectable_detector_names())));
         ok = false;
       } else if (!seen.insert(d).second) {
         error(*a.get(i), key_path(path, name), fmt::format("detector {} listed twice", in_quotes(d)));
@@ -745,10 +749,12 @@ void Loader::load_expect(const toml::table& root, ExpectSpec& ex) {
   }
   ex.detected_within_s = number_at(*t, "detected_within_s", "expect", false);
   ex.not_before_s = number_at(*t, "not_before_s", "expect", false);
-  // The timing checks measure the first firing of a detected_by detector; the triage
-  // "detector" has no firing time.
-  bool timed_detector = std::any_of(ex.detected_by.begin(), ex.detected_by.end(),
-                                    [](const std::string& d) { return d != "triage"; });
+  // The timing checks measure the first firing of a detected_by detector; the post-mortem
+  // ones (triage) have no firing time.
+  bool timed_detector = std::any_of(ex.detected_by.begin(), ex.detected_by.end(), [](const std::string& d) {
+    const DetectorInfo* info = find_detector(d);
+    return info && info->timed;
+  });
   bool detected_ok = detected || !t->get("detected_by");  // an invalid list is already an error
   if (detected_ok && !timed_detector) {
     for (const char* k : {"detected_within_s", "not_before_s"}) {
@@ -861,6 +867,16 @@ Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& opt
   loader.load(root, sc);
   loader.throw_first_error();
   return sc;
+}
+
+std::optional<double> timeout_value(const Timeouts& t, std::string_view key) {
+  if (key == "init_s") return t.init_s;
+  if (key == "collective_s") return t.collective_s;
+  if (key == "progress_s") return t.progress_s;
+  if (key == "heartbeat_s") return t.heartbeat_s;
+  if (key == "checkpoint_s") return t.checkpoint_s;
+  if (key == "eval_s") return t.eval_s;
+  return std::nullopt;
 }
 
 }  // namespace hanglab

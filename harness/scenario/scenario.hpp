@@ -76,6 +76,10 @@ struct Timeouts {
   std::optional<double> eval_s;
 };
 
+// The value of one [timeouts] key by name ("progress_s"); nullopt for checkpoint_s / eval_s
+// when the scenario leaves them unset, and for any other name.
+std::optional<double> timeout_value(const Timeouts& t, std::string_view key);
+
 // [detect]: detection the ranks take part in. flight_recorder = true turns torch's Flight
 // Recorder on in every rank (TORCH_FR_BUFFER_SIZE = fr_buffer_size) and tells the rank where to
 // dump it (HANGLAB_FR_DUMP = <run dir>/ranks/<r>/flight_recorder.pkl).

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "detect/registry.hpp"
 #include "scenario/config_error.hpp"
 #include "util.hpp"
 
@@ -427,35 +428,34 @@ bool open_at(const PhaseSpan& s, double t) { return s.begin <= t && (!s.end || *
 
 }  // namespace
 
+// The detector's setting from the registry (detect/registry.hpp), or the setting of a phase
+// with its own bound that was open then.
 std::string setting_for_detection(const std::string& detector, int rank, double t,
                                   const std::vector<PhaseSpan>& spans, const Timeouts& timeouts) {
-  if (detector == "backend_timeout") {
+  const DetectorInfo* d = find_detector(detector);
+  if (!d || d->setting.empty() || d->factor == 0 || !timeout_value(timeouts, d->setting)) return "";
+  std::string best(d->setting);
+  double best_v = -1;
+  for (const auto& [phase, setting] : d->phase_settings) {
+    if (phase.empty()) continue;
+    const auto v = timeout_value(timeouts, setting);
+    if (!v) continue;
     for (const auto& s : spans)
-      if (s.rank == rank && s.name == "init" && open_at(s, t)) return "init_s";
-    return "collective_s";
+      if (s.name == phase && (rank < 0 || s.rank == rank) && open_at(s, t) && *v > best_v)
+        best = std::string(setting), best_v = *v;
   }
-  if (detector == "harness_watchdog") {
-    std::string best = "progress_s";
-    double best_v = -1;
-    for (const auto& s : spans) {
-      if (!open_at(s, t)) continue;
-      if (s.name == "checkpoint" && timeouts.checkpoint_s && *timeouts.checkpoint_s > best_v)
-        best = "checkpoint_s", best_v = *timeouts.checkpoint_s;
-      if (s.name == "eval" && timeouts.eval_s && *timeouts.eval_s > best_v) best = "eval_s", best_v = *timeouts.eval_s;
-    }
-    return best;
-  }
-  if (detector == "heartbeat_loss") return "heartbeat_s";
-  return "";
+  return best;
 }
 
+// The bound a setting sets on the detections it bounds: the registry's factor x its value
+// (heartbeat_loss fires after 3 heartbeat periods); an unset phase limit is progress_s.
 double setting_value(const std::string& setting, const Timeouts& t) {
-  if (setting == "init_s") return t.init_s;
-  if (setting == "collective_s") return t.collective_s;
-  if (setting == "progress_s") return t.progress_s;
-  if (setting == "heartbeat_s") return 3 * t.heartbeat_s;  // heartbeat_loss fires after 3 periods
-  if (setting == "checkpoint_s") return t.checkpoint_s.value_or(t.progress_s);
-  if (setting == "eval_s") return t.eval_s.value_or(t.progress_s);
+  const auto v = timeout_value(t, setting);
+  double factor = 1;
+  for (const DetectorInfo* d : detector_registry())
+    if (d->setting == setting && d->factor > 0) factor = d->factor;
+  if (v) return factor * *v;
+  if (setting == "checkpoint_s" || setting == "eval_s") return t.progress_s;
   return 0;
 }
 
@@ -736,8 +736,8 @@ std::string render_pass(const PassResult& pass, const Recommendation* rec, const
                          : kind == "late"         ? fmt::format("{:.2f} s after the fault", f.at_s)
                                                   : "";
       s += fmt::format("\n  {:<26} {}{}{}{}\n      {}\n      run: {}", f.scenario, who(f), when.empty() ? "" : " " + when,
-                       f.setting.empty() ? "" : fmt::format(" [{} = {:g} s]", f.setting, setting_value(f.setting, t) /
-                                                                                      (f.setting == "heartbeat_s" ? 3 : 1)),
+                       f.setting.empty() ? "" : fmt::format(" [{} = {:g} s]", f.setting,
+                                                             timeout_value(t, f.setting).value_or(setting_value(f.setting, t))),
                        "", f.detail, f.run_dir);
     }
     return any ? s + "\n" : s + " none\n";

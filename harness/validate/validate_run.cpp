@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "detect/registry.hpp"
 #include "scenario/config_error.hpp"
 #include "injector.hpp"
 #include "report/progress.hpp"
@@ -136,7 +137,10 @@ bool Validator::run_one(const Planned& what, const Timeouts& t, const TorchKnobs
   obs.verdict_status = r.verdict.status;
   const ExpectSpec& ex = ps.scenario.expect;
   bool runtime_detector = false;
-  for (const auto& d : ex.detected_by) runtime_detector = runtime_detector || d != "triage";
+  for (const auto& d : ex.detected_by) {
+    const DetectorInfo* info = find_detector(d);
+    runtime_detector = runtime_detector || (info && info->timed);
+  }
   obs.detection_required =
       runtime_detector || (ex.detected_by.empty() && ex.outcome && (*ex.outcome == "hang" || *ex.outcome == "crash"));
   TraceSummary summary = summarize_traces(read_rank_traces(r.run_dir));

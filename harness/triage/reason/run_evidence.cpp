@@ -292,12 +292,22 @@ void apply_verdict(const ByoVerdict& v, std::map<int, Seen>& seen, TriageResult&
   // Liveness from what was observed.
   for (auto& t : r.per_rank) {
     const Seen& s = seen[t.rank];
+    // A survivor whose collective failed on a peer's closed connection was waiting on the
+    // dead peer when it learned of the death. That is later evidence than a stack sampled
+    // before the death, which in a fast loop is as likely a compute frame as a collective;
+    // and whether it then died of that error or its launcher stopped it first is the
+    // launcher's timing, not the rank's state: either way it was hung on the culprit.
+    const bool culprit = std::find(culprits.begin(), culprits.end(), t.rank) != culprits.end();
+    const bool failed_on_dead_peer =
+        !culprits.empty() && !culprit && s.o &&
+        std::any_of(s.o->log_hits.begin(), s.o->log_hits.end(), [](const LogHit& h) { return h.tag == "comm_closed"; });
     if (s.exit && !s.teardown) {
-      t.liveness = s.abnormal() ? "dead" : "completed";
+      t.liveness = s.abnormal() ? (failed_on_dead_peer ? "hung" : "dead") : "completed";
       continue;
     }
     const std::string k = s.klass();
     if (k == "stopped") t.liveness = "frozen";
+    else if (failed_on_dead_peer) t.liveness = "hung";
     else if (k == "io" || k == "data" || k == "compute") t.liveness = "slow";
     else if (k == "collective" || k == "init") t.liveness = "hung";
   }

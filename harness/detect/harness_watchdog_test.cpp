@@ -1,0 +1,168 @@
+// The watchdog on real processes standing for ranks: it fires when every live rank is blocked
+// for the limit, whatever they printed, and stays quiet while a rank works.
+#include "detect/harness_watchdog.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "util.hpp"
+
+using namespace hanglab;
+
+namespace {
+
+struct Child {
+  pid_t pid = 0;
+  template <class F>
+  explicit Child(F body) {
+    pid = ::fork();
+    if (pid == 0) {
+      body();
+      _exit(0);
+    }
+  }
+  ~Child() {
+    ::kill(pid, SIGKILL);
+    ::kill(pid, SIGCONT);
+    ::waitpid(pid, nullptr, 0);
+  }
+};
+
+void spin_forever() {
+  volatile unsigned long x = 0;
+  for (;;) ++x;
+}
+
+void block_forever() {
+  int p[2];
+  if (::pipe(p) != 0) _exit(1);
+  char c;
+  for (;;) (void)!::read(p[0], &c, 1);
+}
+
+// Steps that are mostly sleep (a script whose "compute" is a sleep), a few ms of work each.
+void sleepy_steps() {
+  for (;;) {
+    volatile unsigned long x = 0;
+    for (int i = 0; i < 3000000; ++i) ++x;
+    ::usleep(50000);
+  }
+}
+
+RankWatch rank_of(int r, pid_t pid) {
+  RankWatch w;
+  w.rank = r;
+  w.pid = pid;
+  w.alive = true;
+  w.spoke = true;
+  return w;
+}
+
+struct Run {
+  bool fired = false;
+  double fired_after = 0;
+  std::string detail;
+};
+
+// Ticks the watchdog every 50 ms for `seconds`; `each_tick` may print lines for ranks.
+template <class F>
+Run drive(HarnessWatchdog& wd, std::vector<RankWatch*> ranks, double seconds, F each_tick) {
+  Run run;
+  const double t0 = mono_now();
+  wd.start(t0);
+  const DetectFn sink = [&](std::string_view d, int, const std::string& detail, double) {
+    CHECK(d == kHarnessWatchdog.name);
+    run.fired = true;
+    run.fired_after = mono_now() - t0;
+    run.detail = detail;
+  };
+  while (mono_now() - t0 < seconds && !run.fired) {
+    each_tick(mono_now());
+    wd.check(ranks, {}, mono_now(), nullptr, sink);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return run;
+}
+
+LivenessOptions fast() {
+  LivenessOptions o;
+  o.interval_s = 0.25;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("every live rank blocked or stopped for progress_s is a hang, though nobody printed") {
+  Child waiting(block_forever), frozen(block_forever);
+  ::kill(frozen.pid, SIGSTOP);
+  RankWatch a = rank_of(0, waiting.pid), b = rank_of(1, frozen.pid);
+  HarnessWatchdog wd({1.5, {}, {}}, fast());
+  const Run run = drive(wd, {&a, &b}, 6, [](double) {});
+  REQUIRE(run.fired);
+  CHECK(run.fired_after >= 1.5);
+  CHECK(run.fired_after < 1.5 + 1.0);
+  CHECK(run.detail.find("progress_s = 1.5") != std::string::npos);
+  CHECK(run.detail.find("rank 0 blocked (pipe)") != std::string::npos);
+  CHECK(run.detail.find("rank 1 stopped") != std::string::npos);
+}
+
+TEST_CASE("a rank that works keeps the job alive while its peer waits silently") {
+  Child busy(spin_forever), waiting(block_forever);
+  RankWatch a = rank_of(0, busy.pid), b = rank_of(1, waiting.pid);
+  HarnessWatchdog wd({1.0, {}, {}}, fast());
+  const Run run = drive(wd, {&a, &b}, 3.5, [](double) {});
+  CHECK(!run.fired);
+}
+
+TEST_CASE("a busy rank its trace places inside a collective is waiting, not working") {
+  Child spinning(spin_forever), waiting(block_forever);
+  RankWatch a = rank_of(0, spinning.pid), b = rank_of(1, waiting.pid);
+  a.has_trace = b.has_trace = true;
+  a.in_collective = true;  // MPI and NCCL spin while they wait
+  HarnessWatchdog wd({1.0, {}, {}}, fast());
+  const Run run = drive(wd, {&a, &b}, 5, [](double) {});
+  REQUIRE(run.fired);
+  CHECK(run.detail.find("waiting in a collective (trace)") != std::string::npos);
+}
+
+TEST_CASE("lines printed while the rank's main thread sleeps through are no progress") {
+  Child waiting(block_forever);
+  RankWatch a = rank_of(0, waiting.pid);
+  HarnessWatchdog wd({1.5, {}, {}}, fast());
+  double last_line = 0;
+  // A progress bar's monitor thread redrawing a stalled bar every 0.3 s.
+  const Run run = drive(wd, {&a}, 6, [&](double now) {
+    if (now - last_line >= 0.3) wd.output_line(a, now), last_line = now;
+  });
+  CHECK(run.fired);
+}
+
+TEST_CASE("lines of a rank whose steps are mostly sleep are progress") {
+  Child sleepy(sleepy_steps), waiting(block_forever);
+  RankWatch a = rank_of(0, sleepy.pid), b = rank_of(1, waiting.pid);
+  HarnessWatchdog wd({1.0, {}, {}}, fast());
+  double last_line = 0;
+  const Run run = drive(wd, {&a, &b}, 3.5, [&](double now) {
+    if (now - last_line >= 0.3) wd.output_line(a, now), last_line = now;
+  });
+  CHECK(!run.fired);
+  CHECK(wd.last_progress_mono() > mono_now() - 1.0);
+}
+
+TEST_CASE("a traced rank inside a checkpoint gets checkpoint_s") {
+  Child waiting(block_forever);
+  RankWatch a = rank_of(0, waiting.pid);
+  a.has_trace = true;
+  a.in_checkpoint = true;
+  HarnessWatchdog wd({0.5, 2.0, {}}, fast());
+  const Run run = drive(wd, {&a}, 6, [](double) {});
+  REQUIRE(run.fired);
+  CHECK(run.fired_after >= 2.0);
+  CHECK(run.detail.find("checkpoint_s = 2; rank 0 in checkpoint") != std::string::npos);
+}
