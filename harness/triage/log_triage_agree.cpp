@@ -88,11 +88,13 @@ bool is_run_dir(const fs::path& d) {
   return fs::is_directory(d / "ranks", ec) && fs::exists(d / "harness.jsonl", ec);
 }
 
-bool is_preflight_run(const fs::path& d) {
+nlohmann::json run_record(const fs::path& d) {
   std::ifstream in(d / "run.json");
-  const auto run = nlohmann::json::parse(in, nullptr, false);
-  return run.is_object() && run.contains("preflight") && !run["preflight"].is_null();
+  auto run = nlohmann::json::parse(in, nullptr, false);
+  return run.is_object() ? run : nlohmann::json::object();
 }
+
+bool is_preflight_run(const nlohmann::json& run) { return run.contains("preflight") && !run["preflight"].is_null(); }
 
 std::string ranks_text(const nlohmann::json& v) { return v.is_array() ? v.dump() : "?"; }
 
@@ -128,7 +130,8 @@ int main(int argc, char** argv) {
   std::printf("%-28s %-42s %-42s %s\n", "scenario", "full triage (trace)", "logs only (stdout/stderr)", "verdict");
   for (const auto& dir : runs) {
     const std::string name = dir.parent_path().filename().string();
-    if (is_preflight_run(dir)) {
+    const nlohmann::json run = run_record(dir);
+    if (is_preflight_run(run)) {
       // A [preflight] scenario runs `hanglab preflight` on each node instead of the ranks: no
       // training log to read, so nothing to compare (its verdict is the checks').
       std::printf("%-28s preflight only: no rank logs to compare\n", name.c_str());
@@ -164,7 +167,14 @@ int main(int argc, char** argv) {
     const bool absent_only = !same && logs["category"] == "unknown" && lcause == "rank_absent" &&
                              !logs["missing_ranks"].empty() && full["missing_ranks"] == logs["missing_ranks"];
     const bool limit_only = !same && lcause == "time_limit" && logs["missing_ranks"].empty();
-    const bool undecidable = init_gap || probe_only || absent_only || limit_only ||
+    // hanglab declared the hang and stopped the job: under torchrun its SIGTERM is in the logs as the
+    // agent's "Received SIGTERM death signal", and when no rank wrote anything of the hang before it
+    // (ranks other than 0 silent, rank 0 blocked) the logs show exactly a job stopped from outside, as
+    // a user's log of a hung job they cancelled does.
+    const std::string teardown = run.value("teardown_reason", std::string());
+    const bool teardown_only = !same && lcause == "external_signal" && logs["missing_ranks"].empty() &&
+                               (teardown == "hang" || teardown == "deadline");
+    const bool undecidable = init_gap || probe_only || absent_only || limit_only || teardown_only ||
                              (!same && logs["missing_ranks"].empty() && says_undecidable &&
                                           (full["category"] == logs["category"] ||
                                            (lcause == "no_error_logged" && logs["category"] == "unknown")));
@@ -178,6 +188,7 @@ int main(int argc, char** argv) {
                 : probe_only  ? "from the node probe only (ok)"
                 : absent_only ? "same ranks, why not in the logs (ok)"
                 : limit_only  ? "time limit; why it ran long not in the logs (ok)"
+                : teardown_only ? "hanglab's stop signal; the hang before it not in the logs (ok)"
                 : undecidable ? "not in the logs (ok)"
                               : "DISAGREE");
     if (undecidable) ++undecided;
