@@ -11,40 +11,13 @@
 #include <chrono>
 #include <thread>
 
+#include "detect/child_process_test_support.hpp"
 #include "util.hpp"
 
 using namespace hanglab;
+using namespace hanglab::testsupport;
 
 namespace {
-
-struct Child {
-  pid_t pid = 0;
-  template <class F>
-  explicit Child(F body) {
-    pid = ::fork();
-    if (pid == 0) {
-      body();
-      _exit(0);
-    }
-  }
-  ~Child() {
-    ::kill(pid, SIGKILL);
-    ::kill(pid, SIGCONT);
-    ::waitpid(pid, nullptr, 0);
-  }
-};
-
-void spin_forever() {
-  volatile unsigned long x = 0;
-  for (;;) ++x;
-}
-
-void block_forever() {
-  int p[2];
-  if (::pipe(p) != 0) _exit(1);
-  char c;
-  for (;;) (void)!::read(p[0], &c, 1);
-}
 
 // Steps that are mostly sleep (a script whose "compute" is a sleep), a few ms of work each.
 void sleepy_steps() {

@@ -11,50 +11,13 @@
 #include <chrono>
 #include <thread>
 
+#include "detect/child_process_test_support.hpp"
 #include "util.hpp"
 
 using namespace hanglab;
+using namespace hanglab::testsupport;
 
 namespace {
-
-// A child process running `body`, killed and reaped at scope exit.
-struct Child {
-  pid_t pid = 0;
-  template <class F>
-  explicit Child(F body) {
-    pid = ::fork();
-    if (pid == 0) {
-      body();
-      _exit(0);
-    }
-  }
-  ~Child() {
-    ::kill(pid, SIGKILL);
-    ::kill(pid, SIGCONT);
-    ::waitpid(pid, nullptr, 0);
-  }
-};
-
-void spin_forever() {
-  volatile unsigned long x = 0;
-  for (;;) ++x;
-}
-
-// Wakes 100 times a second for a few microseconds of work, as Gloo's transport loop does.
-void poll_forever() {
-  for (;;) {
-    volatile unsigned long x = 0;
-    for (int i = 0; i < 200; ++i) ++x;
-    ::usleep(10000);
-  }
-}
-
-void block_forever() {
-  int p[2];
-  if (::pipe(p) != 0) _exit(1);
-  char c;
-  for (;;) (void)!::read(p[0], &c, 1);
-}
 
 // Samples `pid` over `windows` windows of 0.3 s; returns the last liveness.
 RankLiveness watch(pid_t pid, int windows, LivenessOptions o = {}) {
