@@ -9,6 +9,10 @@
 # usage: e2e_preflight_test.sh HANGLAB WORK_DIR [VENV]
 set -u
 hanglab=$1 work=$2 venv=${3:-}
+# A previous run of this test killed mid-way (a CTest timeout, a Ctrl-C) left its runs' state in
+# $work/state: sweep it before removing it, or what those runs hold (namespaces, cgroups) is lost to
+# every later sweep.
+[ -d "$work/state" ] && HANGLAB_STATE_DIR=$work/state "$hanglab" clean > /dev/null 2>&1
 rm -rf "$work"; mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 # A clean environment: only what each case sets (the CI's own MASTER_*/SLURM_* must not leak in).

@@ -6,6 +6,10 @@
 # usage: e2e_kill9_test.sh HANGLAB SOURCE_DIR WORK_DIR
 set -u
 hanglab=$1 src=$2 work=$3
+# A previous run of this test killed mid-way (a CTest timeout, a Ctrl-C) left its runs' state in
+# $work/state: sweep it before removing it, or what those runs hold (namespaces, cgroups) is lost to
+# every later sweep.
+[ -d "$work/state" ] && HANGLAB_STATE_DIR=$work/state "$hanglab" clean > /dev/null 2>&1
 rm -rf "$work"; mkdir -p "$work"
 export HANGLAB_STATE_DIR=$work/state   # only this test's runs are swept here
 fail() { echo "FAIL: $*"; exit 1; }
