@@ -36,10 +36,12 @@ import fnmatch
 import re
 import sys
 
+from segments import HOLE, HOLE_TEXT, MAX_ALTS, holes_at  # noqa: F401
+from segments import norm as _norm
+from segments import product as _product
+
 LEVELS = ("error", "warn", "info", "debug")
 STYLES = ("printf", "structured", "expr", "const")
-HOLE = None
-MAX_ALTS = 16
 
 
 class Tok:
@@ -166,48 +168,13 @@ def tokenize(text: str) -> list[Tok]:
 # texts: tuples of segments (a literal str or HOLE)
 
 
-def _norm(segs) -> tuple:
-    out = []
-    for s in segs:
-        if s is HOLE:
-            out.append(HOLE)
-        elif s:
-            if out and out[-1] is not HOLE:
-                out[-1] = out[-1] + s
-            else:
-                out.append(s)
-    return tuple(out)
 
 
-def _product(a, b):
-    out = []
-    for x in a:
-        for y in b:
-            t = _norm(x + y)
-            if t not in out:
-                out.append(t)
-            if len(out) >= MAX_ALTS:
-                return out
-    return out
-
-
-HOLE_TEXT = [(HOLE,)]
 _PRINTF = re.compile(r"%%|%[-+# 0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:\[\d+\])?[vTtbcdoOqxXUeEfFgGsp]")
 
 
 def _printf(text: tuple) -> tuple:
-    out = []
-    for s in text:
-        if s is HOLE:
-            out.append(HOLE)
-            continue
-        pos = 0
-        for m in _PRINTF.finditer(s):
-            out.append(s[pos:m.start()])
-            out.append("%" if m.group(0) == "%%" else HOLE)
-            pos = m.end()
-        out.append(s[pos:])
-    return _norm(out)
+    return holes_at(text, _PRINTF)
 
 
 def canonical(text: tuple) -> str:

@@ -54,13 +54,15 @@ import inspect
 import re
 import string
 import sys
+
+from segments import HOLE, HOLE_TEXT, MAX_ALTS, holes_at  # noqa: F401
+from segments import norm as _norm
+from segments import product as _product
 import textwrap
 
-MAX_ALTS = 16
 LEVELS = ("error", "warn", "info", "debug")
 STYLES = ("logging", "expr", "print", "raise", "const", "returns")
 
-HOLE = None  # a segment that is a hole; literal segments are str
 
 
 class Call:
@@ -129,49 +131,14 @@ def dotted(node: ast.AST) -> str:
 # texts: a text is a tuple of segments, each a literal str or HOLE
 
 
-def _norm(segs) -> tuple:
-    out = []
-    for s in segs:
-        if s is HOLE:
-            out.append(HOLE)
-        elif s:
-            if out and out[-1] is not HOLE:
-                out[-1] = out[-1] + s
-            else:
-                out.append(s)
-    return tuple(out)
 
 
-def _product(a: list, b: list) -> list:
-    out = []
-    for x in a:
-        for y in b:
-            t = _norm(x + y)
-            if t not in out:
-                out.append(t)
-            if len(out) >= MAX_ALTS:
-                return out
-    return out
-
-
-HOLE_TEXT = [(HOLE,)]
 
 _PERCENT = re.compile(r"%%|%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?[diouxXeEfFgGcrsa]")
 
 
 def _percent(text: tuple) -> tuple:
-    out = []
-    for s in text:
-        if s is HOLE:
-            out.append(HOLE)
-            continue
-        pos = 0
-        for m in _PERCENT.finditer(s):
-            out.append(s[pos:m.start()])
-            out.append("%" if m.group(0) == "%%" else HOLE)
-            pos = m.end()
-        out.append(s[pos:])
-    return _norm(out)
+    return holes_at(text, _PERCENT)
 
 
 def _format_fields(text: tuple) -> tuple:
