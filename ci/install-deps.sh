@@ -47,13 +47,14 @@ if ! /usr/bin/python3 -m pip show -q py-spy > /dev/null 2>&1; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO /usr/bin/python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore \
-    --break-system-packages py-spy > /tmp/hanglab-pip.log 2>&1 || { tail -20 /tmp/hanglab-pip.log; exit 1; }
+    --no-cache-dir --break-system-packages py-spy > /tmp/hanglab-pip.log 2>&1 || { tail -20 /tmp/hanglab-pip.log; exit 1; }
 fi
 
 # The project venv (.venv at the repository root): a pinned torch from PyPI. It ships
 # LibTorch 2.x for the C++ workloads (headers, libraries, share/cmake/Torch; C++20),
 # torchrun and torchfrtrace, with the CUDA runtime and NCCL wheels, so the same build
-# serves GPU runners. pip's cache (~/.cache/pip) makes a second clone's install cheap.
+# serves GPU runners. pip keeps no cache (--no-cache-dir): its ~3 GB of wheels would sit
+# beside the venv on a CI runner's disk, which other tenants share.
 HANGLAB_TORCH_VERSION=${HANGLAB_TORCH_VERSION:-2.15.0}
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$root/.venv"
@@ -64,7 +65,7 @@ PY
 then
   echo "ci/install-deps.sh: installing torch==$HANGLAB_TORCH_VERSION into $venv (pip, ~5 GB with CUDA and NCCL wheels)"
   [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check "torch==$HANGLAB_TORCH_VERSION" numpy py-spy \
+  "$venv/bin/python" -m pip install -q --no-cache-dir --disable-pip-version-check "torch==$HANGLAB_TORCH_VERSION" numpy py-spy \
     > /tmp/hanglab-pip-torch.log 2>&1 || { tail -20 /tmp/hanglab-pip-torch.log; exit 1; }
 fi
 
@@ -91,7 +92,7 @@ then
   echo "ci/install-deps.sh: installing ${HANGLAB_THIRDPARTY[*]} into $venv (pip)"
   constraints=$(mktemp)
   "$venv/bin/python" -c 'import torch, numpy; print(f"torch=={torch.__version__.split(chr(43))[0]}\nnumpy=={numpy.__version__}")' > "$constraints"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" "${HANGLAB_THIRDPARTY[@]}" \
+  "$venv/bin/python" -m pip install -q --no-cache-dir --disable-pip-version-check -c "$constraints" "${HANGLAB_THIRDPARTY[@]}" \
     > /tmp/hanglab-pip-thirdparty.log 2>&1 || { rm -f "$constraints"; tail -20 /tmp/hanglab-pip-thirdparty.log; exit 1; }
   rm -f "$constraints"
 fi
@@ -117,7 +118,7 @@ then
   echo "ci/install-deps.sh: installing ${HANGLAB_K8S[*]} into $venv (pip)"
   constraints=$(mktemp)
   "$venv/bin/python" -c 'import torch, numpy; print(f"torch=={torch.__version__.split(chr(43))[0]}\nnumpy=={numpy.__version__}")' > "$constraints"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" "${HANGLAB_K8S[@]}" \
+  "$venv/bin/python" -m pip install -q --no-cache-dir --disable-pip-version-check -c "$constraints" "${HANGLAB_K8S[@]}" \
     > /tmp/hanglab-pip-k8s.log 2>&1 || { rm -f "$constraints"; tail -20 /tmp/hanglab-pip-k8s.log; exit 1; }
   rm -f "$constraints"
 fi
