@@ -51,9 +51,9 @@ const Shape* shape_of(sv emitter) {
 
 // The earliest position a format of `e` may start at in `line`; npos when the line is not of its
 // emitter's shape.
-size_t shape_start(const CatalogueEntry& e, sv line) {
+size_t shape_start(const CatalogueEntry& e, sv line, sv inside) {
   const Shape* s = shape_of(e.emitter);
-  if (!s) return 0;
+  if (!s || (!inside.empty() && e.emitter == inside)) return 0;
   const sv call = sv(e.call).substr(0, sv(e.call).find(':'));
   for (sv c : s->anywhere_calls)
     if (c == call) return 0;
@@ -314,8 +314,8 @@ static bool message_start(sv line, size_t p, size_t from) {
 // (unless the format ends with a hole); holes may be empty. A line whose message is longer than the
 // format, or a format of holes joined by a few characters ("{}: error: {}"), is no match: a specific
 // entry or none. Formats of calls whose text is quoted inside other messages are found anywhere.
-bool Catalogue::verify(const CatalogueEntry& e, sv line, std::vector<sv>* holes) const {
-  const size_t start = shape_start(e, line);
+bool Catalogue::verify(const CatalogueEntry& e, sv line, std::vector<sv>* holes, sv inside) const {
+  const size_t start = shape_start(e, line, inside);
   if (start == sv::npos || e.segments.empty()) return false;
   const Shape* shape = shape_of(e.emitter);
   const sv call = sv(e.call).substr(0, sv(e.call).find(':'));
@@ -367,7 +367,7 @@ bool Catalogue::verify(const CatalogueEntry& e, sv line, std::vector<sv>* holes)
   return false;
 }
 
-std::optional<CatalogueHit> Catalogue::match(sv line, bool meaning_only) const {
+std::optional<CatalogueHit> Catalogue::match(sv line, bool meaning_only, sv inside) const {
   if (index_.empty() || line.size() < 4) return std::nullopt;
   const CatalogueEntry* best = nullptr;
   uint32_t best_n = 0;
@@ -385,7 +385,7 @@ std::optional<CatalogueHit> Catalogue::match(sv line, bool meaning_only) const {
         continue;
       const std::string& seg = e.segments[a.segment];
       if (i < a.offset || line.compare(i - a.offset, seg.size(), seg) != 0) continue;
-      if (!verify(e, line, nullptr)) continue;
+      if (!verify(e, line, nullptr, inside)) continue;
       best = &e;
       best_n = a.entry;
     }
@@ -393,7 +393,7 @@ std::optional<CatalogueHit> Catalogue::match(sv line, bool meaning_only) const {
   if (!best) return std::nullopt;
   CatalogueHit hit;
   hit.entry = best;
-  verify(*best, line, &hit.holes);
+  verify(*best, line, &hit.holes, inside);
   return hit;
 }
 

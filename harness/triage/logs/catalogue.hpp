@@ -78,8 +78,12 @@ class Catalogue {
   void build_index();
 
   // The most specific entry (most literal characters) that matches `line`; ties: the first
-  // loaded. Only entries with a meaning are matched when meaning_only.
-  std::optional<CatalogueHit> match(std::string_view line, bool meaning_only = true) const;
+  // loaded. Only entries with a meaning are matched when meaning_only. `inside`: an emitter whose
+  // line shape the caller knows the whole line to be in, without its marker (the line after c10d's
+  // "Last error:" is the body of NCCL's last WARN, ncclGetLastError()): its formats start where
+  // the message does.
+  std::optional<CatalogueHit> match(std::string_view line, bool meaning_only = true,
+                                    std::string_view inside = {}) const;
 
   const std::vector<CatalogueEntry>& entries() const { return entries_; }
   size_t indexed() const { return indexed_; }
@@ -90,7 +94,8 @@ class Catalogue {
     uint16_t segment;
     uint16_t offset;  // of the anchor's 4 bytes inside the segment
   };
-  bool verify(const CatalogueEntry& e, std::string_view line, std::vector<std::string_view>* holes) const;
+  bool verify(const CatalogueEntry& e, std::string_view line, std::vector<std::string_view>* holes,
+              std::string_view inside) const;
   std::vector<CatalogueEntry> entries_;
   std::unordered_map<uint32_t, std::vector<Anchor>> index_;
   std::vector<uint64_t> filter_;  // 2^16 bits over the anchors' 4-byte keys

@@ -109,6 +109,10 @@ TEST_CASE("catalogue: a line matches inside its emitter's line shape", "[catalog
   // NCCL's formats are NCCL's only after its "NCCL WARN|INFO" marker.
   CHECK_FALSE(c.match("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000"));
   CHECK_FALSE(c.match("node-1:2101:2101 [1] NCCL WARN some prefix Duplicate GPU detected : rank 1 and rank 0 both"));
+  // ... or where the caller knows the line to be NCCL's text (after c10d's "Last error:").
+  CHECK(where_of(c.match("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000", true, "nccl")) ==
+        "src/init.cc:795");
+  CHECK_FALSE(c.match("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000", true, "ucx"));
   // Slurm's only after "srun: " / "slurmstepd...".
   CHECK(where_of(c.match("srun: forcing job termination")) == "src/srun/signals.c:167");
   CHECK_FALSE(c.match("the test harness is forcing job termination"));

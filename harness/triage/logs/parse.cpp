@@ -190,16 +190,18 @@ LogKind log_kind_from_name(std::string_view name) {
 // unread. First pass of issue 24: the catalogue fills what the pattern table and classify_text do
 // not know (they keep precedence where they read a line, so that the corpus answers stay theirs);
 // the migration pass moves their knowledge into catalogue meanings and reverses the order.
-static void apply_catalogue(std::string_view line, LogLine& o) {
-  if (o.kind != LogKind::kNone || !o.category.empty()) return;
-  const auto hit = builtin_catalogue().match(line);
-  if (!hit) return;
+// `inside`: the emitter whose message the line is known to be (Catalogue::match). True when a
+// meaning was applied.
+static bool apply_catalogue(std::string_view line, LogLine& o, std::string_view inside = {}) {
+  if (o.kind != LogKind::kNone || !o.category.empty()) return false;
+  const auto hit = builtin_catalogue().match(line, true, inside);
+  if (!hit) return false;
   const CatalogueMeaning& m = *hit->entry->meaning;
   // A failure of the line's own process (root) or how it ended (exit). Echo and context meanings
   // wait for the migration pass: the reasoner's echo is a peer's failure seen from a rank, and the
   // emitters' "echo" lines also include launchers' teardown notices, whose order against the root
   // would then decide the answer; a context kind (init step, shutdown) would move the phase.
-  if (m.role != "root" && m.role != "exit") return;
+  if (m.role != "root" && m.role != "exit") return false;
   o.catalogue = hit->entry;
   o.role = m.role;
   o.phase = m.phase;
@@ -235,6 +237,7 @@ static void apply_catalogue(std::string_view line, LogLine& o) {
       o.host = v;
     }
   }
+  return true;
 }
 
 static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, LogLine& o) {
@@ -350,6 +353,8 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   bool read = true;
   if (fk != LogKind::kNone) {
     o.kind = fk;
+  } else if (ctx.nccl_last_error && apply_catalogue(body, o, "nccl")) {
+    // NCCL's own words for the failure the line before reported: its catalogue meaning first.
   } else if (!match_line_pattern(body, o)) {
     read = classify_text(body, o);
   }

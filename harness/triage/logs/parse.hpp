@@ -196,6 +196,9 @@ struct LogLine {
 
 struct LogLineContext {
   int year = 2000;  // for stamps without a year (glog "I1129 08:26:59.1", syslog "Nov 29 08:26:59")
+  // The line before ended with c10d's "Last error:": this one is the text of NCCL's last WARN
+  // (ncclGetLastError(), quoted by ProcessGroupNCCL's exception without NCCL's line prefix).
+  bool nccl_last_error = false;
 };
 
 // Parses one line (without its newline). Always fills msg; returns kind != kNone.

@@ -191,6 +191,8 @@ class FileScanner {
   int mpi_rank_ = -1;
   uint32_t mpi_line_ = 0;
 
+  // The line before ended with "Last error:" (LogLineContext::nccl_last_error).
+  bool after_last_error_ = false;
   FrameMarkers frame_markers_;  // an innermost-first dump's outer frames say nothing more
 
   // A tqdm bar redraw: the writer's bar counts further, or a new bar (another description) begins.
@@ -487,7 +489,14 @@ class FileScanner {
   void line(std::string_view text, bool partial) {
     ++line_no_;
     ++out_.info.lines;
+    ctx_.nccl_last_error = after_last_error_;
     parse_log_line(text, ctx_, l_);
+    ctx_.nccl_last_error = false;
+    {
+      std::string_view t = text;
+      while (!t.empty() && (t.back() == ' ' || t.back() == '\r' || t.back() == '\t')) t.remove_suffix(1);
+      after_last_error_ = t.size() >= 11 && t.substr(t.size() - 11) == "Last error:";
+    }
     if (!frame_markers_.keep(l_.msg, l_.kind)) l_.kind = LogKind::kNone;
     if (bus_ev_ != SIZE_MAX) {
       if (line_no_ - bus_line_ > 24) {

@@ -85,3 +85,21 @@ TEST_CASE("a garbled rank or world size never sizes the answer; silent ranks are
   CHECK(covered == b.world_size);
   CHECK(j["liveness"].size() == rows.size());
 }
+
+TEST_CASE("the line after c10d's 'Last error:' is NCCL's last WARN, read by NCCL's catalogue entry", "[triage_logs]") {
+  // ProcessGroupNCCL's exception ends "\nLast error:\n" + ncclGetLastError(): the WARN's text
+  // without NCCL's "host:pid:tid [dev] NCCL WARN" prefix.
+  const std::string head =
+      "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
+      "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3\n"
+      "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n";
+  const std::string body = "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n";
+  TempDir d("last_error");
+  write_file(d.dir / "train.log", head + "Last error:\n" + body);
+  const auto r = triage_logs({d.dir / "train.log"});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "duplicate_gpu");
+  // The same words anywhere else are no NCCL line: NCCL's formats are NCCL's only in its shapes.
+  write_file(d.dir / "train.log", head + body);
+  CHECK(triage_logs({d.dir / "train.log"}).cause != "duplicate_gpu");
+}
