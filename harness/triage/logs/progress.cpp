@@ -249,12 +249,60 @@ bool has_word(std::string_view low, std::initializer_list<std::string_view> word
   return false;
 }
 
+// tqdm without a total (tqdm.format_meter: "{desc}: {n}{unit} [{elapsed}, {rate}{postfix}]", e.g.
+// datasets' "Generating train split: 2230000 examples [29:59, 1466.92 examples/s]"): no bar, no
+// percentage; the count, its unit and the clock say the same.
+bool parse_tqdm_count(std::string_view line, TqdmBar& bar) {
+  for (size_t open = line.find(" ["); open != std::string_view::npos; open = line.find(" [", open + 1)) {
+    const size_t comma = line.find(", ", open + 2);
+    const size_t end = line.find(']', open + 2);
+    if (comma == std::string_view::npos || end == std::string_view::npos || comma > end || comma - open > 12) continue;
+    const double elapsed = clock_s(line.substr(open + 2, comma - open - 2));
+    if (elapsed < 0) continue;
+    // The rate: "1466.92 examples/s", "? examples/s", "1.13s/it".
+    const std::string_view rate = line.substr(comma + 2, end - comma - 2);
+    // tqdm's rate_fmt: "{rate:5.2f}{unit}/s", "{1/rate:5.2f}s/{unit}" or "?{unit}/s".
+    const size_t slash = rate.find('/');
+    if (slash == std::string_view::npos || slash == 0 || !((rate[0] >= '0' && rate[0] <= '9') || rate[0] == '?'))
+      continue;
+    if (rate.substr(slash) != "/s" && rate[slash - 1] != 's') continue;
+    // Before " [": the count and its unit ("2230000 examples", "512it").
+    size_t u = open;
+    while (u > 0 && ((line[u - 1] >= 'a' && line[u - 1] <= 'z') || (line[u - 1] >= 'A' && line[u - 1] <= 'Z'))) --u;
+    const std::string_view unit = line.substr(u, open - u);
+    size_t d = u;
+    if (d > 0 && line[d - 1] == ' ' && !unit.empty()) --d;
+    const size_t digits_end = d;
+    while (d > 0 && line[d - 1] >= '0' && line[d - 1] <= '9') --d;
+    if (d == digits_end || digits_end - d > 13 || (d > 0 && line[d - 1] != ' ')) continue;
+    size_t p = d;
+    bar.n = digits_at(line, p);
+    bar.total = -1;
+    bar.elapsed_s = elapsed;
+    bar.unit = unit.empty() ? std::string_view("it") : unit;
+    std::string_view desc = line.substr(0, d);
+    while (!desc.empty() && (desc.back() == ' ' || desc.back() == ':')) desc.remove_suffix(1);
+    while (!desc.empty() && desc.front() == '[') {
+      const size_t e = desc.find(']');
+      if (e == std::string_view::npos) break;
+      desc.remove_prefix(e + 1);
+      while (!desc.empty() && desc.front() == ' ') desc.remove_prefix(1);
+    }
+    // A description is what the bar counts: words, not another message's text.
+    if (desc.empty() || desc.size() > 120) continue;
+    bar.desc = desc;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool parse_tqdm_bar(std::string_view line, TqdmBar& bar) {
   bar = TqdmBar{};
   const size_t bar_at = line.find("%|");
-  if (bar_at == std::string_view::npos || bar_at == 0) return false;
+  if (bar_at == std::string_view::npos) return parse_tqdm_count(line, bar);
+  if (bar_at == 0) return false;
   size_t pct = bar_at;
   while (pct > 0 && line[pct - 1] >= '0' && line[pct - 1] <= '9') --pct;
   if (pct == bar_at || bar_at - pct > 3) return false;

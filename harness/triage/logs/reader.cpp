@@ -191,6 +191,8 @@ class FileScanner {
   int mpi_rank_ = -1;
   uint32_t mpi_line_ = 0;
 
+  // The last plain line (no event, no bar): what a description-less bar that follows counts.
+  std::string said_;
   // The line before ended with "Last error:" (LogLineContext::nccl_last_error).
   bool after_last_error_ = false;
   FrameMarkers frame_markers_;  // an innermost-first dump's outer frames say nothing more
@@ -205,10 +207,19 @@ class FileScanner {
     const bool within = cr != std::string_view::npos && parse_tqdm_bar(text.substr(0, cr), first) && first.n >= 0 &&
                         first.n < b.n;
     const std::string_view desc = b.desc.substr(0, 120);
-    if (!bar.seen() || bar.desc != desc) {
+    // The same bar drawn again from a lower count and a shorter elapsed time is another process's
+    // (each rank of a combined log runs the same data preparation): the one further along stays.
+    if (bar.seen() && bar.desc == desc && b.n < bar.last_n && b.elapsed_s >= 0 && b.elapsed_s < bar.elapsed_s &&
+        !within)
+      return;
+    // A count that went back is a new bar (the same description, or none, over again).
+    if (!bar.seen() || bar.desc != desc || (b.n < bar.last_n && !within)) {
       bar = BarSeen{};
       bar.desc = std::string(desc);
       bar.phase = std::string(bar_phase(b.desc, b.unit));
+      // A bar without a description counts what the writer announced just before it ("caching
+      // latents..." then a bare tqdm bar).
+      if (desc.empty() && !said_.empty()) bar.phase = std::string(bar_phase(said_, b.unit));
       bar.first_n = within ? first.n : b.n;
     } else if (b.n > bar.last_n) {
       ++bar.advances;
@@ -520,13 +531,20 @@ class FileScanner {
     }
 
     if (src == RankSource::kLocal) ++out_.info.local_rank_lines;
-    if (l_.msg.find("%|") != std::string_view::npos) {
-      BarSeen& bar = rank >= 0 ? acc(rank).log.bar : out_.unattributed_bar;
+    if (l_.msg.find("%|") != std::string_view::npos || l_.msg.find("/s]") != std::string_view::npos ||
+        l_.msg.find("/it]") != std::string_view::npos) {
+      // A bar redraw ends without a newline (tqdm's '\r'): another process's message written next
+      // joins its line, and the rank that message names ("[Rank 1] Watchdog caught ...") is not the
+      // bar's writer.
+      const bool joined = src == RankSource::kMessage && l_.kind != LogKind::kNone;
+      BarSeen& bar = rank >= 0 && !joined ? acc(rank).log.bar : out_.unattributed_bar;
       note_bar(text, bar, have_t, cur_t);
       // A training loop's bar (HF Trainer's, an epoch's) is progress of training, as a step line is.
       if (l_.kind == LogKind::kNone && bar.seen() && bar.line == line_no_ && bar.phase == "training")
         ++out_.progress_lines;
     }
+    if (l_.kind == LogKind::kNone && !l_.msg.empty() && l_.msg.size() <= 200 && l_.msg.find('|') == std::string_view::npos)
+      said_.assign(l_.msg);
     if (l_.kind == LogKind::kStep && out_.unattributed_phase != LogKind::kNone) out_.unattributed_phase_stepped = true;
     if (rank >= 0 && note_rank_line(rank, src, have_t, cur_t)) return;
     note_event(rank, src, launcher, have_t, exact, cur_t, cur_res, partial, text);

@@ -504,9 +504,11 @@ void LogTimeline::find_collectives() {
                    (e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed ||
                     e->kind == LogKind::kCommException || e->kind == LogKind::kException)) ||
                   (e->kind == LogKind::kWorkStatus && e->seq >= 0);
-      // Gloo's own errors carry no sequence number: one unnamed collective (seq 0).
+      // Gloo's own errors carry no sequence number, nor did ProcessGroupNCCL's WorkNCCL before torch
+      // 1.10 ("WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=60000)"): one unnamed collective (seq 0).
       const bool seqless = !coll && e->seq < 0 &&
                            (e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed ||
+                            e->kind == LogKind::kWatchdogTimeout ||
                             (e->kind == LogKind::kCommException &&
                              (e->text.find("Timed out waiting") != std::string::npos ||
                               e->text.find("Connection closed") != std::string::npos ||

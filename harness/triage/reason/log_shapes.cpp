@@ -102,7 +102,9 @@ bool LogAnalyzer::try_membership() {
 // step, when the peers' collective is the job's start-up one and their wait began with the program --
 // the bar had been running for most of their timeout.
 std::string LogAnalyzer::bar_busy_while(const BarSeen& b, const LogEvent& timeout) const {
-  if (!b.seen() || b.advances < 1) return "";
+  // It counted: redraws that went further, or one redraw whose own count and clock show items done
+  // since it began ("280000/2969526 [29:55<...").
+  if (!b.seen() || (b.advances < 1 && !(b.last_n > 0 && b.elapsed_s > 0))) return "";
   if (b.has_t && timeout.has_t && b.t > timeout.t)
     return fmt::format("still counting at {}, after the first timeout at {}", clock(b.t), clock(timeout.t));
   if (b.file == timeout.file && b.line > timeout.line) return "still counting after the first timeout line";

@@ -248,6 +248,53 @@ TEST_CASE("busy bar: a bar that stopped before the wait, or a training bar witho
   CHECK(q.cause != "slow_rank");
 }
 
+TEST_CASE("busy bar: a redraw joined to a peer's error, a count without a total, a bare bar after its announcement",
+          "[triage_logs][shapes]") {
+  // tqdm ends a redraw with '\r', not a newline: the watchdog line of another process joins it. The
+  // rank that line names is a waiter, not the bar's writer. Torch before 1.10 printed no SeqNum.
+  const std::string old_watchdog =
+      "[E ProcessGroupNCCL.cpp:567] [Rank {}] Watchdog caught collective operation timeout: "
+      "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=60000) ran for 67434 milliseconds before timing out.";
+  TempDir t("bar_joined");
+  write_file(t.dir / "train.log", bar("train: Scanning labels", 43830, 45049, "01:07", "66.12it/s") +
+                                      fmt::format(fmt::runtime(old_watchdog), 1) + "\n" +
+                                      fmt::format(fmt::runtime(old_watchdog), 2) + "\n" +
+                                      bar("train: Scanning labels", 43843, 45049, "01:07", "74.98it/s") +
+                                      "[E ProcessGroupNCCL.cpp:327] Some NCCL operations have failed or timed out.\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "straggler");
+  CHECK(r.phase == "data");
+  CHECK(r.missing_ranks.empty());  // neither waiter drew it
+  // datasets' bars have no total: "{desc}: {n}{unit} [{elapsed}, {rate}]" (tqdm.format_meter).
+  TqdmBar b;
+  REQUIRE(parse_tqdm_bar("Generating train split: 2230000 examples [29:59, 1466.92 examples/s]", b));
+  CHECK(b.desc == "Generating train split");
+  CHECK(b.n == 2230000);
+  CHECK(b.total == -1);
+  CHECK(b.elapsed_s == 1799);
+  CHECK(b.unit == "examples");
+  CHECK_FALSE(parse_tqdm_bar("step 12 [00:10, lr 3e-4/s]", b));
+  TempDir u("bar_count");
+  write_file(u.dir / "train.log", "Generating train split: 2230000 examples [29:59, 1466.92 examples/s]" +
+                                      watchdog(1, 2, 1800000) +
+                                      "Generating train split: 2231702 examples [30:00, 1577.98 examples/s]\n");
+  const auto q = triage_logs({u.dir});
+  INFO(render_text(q));
+  CHECK(q.cause == "slow_rank");
+  CHECK(q.phase == "data");
+  // A bar without a description counts what its writer announced before it; a count that starts
+  // over is a new bar (here after a cache check, which is no evaluation).
+  TempDir v("bar_bare");
+  write_file(v.dir / "train.log", "checking cache validity...\n" + bar("", 1818, 1818, "00:00", "237679.84it/s") +
+                                      "\ncaching latents...\n" + bar("", 1582, 1818, "30:02", "1.13s/it") +
+                                      watchdog(1, 3, 1800000) + bar("", 1583, 1818, "30:03", "1.13s/it") + "\n");
+  const auto w = triage_logs({v.dir});
+  INFO(render_text(w));
+  CHECK(w.cause == "slow_rank");
+  CHECK(w.phase == "data");
+}
+
 // ---- a signal passed on ---------------------------------------------------------------------
 
 TEST_CASE("stop signal: the notices of launchers that pass a signal on", "[triage_logs][shapes]") {
