@@ -17,7 +17,9 @@ const std::vector<StackClassRule>& stack_class_rules() {
         "_save_snapshot", "save_pretrained", "safetensors"},
        "save (torch/serialization.py:850)"},
       {"data", "DataLoader next",
-       {"torch/utils/data/", "DataLoader", "_next_data", "__getitem__", "queues.py", "multiprocessing/connection.py"},
+       // Not "__getitem__" alone: every container class has one (jsonargparse's Namespace, a config's
+       // dict); a dataset's is called from torch/utils/data/_utils/fetch.py, which the frames above show.
+       {"torch/utils/data/", "DataLoader", "_next_data", "queues.py", "multiprocessing/connection.py"},
        "__next__ (torch/utils/data/dataloader.py:631)"},
       {"collective", "a collective",
        {"c10d::", "ProcessGroup", "torch/distributed/distributed_c10d.py", "torch/nn/parallel/distributed.py",

@@ -85,6 +85,15 @@ TEST_CASE("py-spy: explicit collectives, DataLoader and init") {
                "    _store_based_barrier (torch/distributed/distributed_c10d.py:1200)\n"
                "    init_process_group (torch/distributed/distributed_c10d.py:1580)\n    main (t.py:9)\n")
             .klass == "init");
+  // A dataset's __getitem__ is data by the DataLoader frames that call it; any other class's is not.
+  CHECK(parsed("Process 1: python3 t.py\nPython v3.11.2\n\nThread 1 (active): \"MainThread\"\n"
+               "    __getitem__ (my_dataset.py:40)\n    fetch (torch/utils/data/_utils/fetch.py:52)\n"
+               "    _next_data (torch/utils/data/dataloader.py:674)\n    train (t.py:20)\n")
+            .klass == "data");
+  CHECK(parsed("Process 1: python3 t.py\nPython v3.11.2\n\nThread 1 (active): \"MainThread\"\n"
+               "    __getitem__ (jsonargparse/_namespace.py:180)\n    fit (lightning/pytorch/trainer/trainer.py:538)\n"
+               "    main (t.py:20)\n")
+            .klass != "data");
   const auto own = parsed("Process 1: python3 t.py\nPython v3.11.2\n\nThread 1 (idle): \"MainThread\"\n"
                           "    main (train.py:148)\n    <module> (train.py:164)\n");
   CHECK(own.klass == "compute");
