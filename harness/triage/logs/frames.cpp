@@ -77,6 +77,16 @@ const std::vector<FramePhaseRule>& frame_phase_rules() {
        {},
        "/torch/nn/parallel/distributed.py",
        "  File \"/usr/local/lib/python3.8/dist-packages/torch/nn/parallel/distributed.py\", line 655, in __init__"},
+      // The backward pass (torch/_tensor.py's and torch/autograd's backward, the engine's run_backward,
+      // a trainer's manual_backward, a precision plugin's backward): gradients are computed to train.
+      {LogKind::kTrainBegin,
+       {"backward", "_engine_run_backward", "run_backward", "manual_backward"},
+       {},
+       {},
+       {},
+       {},
+       "",
+       "  File \"/usr/lib/python3.11/site-packages/torch/autograd/__init__.py\", line 204, in backward"},
       // The training loop: train, training_step, _inner_training_loop, train_epoch, fit.
       {LogKind::kTrainBegin,
        {},

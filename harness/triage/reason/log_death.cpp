@@ -27,6 +27,9 @@ void LogAnalyzer::set_root(const Fail& root, bool ordered) {
   r_.category = root.category.empty() ? "rank_exit" : root.category;
   r_.cause = root.cause.empty() ? "nonzero_exit" : root.cause;
   if ((r_.cause == "killed" || r_.cause == "nonzero_exit") && has_oom_evidence(s)) r_.cause = "oom";
+  // A CUDA OOM that no line ties to a rank: what the logs prove is a GPU whose memory ran out (the
+  // resource), not which rank's death the job failed on.
+  if (r_.cause == "cuda_oom" && r_.category == "rank_exit" && !valid_rank(root.rank)) r_.category = "resource_limit";
   // Ranks that died with it.
   std::vector<int> missing;
   for (const Fail* f : all_fails()) {

@@ -549,3 +549,31 @@ TEST_CASE("torchrun's SIGKILL of a rank it had sent SIGTERM (a frozen rank) is i
   CHECK(r.category != "rank_exit");
   CHECK(r.missing_ranks == std::vector<int>{1});
 }
+
+TEST_CASE("a CUDA OOM no line ties to a rank is the GPU's memory limit; a named rank's is that rank's exit",
+          "[triage_logs]") {
+  const std::string oom =
+      "  File \"/opt/venv/lib/python3.11/site-packages/torch/autograd/__init__.py\", line 204, in backward\n"
+      "    Variable._execution_engine.run_backward(\n"
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 564.00 MiB. GPU 1 has a total capacity of "
+      "22.20 GiB of which 203.12 MiB is free.\n";
+  TempDir t("oom_rankless");
+  write_file(t.dir / "train.log", "Traceback (most recent call last):\n" + oom);
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "cuda_oom");
+  CHECK(r.phase == "training");  // raised in the backward pass
+  CHECK(r.missing_ranks.empty());
+  TempDir n("oom_ranked");
+  std::string ranked = "[rank3]:Traceback (most recent call last):\n";
+  for (size_t from = 0; from < oom.size();) {
+    const size_t nl = oom.find('\n', from);
+    ranked += "[rank3]:" + oom.substr(from, nl + 1 - from);
+    from = nl + 1;
+  }
+  write_file(n.dir / "train.log", ranked);
+  r = triage_logs({n.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "cuda_oom");
+  CHECK(r.missing_ranks == std::vector<int>{3});
+}
