@@ -109,6 +109,11 @@ static bool describe_special(const LogEvent& e, const std::string& txt, Fail& f)
       return true;
     case LogKind::kTerminate:
       // A communication exception nobody caught is the collective's failure, not a crash.
+      if (e.comm_what) {
+        f.role = Role::kEcho;
+        f.what = "aborted after a collective error: " + txt;
+        return true;
+      }
       for (const char* comm : {"DistBackendError", "IoException", "DistNetworkError", "DistStoreError"}) {
         if (e.word.find(comm) == std::string::npos) continue;
         f.role = Role::kEcho;
@@ -119,6 +124,10 @@ static bool describe_special(const LogEvent& e, const std::string& txt, Fail& f)
       return true;
     case LogKind::kException:
       if (e.handled) return true;  // context of the exception raised after it (kInfo)
+      // torch.multiprocessing.spawn's parent re-raises a child's failure as ProcessRaisedException
+      // ("-- Process i terminated with the following error:" and the child's traceback): the
+      // child's own error, which follows, is the failure.
+      if (e.word.find("ProcessRaisedException") != std::string::npos) return true;
       set_root(f, "rank_exit", "exception", 1, "exception: " + txt);
       return true;
     case LogKind::kDataLoaderKilled:

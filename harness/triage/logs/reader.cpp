@@ -193,6 +193,9 @@ class FileScanner {
 
   // The last plain line (no event, no bar): what a description-less bar that follows counts.
   std::string said_;
+  // The last "terminate called" event and its line (LogEvent::comm_what).
+  size_t terminate_ev_ = SIZE_MAX;
+  uint32_t terminate_line_ = 0;
   // The line before ended with "Last error:" (LogLineContext::nccl_last_error).
   bool after_last_error_ = false;
   FrameMarkers frame_markers_;  // an innermost-first dump's outer frames say nothing more
@@ -493,6 +496,27 @@ class FileScanner {
         chained_.erase(it);
       }
       if (e.kind == LogKind::kException) last_exception_[e.rank] = out_.events.size();
+    }
+    // std::terminate's two lines are one process's: "terminate called after throwing an instance of
+    // 'X'" and then "  what():  <the exception's message>".
+    if (e.kind == LogKind::kTerminate) {
+      terminate_ev_ = out_.events.size();
+      terminate_line_ = line_no_;
+    } else if (terminate_ev_ < out_.events.size() && line_no_ == terminate_line_ + 1) {
+      std::string_view m = l_.msg;
+      while (!m.empty() && (m.front() == ' ' || m.front() == '\t')) m.remove_prefix(1);
+      const bool comm = e.kind == LogKind::kWatchdogRepeat || e.kind == LogKind::kWatchdogTimeout ||
+                        e.kind == LogKind::kCommException || e.kind == LogKind::kCommClosed ||
+                        e.kind == LogKind::kGlooTimeout || e.kind == LogKind::kStoreTimeout;
+      if (comm && m.rfind("what():", 0) == 0) {
+        LogEvent& t = out_.events[terminate_ev_];
+        t.comm_what = true;
+        if (t.rank < 0 && e.rank >= 0) {
+          t.rank = e.rank;
+          t.rank_src = e.rank_src;
+        }
+      }
+      terminate_ev_ = SIZE_MAX;
     }
     out_.events.push_back(std::move(e));
   }

@@ -78,6 +78,10 @@ struct LogEvent {
   // exception, another exception occurred" to the one the process raised (Python's implicit
   // chaining), so it is context, not the failure.
   bool handled = false;
+  // A "terminate called after throwing ..." whose next line, the exception's "what():", is a
+  // collective's failure (ProcessGroupNCCL's watchdog throws from its thread: the abort of a rank
+  // that timed out waiting, not a crash of its own). Its rank: the what() line's, when it had none.
+  bool comm_what = false;
   std::vector<int> ranks;
 };
 

@@ -458,3 +458,36 @@ TEST_CASE("a peer's connection closed after the launcher began to stop a still j
     CHECK(r.missing_ranks == std::vector<int>{1});
   }
 }
+
+TEST_CASE("wrappers of another failure are not failures of their own", "[triage_logs]") {
+  // std::terminate's "what():" line is the exception's message: the watchdog's abort of a rank
+  // that timed out waiting, not a crash.
+  TempDir t("terminate_what");
+  write_file(t.dir / "train.log",
+             "terminate called after throwing an instance of 'std::runtime_error'\n"
+             "  what():  [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=806, "
+             "OpType=BROADCAST, Timeout(ms)=1800000) ran for 1801027 milliseconds before timing out.\n");
+  auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.cause != "crashed");
+  CHECK(r.category != "rank_exit");
+  // A terminate whose what() is the program's own error stays a crash.
+  TempDir c("terminate_own");
+  write_file(c.dir / "train.log",
+             "terminate called after throwing an instance of 'std::out_of_range'\n"
+             "  what():  vector::_M_range_check: __n (which is 5) >= this->size() (which is 5)\n");
+  r = triage_logs({c.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "crashed");
+  // torch.multiprocessing.spawn re-raises a child's error as ProcessRaisedException: the child's
+  // error (here a Gloo send that timed out waiting) is what the logs show, not a new exception.
+  TempDir s("spawn_wrapper");
+  write_file(s.dir / "train.log",
+             "torch.multiprocessing.spawn.ProcessRaisedException: \n\n"
+             "-- Process 1 terminated with the following error:\n"
+             "RuntimeError: [/opt/conda/conda-bld/pytorch/work/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:136] "
+             "Timed out waiting 1800000ms for send operation to complete\n");
+  r = triage_logs({s.dir});
+  INFO(render_text(r));
+  CHECK(r.cause != "exception");
+}
