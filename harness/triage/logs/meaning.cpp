@@ -114,6 +114,7 @@ static bool describe_special(const LogEvent& e, const std::string& txt, Fail& f)
         f.what = "aborted after a collective error: " + txt;
         return true;
       }
+      if (e.read_what) return true;  // context: its what() line is the failure (kInfo)
       for (const char* comm : {"DistBackendError", "IoException", "DistNetworkError", "DistStoreError"}) {
         if (e.word.find(comm) == std::string::npos) continue;
         f.role = Role::kEcho;

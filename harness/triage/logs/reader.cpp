@@ -508,9 +508,11 @@ class FileScanner {
       const bool comm = e.kind == LogKind::kWatchdogRepeat || e.kind == LogKind::kWatchdogTimeout ||
                         e.kind == LogKind::kCommException || e.kind == LogKind::kCommClosed ||
                         e.kind == LogKind::kGlooTimeout || e.kind == LogKind::kStoreTimeout;
-      if (comm && m.rfind("what():", 0) == 0) {
+      if (m.rfind("what():", 0) == 0) {
         LogEvent& t = out_.events[terminate_ev_];
-        t.comm_what = true;
+        // A generic exception text says no more than "terminate called" did: it stays a crash.
+        if (comm) t.comm_what = true;
+        else if (e.kind != LogKind::kException) t.read_what = true;
         if (t.rank < 0 && e.rank >= 0) {
           t.rank = e.rank;
           t.rank_src = e.rank_src;

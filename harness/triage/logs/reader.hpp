@@ -82,6 +82,9 @@ struct LogEvent {
   // collective's failure (ProcessGroupNCCL's watchdog throws from its thread: the abort of a rank
   // that timed out waiting, not a crash of its own). Its rank: the what() line's, when it had none.
   bool comm_what = false;
+  // ... whose "what():" line is a failure of another kind the reader knows (a CUDA error, an OOM):
+  // that line speaks for it.
+  bool read_what = false;
   std::vector<int> ranks;
 };
 

@@ -479,6 +479,14 @@ TEST_CASE("wrappers of another failure are not failures of their own", "[triage_
   r = triage_logs({c.dir});
   CHECK(r.category == "rank_exit");
   CHECK(r.cause == "crashed");
+  // ... and one whose what() is a CUDA error is that error.
+  TempDir g("terminate_cuda");
+  write_file(g.dir / "train.log",
+             "terminate called after throwing an instance of 'c10::Error'\n"
+             "  what():  CUDA error: an illegal memory access was encountered\n");
+  r = triage_logs({g.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "cuda_error");
   // torch.multiprocessing.spawn re-raises a child's error as ProcessRaisedException: the child's
   // error (here a Gloo send that timed out waiting) is what the logs show, not a new exception.
   TempDir s("spawn_wrapper");
