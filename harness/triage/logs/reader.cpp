@@ -587,6 +587,8 @@ class FileScanner {
         if (h.joined < 0) continue;
         ++counts;
         if (h.rank == rank) {
+          if (l_.joined == h.joined) ++h.settled;
+          else if (l_.joined > h.joined) h.settled = 0;
           h.joined = std::max(h.joined, l_.joined);
           return;
         }
@@ -597,7 +599,7 @@ class FileScanner {
                kMaxWorldHintsPerFile) {
       return;
     }
-    out_.world.push_back({l_.world, rank, l_.joined, index_, line_no_, std::string(l_.msg.substr(0, kMaxEventText))});
+    out_.world.push_back({l_.world, rank, l_.joined, 0, index_, line_no_, std::string(l_.msg.substr(0, kMaxEventText))});
   }
 
   // torchrun's "ChildFailedError" block; true when the line belonged to it.

@@ -68,10 +68,25 @@ bool LogAnalyzer::try_membership() {
   const WorldHint* count = nullptr;
   for (const auto& h : c_.world_hints)
     if (h.joined >= 0 && h.world == world_ && h.joined < world_ && (!count || h.joined > count->joined)) count = &h;
+  // init_process_group's store barrier counts the ranks that arrived (store.add) and each waiter
+  // prints the count with its own rank every 10 s: when a count stated again and again is the number
+  // of ranks seen waiting, no other rank got there, whatever lines of their own they printed before
+  // (a join line comes first). One wait line is a moment's count: a rank may arrive the next second.
+  std::vector<int> never = missing;
+  if (count && count->settled >= 1) {
+    std::set<int> waiters;
+    for (const auto& h : c_.world_hints)
+      if (h.joined >= 0 && h.world == world_ && valid_rank(h.rank)) waiters.insert(h.rank);
+    if (!waiters.empty() && count->joined <= static_cast<int>(waiters.size())) {
+      never.clear();
+      for (int r = 0; r < world_; ++r)
+        if (!waiters.count(r)) never.push_back(r);
+    }
+  }
   r_.category = "rendezvous";
   r_.cause = count ? "rendezvous_timeout" : "rank_never_started";
   r_.phase = "init";
-  r_.missing_ranks = missing;
+  r_.missing_ranks = never;
   r_.confidence = "medium";
   partial_join_ = true;
   Fail f;

@@ -164,6 +164,28 @@ TEST_CASE("membership: the store barrier's wait line names its rank, and its cou
   }
 }
 
+TEST_CASE("membership: a store barrier count stated again and again names every rank that never arrived",
+          "[triage_logs][shapes]") {
+  std::string joins;
+  for (int r : {2, 4, 1, 6, 7}) joins += fmt::format("Initializing distributed: GLOBAL_RANK: {}, MEMBER: {}/8\n", r, r + 1);
+  const std::string wait =
+      "[2025-03-11 05:21:{:02d},421][torch.distributed.distributed_c10d][INFO] - Waiting in store based barrier to "
+      "initialize process group for rank: 0, key: store_based_barrier_key:1 (world_size=8, worker_count=1, "
+      "timeout=0:30:00)\n";
+  TempDir t("barrier_settled");
+  write_file(t.dir / "train.log", joins + fmt::format(fmt::runtime(wait), 4) + fmt::format(fmt::runtime(wait), 14) +
+                                      fmt::format(fmt::runtime(wait), 24));
+  auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.cause == "rendezvous_timeout");
+  CHECK(r.missing_ranks == std::vector<int>{1, 2, 3, 4, 5, 6, 7});  // a join line is printed before the barrier
+  // One wait line is a moment's count: only the silent ranks are known absent.
+  TempDir o("barrier_once");
+  write_file(o.dir / "train.log", joins + fmt::format(fmt::runtime(wait), 4));
+  r = triage_logs({o.dir});
+  CHECK(r.missing_ranks == std::vector<int>{3, 5});
+}
+
 // ---- a busy progress bar ------------------------------------------------------------------
 
 TEST_CASE("progress bars: tqdm's meter read, and the phase its description names", "[triage_logs][shapes]") {
