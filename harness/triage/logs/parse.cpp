@@ -240,6 +240,12 @@ static bool apply_catalogue(std::string_view line, LogLine& o, std::string_view 
   return true;
 }
 
+// The catalogue's most specific entry for the line says its emitter prints it where nothing failed.
+static bool catalogue_benign(std::string_view line) {
+  const auto hit = builtin_catalogue().match(line);
+  return hit && hit->entry->meaning && hit->entry->meaning->role == "benign";
+}
+
 static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, LogLine& o) {
   o.has_t = o.no_year = false;
   o.t = o.t_res = 0;
@@ -355,6 +361,9 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
     o.kind = fk;
   } else if (ctx.nccl_last_error && apply_catalogue(body, o, "nccl")) {
     // NCCL's own words for the failure the line before reported: its catalogue meaning first.
+  } else if (catalogue_benign(body)) {
+    // A format its emitter prints where nothing failed (a shutdown path's warning, advice): the
+    // words it shares with failures ("RendezvousConnectionError") do not make it one.
   } else if (!match_line_pattern(body, o)) {
     read = classify_text(body, o);
   }

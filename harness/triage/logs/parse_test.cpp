@@ -493,3 +493,18 @@ TEST_CASE("errors named by the C library and the CUDA runtime, whatever program 
             .kind == LogKind::kAddressInUse);
   CHECK(parse("OSError: [Errno 98] Address already in use").kind == LogKind::kAddressInUse);
 }
+
+TEST_CASE("a line the catalogue knows as benign is no failure, whatever words it shares with one", "[triage_logs]") {
+  // torchelastic's agent on the node without the rendezvous store, shutting down after its workers
+  // finished: the store's host left first (dynamic_rendezvous.py, logger.warning in the close path).
+  const auto l = parse(
+      "W1204 20:16:28.549000 10719 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1314] The node "
+      "'10.231.198.102_10719_0' has failed to shutdown the rendezvous 'job-1' due to an error of type "
+      "RendezvousConnectionError.");
+  CHECK(l.kind == LogKind::kNone);
+  CHECK(l.category.empty());
+  // The same error type in a failure's own words is still one.
+  CHECK(parse("torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store "
+              "has failed. See inner exception for details.")
+            .kind != LogKind::kNone);
+}
