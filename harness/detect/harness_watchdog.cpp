@@ -161,11 +161,15 @@ bool HarnessWatchdog::check(const std::vector<RankWatch*>& ranks, const Launcher
   }
   bool any_alive = false;
   for (const RankWatch* r : ranks) any_alive = any_alive || r->alive;
-  if (fired_ || !any_alive || now_mono - last_alive_mono_ <= lim) return false;
+  if (fired_ || !any_alive || now_mono - last_alive_mono_ <= lim || now_mono < launcher.stopping_until_mono)
+    return false;
   fired_ = true;
   const double silent = now_mono - last_progress_mono_;
   const double idle = now_mono - last_alive_mono_;
-  std::string detail = fmt::format("no progress on any live rank for {:.1f} s ({})", idle, lim_text);
+  std::string detail = fmt::format("no progress on any live rank for {:.1f} s ({}{})", idle, lim_text,
+                                   launcher.stopping_until_mono > 0
+                                       ? "; the launcher's time to stop its workers after a rank failed is over"
+                                       : "");
   if (silent > idle + 0.5) detail += fmt::format("; nothing printed or traced for {:.1f} s", silent);
   const std::string kernel = kernel_summary(ranks);
   if (!kernel.empty()) detail += "; " + kernel;

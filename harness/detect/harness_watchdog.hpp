@@ -56,6 +56,10 @@ class HarnessWatchdog {
   struct Launcher {
     pid_t pid = 0;
     bool starting = false;  // a rank is not up yet, or being restarted
+    // The launcher is stopping its workers after one of them failed, until this (monotonic) time at
+    // the latest (torchrun: SIGTERM, then SIGKILL after its close timeout): the survivors' silence
+    // meanwhile is that teardown's, not a hang. 0: no stop under way.
+    double stopping_until_mono = 0;
   };
   // Every tick: samples liveness when due, asks for stacks where the signals disagree, and
   // fires once. Returns true when it fired now.

@@ -45,7 +45,8 @@ struct Run {
 
 // Ticks the watchdog every 50 ms for `seconds`; `each_tick` may print lines for ranks.
 template <class F>
-Run drive(HarnessWatchdog& wd, std::vector<RankWatch*> ranks, double seconds, F each_tick) {
+Run drive(HarnessWatchdog& wd, std::vector<RankWatch*> ranks, double seconds, F each_tick,
+          HarnessWatchdog::Launcher launcher = {}) {
   Run run;
   const double t0 = mono_now();
   wd.start(t0);
@@ -57,7 +58,7 @@ Run drive(HarnessWatchdog& wd, std::vector<RankWatch*> ranks, double seconds, F 
   };
   while (mono_now() - t0 < seconds && !run.fired) {
     each_tick(mono_now());
-    wd.check(ranks, {}, mono_now(), nullptr, sink);
+    wd.check(ranks, launcher, mono_now(), nullptr, sink);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return run;
@@ -138,4 +139,16 @@ TEST_CASE("a traced rank inside a checkpoint gets checkpoint_s") {
   REQUIRE(run.fired);
   CHECK(run.fired_after >= 2.0);
   CHECK(run.detail.find("checkpoint_s = 2; rank 0 in checkpoint") != std::string::npos);
+}
+
+TEST_CASE("survivors blocked while their launcher stops them after a rank failed wait for that stop") {
+  Child waiting(block_forever);
+  RankWatch a = rank_of(0, waiting.pid);
+  HarnessWatchdog wd({1.0, {}, {}}, fast());
+  HarnessWatchdog::Launcher stopping;
+  stopping.stopping_until_mono = mono_now() + 2.5;  // torchrun's SIGTERM ... SIGKILL window
+  const Run run = drive(wd, {&a}, 6, [](double) {}, stopping);
+  REQUIRE(run.fired);  // a stop that never comes is a hang after all
+  CHECK(run.fired_after >= 2.5);
+  CHECK(run.detail.find("launcher's time to stop its workers") != std::string::npos);
 }

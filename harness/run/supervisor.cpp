@@ -376,6 +376,11 @@ void Supervisor::check_triggers(double now) {
     if (f.record_pending && first_sign_t_ > 0) f.record_pending = false, record_fault(f, f.pending_detail, first_sign_t_);
 }
 
+namespace {
+// torchrun's close timeout (30 s) and a monitor interval's slack.
+constexpr double kTorchrunStopGraceS = 35;
+}  // namespace
+
 void Supervisor::check_detectors(double now) {
   // A launcher that is starting ranks (torchrun importing torch, rendezvous, a restart of
   // the worker group) runs while no rank can speak yet: its own CPU counts as progress then.
@@ -388,6 +393,15 @@ void Supervisor::check_detectors(double now) {
       any_alive = any_alive || r->alive;
     }
     launcher.starting = launcher.starting || !any_alive;
+    // torchrun stops the worker group when a worker fails: SIGTERM to the others, SIGKILL after
+    // its close timeout (torch/distributed/elastic/multiprocessing/api.py: close(death_sig,
+    // timeout=30)), checked every monitor interval. A worker that handles SIGTERM (Lightning's
+    // signal connector) while blocked in a collective with the dead one lives on until the SIGKILL.
+    if (sc_.workload.launcher == "torchrun")
+      for (const auto& e : facts_.exits)
+        if (e.signal || e.code.value_or(0) != 0)
+          launcher.stopping_until_mono =
+              std::max(launcher.stopping_until_mono, now - (unix_now() - e.t) + kTorchrunStopGraceS);
   }
   const auto ranks = watches();
   std::vector<const RankWatch*> live(ranks.begin(), ranks.end());
