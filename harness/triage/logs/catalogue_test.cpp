@@ -300,7 +300,8 @@ TEST_CASE("catalogue: torch's FSDP, DataLoader and DCP lines match their torch-t
   CHECK(tl.cause == "data_loader_stall");
   CHECK(tl.phase == "data");
   // DCP's CheckpointException (checkpoint/api.py __str__): the first failed rank is named.
-  const std::string dcp = "torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys([3])";
+  const std::string dcp =
+      "torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys([3])";
   const auto d = c.match(dcp);
   REQUIRE(d);
   CHECK(d->entry->meaning->phase == "checkpoint");
