@@ -249,3 +249,78 @@ TEST_CASE("catalogue: a line only the catalogue reads decides the answer, with i
   const auto q = triage_logs({t.dir});
   CHECK(q.cause != "wrong_ifname");
 }
+
+TEST_CASE("catalogue: torch's FSDP, DataLoader and DCP lines match their torch-training entries", "[catalogue]") {
+  // data/torch-training-2.15.0.jsonl (the venv's torch: fsdp/, utils/data/, distributed/checkpoint/).
+  const Catalogue& c = builtin_catalogue();
+  // FSDP's first-iteration execution-order check (fsdp/_exec_order_utils.py): the f-string's
+  // leading {msg_prefix} is "Forward order differs across ranks:", read as the leading hole.
+  const std::string fsdp =
+      "RuntimeError: Forward order differs across ranks: rank 0 is all-gathering 1 parameters while "
+      "rank 1 is all-gathering 0 parameters";
+  const auto f = c.match(fsdp);
+  REQUIRE(f);
+  CHECK(f->entry->emitter == "torch-training");
+  CHECK(f->entry->where.rfind("torch/distributed/fsdp/_exec_order_utils.py:", 0) == 0);
+  CHECK(f->entry->meaning->category == "collective_mismatch");
+  CHECK(f->entry->meaning->cause == "mismatched_collective");
+  CHECK(f->named_int("rank") == 0);
+  CHECK(f->named_int("peer_rank") == 1);
+  // The variant naming the parameters: the same meaning, the ranks named.
+  const auto g = c.match(
+      "RuntimeError: Forward order differs across ranks: rank 2 is all-gathering parameters for "
+      "['layers.0.weight'] while rank 3 is all-gathering parameters for ['layers.1.weight']");
+  REQUIRE(g);
+  CHECK(g->entry->meaning->cause == "mismatched_collective");
+  CHECK(g->named_int("rank") == 2);
+  CHECK(g->named_int("peer_rank") == 3);
+  // (The reader still reads the FSDP line as classify_text's generic exception: the hand-written
+  // checks keep precedence over the catalogue until the migration pass; see apply_catalogue.)
+
+  // The DataLoader's main process finding a worker dead (utils/data/dataloader.py).
+  const std::string worker = "RuntimeError: DataLoader worker (pid(s) 40213, 40214) exited unexpectedly";
+  const auto w = c.match(worker);
+  REQUIRE(w);
+  CHECK(w->entry->where.rfind("torch/utils/data/dataloader.py:", 0) == 0);
+  CHECK(w->entry->meaning->kind == "DataLoaderKilled");
+  CHECK(w->entry->meaning->cause == "data_loader_crash");
+  CHECK(w->named_int("pid") == 40213);
+  // DataLoader(timeout=N) running out. As the traceback's last line ("RuntimeError: ...") it is read
+  // by classify_text's generic exception first (the hand-written checks keep precedence); the
+  // message itself, as a script that logs str(e) prints it, is read by the catalogue's meaning: a
+  // stall of the input pipeline, in the data phase.
+  const std::string timeout = "DataLoader timed out after 30 seconds";
+  const auto t = c.match("RuntimeError: " + timeout);
+  REQUIRE(t);
+  CHECK(t->entry->meaning->cause == "data_loader_stall");
+  CHECK(c.match(timeout)->entry == t->entry);
+  const LogLine tl = logtest::parse(timeout);
+  CHECK(tl.catalogue == t->entry);
+  CHECK(tl.category == "data_loading");
+  CHECK(tl.cause == "data_loader_stall");
+  CHECK(tl.phase == "data");
+  // DCP's CheckpointException (checkpoint/api.py __str__): the first failed rank is named.
+  const std::string dcp =
+      "torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys([3])";
+  const auto d = c.match(dcp);
+  REQUIRE(d);
+  CHECK(d->entry->meaning->phase == "checkpoint");
+  CHECK(d->named_int("rank") == 3);
+}
+
+TEST_CASE("catalogue: DDP's reducer reads ranks that built different models as a collective mismatch", "[catalogue]") {
+  // torch-c10d-2.15.0, torch/csrc/distributed/c10d/reducer.cpp verify_params_across_processes.
+  const auto h = builtin_catalogue().match(
+      "RuntimeError: DDP expects same model across all ranks, but Rank 1 has 4 params, while rank 0 has "
+      "inconsistent 6 params.");
+  REQUIRE(h);
+  CHECK(h->entry->where.rfind("torch/csrc/distributed/c10d/reducer.cpp:", 0) == 0);
+  CHECK(h->entry->meaning->category == "collective_mismatch");
+  CHECK(h->named_int("rank") == 1);
+  CHECK(h->named_int("peer_rank") == 0);
+  // The unused-parameter error of the next iteration: the rank that got no gradients is named.
+  const auto u = builtin_catalogue().match("Parameter indices which did not receive grad for rank 3: 7 8");
+  REQUIRE(u);
+  CHECK(u->entry->meaning->cause == "usage_error");
+  CHECK(u->named_int("rank") == 3);
+}
