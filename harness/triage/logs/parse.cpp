@@ -246,6 +246,21 @@ static bool catalogue_benign(std::string_view line) {
   return hit && hit->entry->meaning && hit->entry->meaning->role == "benign";
 }
 
+// A line the hand-written tables read only as "an exception was raised" (any "XError: text") whose
+// text the catalogue knows from the code that raises it as a failure of a specific class (FSDP's
+// cross-rank order check, a DataLoader timeout, a DCP save that failed on some ranks): that meaning.
+// Generic readings of other kinds stay (migration pass of issue 24).
+static void catalogue_over_generic(std::string_view line, LogLine& o) {
+  const auto hit = builtin_catalogue().match(line);
+  if (!hit || !hit->entry->meaning) return;
+  const CatalogueMeaning& m = *hit->entry->meaning;
+  if ((m.role != "root" && m.role != "exit") || m.category.empty() || m.category == "rank_exit") return;
+  const LogLine keep = o;
+  o.kind = LogKind::kNone;
+  o.category = {};
+  if (!apply_catalogue(line, o)) o = keep;
+}
+
 static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, LogLine& o) {
   o.has_t = o.no_year = false;
   o.t = o.t_res = 0;
@@ -369,6 +384,7 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   }
   if (o.kind == LogKind::kNone) read = match_line_pattern(body, o, true) || read;
   if (!read) apply_catalogue(body, o);
+  else if (o.kind == LogKind::kException && o.category.empty()) catalogue_over_generic(body, o);
   if (o.kind == LogKind::kStoreTimeout || o.kind == LogKind::kException || o.kind == LogKind::kCommException) {
     if (o.word.empty()) o.word = exception_class(body);
   }

@@ -508,3 +508,16 @@ TEST_CASE("a line the catalogue knows as benign is no failure, whatever words it
               "has failed. See inner exception for details.")
             .kind != LogKind::kNone);
 }
+
+TEST_CASE("an exception the catalogue knows from the code that raises it gets that meaning, not 'an exception'",
+          "[triage_logs]") {
+  // torch/distributed/fsdp/_exec_order_utils.py: FSDP's cross-rank forward-order check.
+  const auto fsdp = parse("RuntimeError: Forward order differs across ranks: rank 0 is all-gathering 1 parameters "
+                          "while rank 1 is all-gathering 0 parameters");
+  CHECK(fsdp.category == "collective_mismatch");
+  CHECK(fsdp.cause == "mismatched_collective");
+  // An exception the catalogue knows only as a rank's own error stays the generic reading.
+  const auto plain = parse("ValueError: too many values to unpack (expected 2)");
+  CHECK(plain.kind == LogKind::kException);
+  CHECK(plain.category.empty());
+}
