@@ -164,18 +164,7 @@ _TEMPLATE = re.compile(r"\$(?:\$|[_a-zA-Z][_a-zA-Z0-9]*|\{[_a-zA-Z][_a-zA-Z0-9]*
 
 def _template(text: tuple) -> tuple:
     """string.Template: $name and ${name} are holes, $$ is $."""
-    out = []
-    for s in text:
-        if s is HOLE:
-            out.append(HOLE)
-            continue
-        pos = 0
-        for m in _TEMPLATE.finditer(s):
-            out.append(s[pos:m.start()])
-            out.append("$" if m.group(0) == "$$" else HOLE)
-            pos = m.end()
-        out.append(s[pos:])
-    return _norm(out)
+    return holes_at(text, _TEMPLATE, "$$")
 
 
 def _apply(text: tuple, fn) -> tuple:

@@ -38,8 +38,9 @@ def product(a: list, b: list) -> list:
     return out
 
 
-def holes_at(text: tuple, directive: re.Pattern) -> tuple:
-    """The text with each match of a format directive a hole ('%%' stays a literal '%')."""
+def holes_at(text: tuple, directive: re.Pattern, escape: str = "%%") -> tuple:
+    """The text with each match of a format directive a hole; a match equal to `escape` ('%%',
+    string.Template's '$$') stays its one literal character."""
     out = []
     for s in text:
         if s is HOLE:
@@ -48,7 +49,7 @@ def holes_at(text: tuple, directive: re.Pattern) -> tuple:
         pos = 0
         for m in directive.finditer(s):
             out.append(s[pos:m.start()])
-            out.append("%" if m.group(0) == "%%" else HOLE)
+            out.append(escape[0] if m.group(0) == escape else HOLE)
             pos = m.end()
         out.append(s[pos:])
     return norm(out)
