@@ -293,9 +293,12 @@ void Supervisor::reap() {
     // during the stack capture is reaped here too, but died on its own).
     r->exit_by_teardown = in_teardown_ && ex.t >= teardown_t_;
     // Under a launcher, a rank that dies by SIGTERM/SIGKILL after another rank failed was
-    // killed by the launcher aborting the job (mpirun does): an echo, not a fault.
+    // killed by the launcher aborting the job (mpirun does): an echo, not a fault. A peer's
+    // SIGTERM death is no such failure: it is what a launcher sends (torchrun stops the survivors
+    // with it), and two deaths reaped in one pass come in pid order, not in the order they died.
     if (r->external && ex.signal && (*ex.signal == SIGTERM || *ex.signal == SIGKILL))
-      for (const auto& e : facts_.exits) r->exit_by_teardown = r->exit_by_teardown || e.signal || e.code.value_or(0) != 0;
+      for (const auto& e : facts_.exits)
+        r->exit_by_teardown = r->exit_by_teardown || (e.signal && *e.signal != SIGTERM) || e.code.value_or(0) != 0;
     if (r->exit_by_teardown && !(in_teardown_ && ex.t >= teardown_t_)) note_launcher_abort(ex.t);
     facts_.exits.push_back(ex);
     if (first_sign_t_ == 0 || ex.t < first_sign_t_) first_sign_t_ = ex.t;

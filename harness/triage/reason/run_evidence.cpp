@@ -203,10 +203,16 @@ ByoVerdict decide_culprits(const RunObservations& in, std::map<int, Seen>& seen,
                }
                return !log_decided;
              }()) {
+    // Within the exit-report slack: a signal death before an exit code, and a kill or crash before
+    // a SIGTERM/SIGINT/SIGHUP death, which is what a launcher sends the survivors (torchrun, at once).
+    const auto terminated = [](const Seen* d) {
+      const int sig = d->exit->signal.value_or(0);
+      return sig == 15 || sig == 2 || sig == 1;
+    };
     const Seen* first = dead.front();
     for (const Seen* d : dead) {
       if (d->exit->t > first->exit->t + reason::kExitReportSlackS) break;
-      if (d->exit->signal && !first->exit->signal) {
+      if ((d->exit->signal && !first->exit->signal) || (d->exit->signal && terminated(first) && !terminated(d))) {
         first = d;
         break;
       }

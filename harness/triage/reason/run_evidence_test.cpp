@@ -307,3 +307,16 @@ TEST_CASE("a launcher's console (rank -1, no exit of its own) does not stop a cl
   apply_run_evidence(f.in, f.r, false);
   CHECK(f.r.category == "none");
 }
+TEST_CASE("a SIGTERM death reported with a peer's SIGKILL at the same moment is the launcher stopping a survivor") {
+  // torchrun stops the survivors with SIGTERM as soon as a worker dies; both deaths reaped in one
+  // pass carry one time.
+  Fixture f;
+  f.exit(0, 1012.5, std::nullopt, 15, false, 40);
+  f.exit(1, 1012.5, std::nullopt, 9, false, 41);
+  f.exit(2, 1012.5, std::nullopt, 15, false, 42);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.cause == "killed");
+  CHECK(f.r.missing_ranks == std::vector<int>{1});
+  REQUIRE(f.r.first_failure);
+  CHECK(f.r.first_failure->evidence == "harness.jsonl:41");
+}

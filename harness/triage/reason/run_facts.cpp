@@ -386,11 +386,25 @@ std::vector<const Obs*> Analyzer::all_obs(bool with_teardown) const {
   return v;
 }
 
+// The first death, except that a death by SIGTERM/SIGINT/SIGHUP reported with another rank's
+// kill or crash (inside the reporting slack: a dying process closes its sockets before the kernel
+// reports its exit, and two exits reaped together share one time) is the launcher stopping a
+// survivor (torchrun's SIGTERM after a worker died), not the first death.
 const Obs* Analyzer::first_root_death() const {
+  const auto terminated = [](int sig) { return sig == 15 || sig == 2 || sig == 1; };
+  const Obs* first = nullptr;
   for (const Obs* x : all_obs(false)) {
-    if (x->role == ObsKind::kRoot) return x;
+    if (x->role != ObsKind::kRoot) continue;
+    if (!first) {
+      first = x;
+      if (!terminated(first->signal)) return first;
+    } else if (x->t > first->t + kExitReportSlackS) {
+      break;
+    } else if (!terminated(x->signal) && x->rank != first->rank) {
+      return x;
+    }
   }
-  return nullptr;
+  return first;
 }
 
 // A death is the root when no peer had already failed on its own before it: comm
