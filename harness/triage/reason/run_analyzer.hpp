@@ -50,6 +50,9 @@ namespace hanglab::reason {
 // supervisor's waitpid loop records the dead rank's exit; this much earlier still
 // counts as caused by that death.
 constexpr double kExitReportSlackS = 1.0;
+// SIGTERM, SIGINT, SIGHUP: what a launcher or a terminal sends to stop a job; a rank dying of one
+// next to a peer's kill or crash was being stopped, it did not fail first.
+constexpr bool stop_signal(int sig) { return sig == 15 || sig == 2 || sig == 1; }
 // Ranks of one node that died within this of each other died with the node (kill_node: same instant).
 constexpr double kNodeLossWindowS = 0.05;
 // Heartbeat silence, in periods, that makes a live rank frozen (design: 3 periods).

@@ -88,11 +88,10 @@ void Analyzer::set_rank_exit(const Obs& d, bool ordered) {
   // Ranks that died together (a node going down) are all missing; a SIGTERM right after
   // a kill or crash is someone's teardown of the survivors (mpirun's abort), not a death
   // of its own.
-  const auto terminated = [](int sig) { return sig == 15 || sig == 2 || sig == 1; };
   std::vector<int> missing;
   for (const Obs* x : all_obs(false)) {
     if (x->role == ObsKind::kRoot && x->t <= d.t + kExitReportSlackS &&
-        (x->rank == d.rank || !terminated(x->signal) || terminated(d.signal)))
+        (x->rank == d.rank || !stop_signal(x->signal) || stop_signal(d.signal)))
       missing.push_back(x->rank);
   }
   std::sort(missing.begin(), missing.end());

@@ -205,10 +205,7 @@ ByoVerdict decide_culprits(const RunObservations& in, std::map<int, Seen>& seen,
              }()) {
     // Within the exit-report slack: a signal death before an exit code, and a kill or crash before
     // a SIGTERM/SIGINT/SIGHUP death, which is what a launcher sends the survivors (torchrun, at once).
-    const auto terminated = [](const Seen* d) {
-      const int sig = d->exit->signal.value_or(0);
-      return sig == 15 || sig == 2 || sig == 1;
-    };
+    const auto terminated = [](const Seen* d) { return reason::stop_signal(d->exit->signal.value_or(0)); };
     const Seen* first = dead.front();
     for (const Seen* d : dead) {
       if (d->exit->t > first->exit->t + reason::kExitReportSlackS) break;

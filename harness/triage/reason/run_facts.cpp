@@ -391,16 +391,15 @@ std::vector<const Obs*> Analyzer::all_obs(bool with_teardown) const {
 // reports its exit, and two exits reaped together share one time) is the launcher stopping a
 // survivor (torchrun's SIGTERM after a worker died), not the first death.
 const Obs* Analyzer::first_root_death() const {
-  const auto terminated = [](int sig) { return sig == 15 || sig == 2 || sig == 1; };
   const Obs* first = nullptr;
   for (const Obs* x : all_obs(false)) {
     if (x->role != ObsKind::kRoot) continue;
     if (!first) {
       first = x;
-      if (!terminated(first->signal)) return first;
+      if (!stop_signal(first->signal)) return first;
     } else if (x->t > first->t + kExitReportSlackS) {
       break;
-    } else if (!terminated(x->signal) && x->rank != first->rank) {
+    } else if (!stop_signal(x->signal) && x->rank != first->rank) {
       return x;
     }
   }
