@@ -164,6 +164,11 @@ int main(int argc, char** argv) {
     const bool probe_only = !same && full["category"] == "network" &&
                             (fcause == "partition" || fcause == "packet_loss" || fcause == "mtu_mismatch") &&
                             logs["category"] == "unknown" && logs["missing_ranks"].empty();
+    // A lossy or slow link (found by the node probe) delays one rank's traffic inside the collective,
+    // which its logs show exactly as a late arrival; the logs-only answer says that it cannot tell.
+    const bool link_as_late = !same && full["category"] == "network" &&
+                              (fcause == "packet_loss" || fcause == "partition") &&
+                              logs["category"] == "straggler" && lcause == "slow_rank" && says_undecidable;
     const bool absent_only = !same && logs["category"] == "unknown" && lcause == "rank_absent" &&
                              !logs["missing_ranks"].empty() && full["missing_ranks"] == logs["missing_ranks"];
     const bool limit_only = !same && lcause == "time_limit" && logs["missing_ranks"].empty();
@@ -174,7 +179,7 @@ int main(int argc, char** argv) {
     const std::string teardown = run.value("teardown_reason", std::string());
     const bool teardown_only = !same && lcause == "external_signal" && logs["missing_ranks"].empty() &&
                                (teardown == "hang" || teardown == "deadline");
-    const bool undecidable = init_gap || probe_only || absent_only || limit_only || teardown_only ||
+    const bool undecidable = init_gap || probe_only || link_as_late || absent_only || limit_only || teardown_only ||
                              (!same && logs["missing_ranks"].empty() && says_undecidable &&
                                           (full["category"] == logs["category"] ||
                                            (lcause == "no_error_logged" && logs["category"] == "unknown")));
@@ -186,6 +191,7 @@ int main(int argc, char** argv) {
                 same          ? "agree"
                 : init_gap    ? "KNOWN GAP: logs-only init attribution"
                 : probe_only  ? "from the node probe only (ok)"
+                : link_as_late ? "a delayed link reads as a late rank in the logs (ok)"
                 : absent_only ? "same ranks, why not in the logs (ok)"
                 : limit_only  ? "time limit; why it ran long not in the logs (ok)"
                 : teardown_only ? "hanglab's stop signal; the hang before it not in the logs (ok)"

@@ -65,6 +65,16 @@ bool LogAnalyzer::try_late_arrival() {
   }
   r_.summary = fmt::format("straggler (slow_rank): {} arrived in {} after its peers had timed out waiting for it",
                            reason::ranks_phrase_counted(late), stuck_name());
+  // What the logs show is the late rank's error coming late, not when it entered the collective:
+  // a rank whose own traffic trickled through a lossy or congested link (TCP retransmission backs
+  // off 1, 2, 4 s) keeps restarting its per-operation timeout and also finds its peers gone only
+  // after they timed out. Its steps before the collective do not separate the two either (each
+  // step line is printed after the step's allreduce, which synchronizes all ranks).
+  note(fmt::format("whether {} reached {} late (a straggler: compute, storage, a throttled CPU) or was inside it "
+                   "with its traffic delayed (a lossy or slow link between it and its peers) is undecidable from "
+                   "these logs: a per-rank stack or the hosts' link counters (ip -s link, nstat TcpRetransSegs) "
+                   "tell them apart",
+                   reason::ranks_phrase(late), stuck_name()));
   return true;
 }
 
