@@ -126,6 +126,11 @@ bool HarnessWatchdog::check(const std::vector<RankWatch*>& ranks, const Launcher
       // A rank whose first window is still open cannot be called blocked yet.
       if (l && l->activity == Activity::kUnknown) last_alive_mono_ = std::max(last_alive_mono_, now_mono);
       if (!known) continue;
+      if (l->activity == Activity::kStopped && l->state == 'T') {
+        if (p.stopped_since_mono == 0) p.stopped_since_mono = l->sampled_mono - l->window_s;
+      } else {
+        p.stopped_since_mono = 0;
+      }
       const bool working = l->activity == Activity::kBusy || l->activity == Activity::kDisk;
       const std::string why = working ? waits(*r, stacks) : "";
       if (working && why.empty()) {
@@ -160,10 +165,32 @@ bool HarnessWatchdog::check(const std::vector<RankWatch*>& ranks, const Launcher
     }
   }
   bool any_alive = false;
-  for (const RankWatch* r : ranks) any_alive = any_alive || r->alive;
-  if (fired_ || !any_alive || now_mono - last_alive_mono_ <= lim || now_mono < launcher.stopping_until_mono)
-    return false;
+  const RankWatch* stopped = nullptr;  // stopped by a signal for longer than the limit
+  double stopped_for = 0;
+  for (const RankWatch* r : ranks) {
+    any_alive = any_alive || r->alive;
+    if (!r->alive || r->pid <= 0 || r->gone_t > 0) continue;
+    auto it = per_rank_.find(r->rank);
+    if (it == per_rank_.end() || it->second.stopped_since_mono == 0) continue;
+    const double d = now_mono - it->second.stopped_since_mono;
+    if (d > lim && d > stopped_for) {
+      stopped = r;
+      stopped_for = d;
+    }
+  }
+  if (fired_ || !any_alive || now_mono < launcher.stopping_until_mono) return false;
+  if (now_mono - last_alive_mono_ <= lim && !stopped) return false;
   fired_ = true;
+  if (now_mono - last_alive_mono_ <= lim) {
+    std::string detail = fmt::format(
+        "rank {} stopped by a signal (state T) for {:.1f} s ({}): it can take part in no collective until it is "
+        "continued",
+        stopped->rank, stopped_for, lim_text);
+    const std::string kernel = kernel_summary(ranks);
+    if (!kernel.empty()) detail += "; " + kernel;
+    detect(kHarnessWatchdog.name, stopped->rank, detail, unix_now());
+    return true;
+  }
   const double silent = now_mono - last_progress_mono_;
   const double idle = now_mono - last_alive_mono_;
   std::string detail = fmt::format("no progress on any live rank for {:.1f} s ({}{})", idle, lim_text,

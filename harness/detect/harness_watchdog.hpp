@@ -14,6 +14,10 @@
 //     or past its training loop (MPI and NCCL spin while they wait), or a Python rank whose
 //     sampled stack, taken during the silence, is in a collective. A busy Python rank during a
 //     silence of a quarter of the limit is exactly that disagreement: its stack is sampled.
+//   - a rank stopped by a signal (state T) for the whole limit is a hang by itself, whatever its
+//     peers do meanwhile: it makes no progress until someone continues it, and every peer needs it
+//     at its next collective. Its peers' solo work after the stop (rank 0 finishing a step, writing
+//     a log, preparing the next batch) no longer delays the verdict.
 // A launcher's own CPU counts while it starts ranks (torchrun importing torch, a restart).
 // The limit is progress_s, or checkpoint_s / eval_s while a traced rank is in that phase.
 #pragma once
@@ -83,6 +87,9 @@ class HarnessWatchdog {
     double last_progress_mono = 0;
     double waiting_since_mono = 0;  // known to wait (trace or stack) since; 0: not known
     std::string waiting_why;
+    // Stopped by a signal (state T: SIGSTOP, SIGTSTP, a background rank's SIGTTIN/SIGTTOU) in
+    // every sample since; 0: not stopped. A debugger's or py-spy's tracing stop (t) is not this.
+    double stopped_since_mono = 0;
   };
   std::pair<double, std::string> limit(const std::vector<RankWatch*>& ranks) const;
   std::string waits(const RankWatch& r, const StackSampler* stacks) const;

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -151,4 +152,46 @@ TEST_CASE("survivors blocked while their launcher stops them after a rank failed
   REQUIRE(run.fired);  // a stop that never comes is a hang after all
   CHECK(run.fired_after >= 2.5);
   CHECK(run.detail.find("launcher's time to stop its workers") != std::string::npos);
+}
+
+TEST_CASE("a rank stopped by a signal for progress_s is a hang while its peer still works") {
+  // Its peer finishing work alone after the stop (a step, a log, the next batch) keeps the job
+  // "alive", but the stopped rank can join no collective until it is continued.
+  Child busy(spin_forever), frozen(block_forever);
+  ::kill(frozen.pid, SIGSTOP);
+  RankWatch a = rank_of(0, busy.pid), b = rank_of(1, frozen.pid);
+  HarnessWatchdog wd({1.5, {}, {}}, fast());
+  int fired_rank = -2;
+  Run run;
+  const double t0 = mono_now();
+  wd.start(t0);
+  const DetectFn sink = [&](std::string_view, int rank, const std::string& detail, double) {
+    run.fired = true;
+    run.fired_after = mono_now() - t0;
+    run.detail = detail;
+    fired_rank = rank;
+  };
+  while (mono_now() - t0 < 6 && !run.fired) {
+    wd.check({&a, &b}, {}, mono_now(), nullptr, sink);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(run.fired);
+  CHECK(fired_rank == 1);
+  CHECK(run.fired_after >= 1.5);
+  CHECK(run.fired_after < 1.5 + 1.0);
+  CHECK(run.detail.find("rank 1 stopped by a signal (state T)") != std::string::npos);
+  CHECK(run.detail.find("rank 0 busy") != std::string::npos);
+}
+
+TEST_CASE("a tracing stop (a debugger or py-spy attached) is not a rank stopped by a signal") {
+  Child busy(spin_forever), traced(block_forever);
+  REQUIRE(::ptrace(PTRACE_SEIZE, traced.pid, nullptr, nullptr) == 0);
+  REQUIRE(::ptrace(PTRACE_INTERRUPT, traced.pid, nullptr, nullptr) == 0);
+  int st = 0;
+  REQUIRE(::waitpid(traced.pid, &st, __WALL) == traced.pid);  // now in state t
+  RankWatch a = rank_of(0, busy.pid), b = rank_of(1, traced.pid);
+  HarnessWatchdog wd({1.0, {}, {}}, fast());
+  const Run run = drive(wd, {&a, &b}, 3.5, [](double) {});
+  CHECK(!run.fired);
+  ::ptrace(PTRACE_DETACH, traced.pid, nullptr, nullptr);
 }
