@@ -127,7 +127,9 @@ bool HarnessWatchdog::check(const std::vector<RankWatch*>& ranks, const Launcher
       if (l && l->activity == Activity::kUnknown) last_alive_mono_ = std::max(last_alive_mono_, now_mono);
       if (!known) continue;
       if (l->activity == Activity::kStopped && l->state == 'T') {
-        if (p.stopped_since_mono == 0) p.stopped_since_mono = l->sampled_mono - l->window_s;
+        // Dated when first seen stopped: the stop began inside the window before, so the time it is
+        // reported stopped is never more than it was.
+        if (p.stopped_since_mono == 0) p.stopped_since_mono = l->sampled_mono;
       } else {
         p.stopped_since_mono = 0;
       }
