@@ -16,14 +16,15 @@ constexpr DetectorInfo kHarnessWatchdog{
     "progress_s",
     1,
     "progress_s (checkpoint_s / eval_s while a rank is in that phase)",
-    "the last progress of any rank, or the last moment a rank was busy or waiting on storage",
+    "the last progress of any rank, or the last moment a rank was busy or waiting on storage; a stopped rank's stop",
     ClockStart::kJobLastProgress,
     "",
     "",
     "hang",
     "#1f3a5f",
     "no progress and no working rank for progress_s: every live rank blocked, no busy thread, no storage wait "
-    "(checkpoint_s / eval_s inside those phases); declares the hang: stacks are captured, then teardown",
+    "(checkpoint_s / eval_s inside those phases), or one rank stopped by a signal (state T) for as long; declares "
+    "the hang: stacks are captured, then teardown",
     /*timed=*/true,
     /*expectable=*/true,
     {{{"checkpoint", "checkpoint_s"}, {"eval", "eval_s"}}},
