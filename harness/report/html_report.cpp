@@ -687,6 +687,37 @@ const char* kRunScript = R"js(
 })();
 )js";
 
+// A [preflight] run ran `hanglab preflight` on each node instead of the job: no triage; per node,
+// the checks that did not pass (run.json "preflight": run/preflight_run.cpp).
+std::string preflight_panel(const json& pf) {
+  std::string h = "<aside id=\"triage\"><h2>Preflight</h2><p class=\"muted\">preflight ran instead of the job: "
+                  "nothing to triage</p>";
+  for (const auto& n : pf.value("nodes", json::array())) {
+    if (!n.is_object()) continue;
+    int passed = 0;
+    std::string rows;
+    const auto rep = n.find("report");
+    if (rep != n.end() && rep->is_object())
+      for (const auto& c : rep->value("checks", json::array())) {
+        if (!c.is_object() || (c.contains("node") && n.contains("node") && c["node"] != n["node"])) continue;
+        if (c.value("status", "") == "pass") {
+          ++passed;
+          continue;
+        }
+        rows += fmt::format("<li><b>{}</b> {}: {} <span class=\"muted\">(rule: {})</span></li>",
+                            html_escape(c.value("status", "")), html_escape(c.value("name", "")),
+                            html_escape(c.value("measured", "")), html_escape(c.value("rule", "")));
+      }
+    h += fmt::format("<p>node {}: {}, {} check(s) passed</p>", n.value("node", -1),
+                     n.contains("exit_code") && n["exit_code"].is_number()
+                         ? fmt::format("exit {}", n["exit_code"].get<int>())
+                         : std::string("did not finish"),
+                     passed);
+    if (!rows.empty()) h += "<ul>" + rows + "</ul>";
+  }
+  return h + "</aside>";
+}
+
 std::string triage_panel(const json& tr) {
   std::string h = "<aside id=\"triage\"><h2>Triage</h2>";
   if (tr.empty()) return h + "<p class=\"muted\">no triage.json in this run directory</p></aside>";
@@ -857,7 +888,10 @@ std::string render_run_html(const fs::path& dir) {
   h += "</table><p class=\"muted\">Files: <a href=\"report.txt\">report.txt</a> &middot; <a href=\"run.json\">run.json</a> "
        "&middot; <a href=\"triage.json\">triage.json</a> &middot; <a href=\"harness.jsonl\">harness.jsonl</a> &middot; "
        "<a href=\"junit.xml\">junit.xml</a> &middot; <a href=\"scenario.toml\">scenario.toml</a></p>";
-  h += "</section>" + triage_panel(v.triage) + "</main>";
+  h += "</section>" +
+       (run.contains("preflight") && run["preflight"].is_object() ? preflight_panel(run["preflight"])
+                                                                    : triage_panel(v.triage)) +
+       "</main>";
   h += std::string("<script>") + kRunScript + "</script></body></html>\n";
   return h;
 }

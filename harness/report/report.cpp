@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "history/history.hpp"
 #include "util.hpp"
@@ -102,6 +103,51 @@ std::string pass_rate_table(const std::vector<RunResult>& results) {
   return out;
 }
 
+namespace {
+
+// Per node: its exit and every check that failed, warned or was skipped, as preflight's own JSON
+// report gave them (run.json "preflight": run/preflight_run.cpp).
+std::string render_preflight_section(const nlohmann::json& record) {
+  std::string out = "\nPreflight (instead of the job; no triage):\n";
+  const auto pf = record.find("preflight");
+  if (pf == record.end() || !pf->is_object()) return out + "  no preflight record\n";
+  for (const auto& n : pf->value("nodes", nlohmann::json::array())) {
+    if (!n.is_object()) continue;
+    const std::string exit =
+        n.contains("exit_code") && n["exit_code"].is_number() ? fmt::format("exit {}", n["exit_code"].get<int>())
+                                                              : std::string("did not finish");
+    const auto rep = n.find("report");
+    int passed = 0;
+    std::vector<std::string> others;
+    if (rep != n.end() && rep->is_object())
+      for (const auto& c : rep->value("checks", nlohmann::json::array())) {
+        if (!c.is_object()) continue;
+        // Node 0 gathers the others' checks for its own report: each node's section is its own.
+        if (c.contains("node") && n.contains("node") && c["node"] != n["node"]) continue;
+        const std::string st = c.value("status", "");
+        if (st == "pass") {
+          ++passed;
+          continue;
+        }
+        others.push_back(fmt::format("    [{:<4}] {:<16} {} (rule: {}){}", st, c.value("name", ""),
+                                     c.value("measured", ""), c.value("rule", ""),
+                                     c.value("detail", "").empty() ? "" : "; " + c.value("detail", "")));
+      }
+    out += fmt::format("  node {}: {}, {} check(s) passed{}\n", n.value("node", -1), exit, passed,
+                       others.empty() ? "" : fmt::format(", {} not", others.size()));
+    for (const auto& o : others) out += o + "\n";
+  }
+  std::vector<std::string> caught;
+  for (const auto& c : pf->value("failed_checks", nlohmann::json::array()))
+    if (c.is_object())
+      caught.push_back(fmt::format("{} on node {}", c.value("check", ""),
+                                   c.contains("node") && c["node"].is_number() ? c["node"].get<int>() : -1));
+  if (!caught.empty()) out += fmt::format("  failed: {}\n", fmt::join(caught, ", "));
+  return out;
+}
+
+}  // namespace
+
 std::string render_run_report(const Scenario& sc, const RunResult& res) {
   const RunFacts& f = res.facts;
   std::string out = fmt::format("hanglab run report: {}\n", sc.name);
@@ -170,7 +216,11 @@ std::string render_run_report(const Scenario& sc, const RunResult& res) {
     if (!l.group.empty()) {
       const std::string span = l.ranks.size() > 1 ? fmt::format(" (to {:+.3f})", l.last_t - f.start_t) : "";
       if (l.group.rfind("exit ", 0) == 0)
-        text = fmt::format("exit      {} {}{}", rank_word(l.ranks), l.text, span);
+        // A preflight run's processes are its nodes' `hanglab preflight`, numbered by node.
+        text = fmt::format("exit      {} {}{}",
+                           sc.preflight ? (l.ranks.size() == 1 ? "node " : "nodes ") + rank_ranges(l.ranks)
+                                        : rank_word(l.ranks),
+                           l.text, span);
       else  // the first rank's detail stands for the group
         text = fmt::format("detect    {} {}{}: {}{}", l.group.substr(7), rank_word(l.ranks), span,
                            l.ranks.size() > 1 ? fmt::format("rank {}: ", l.ranks.front()) : "", l.text);
@@ -211,6 +261,9 @@ std::string render_run_report(const Scenario& sc, const RunResult& res) {
       out += fmt::format("  rank {}{}: {}  ({})\n", e.rank, e.attempt ? fmt::format(" attempt {}", e.attempt) : "",
                          e.message, e.path);
   }
+  // A [preflight] scenario ran `hanglab preflight` on each node instead of the job: no rank
+  // trained, so there is nothing to triage; what it found are the checks that did not pass.
+  if (sc.preflight) return out + render_preflight_section(res.record);
   out += "\n" + render_text(res.triage);
   return out;
 }

@@ -47,3 +47,35 @@ TEST_CASE("report.txt: one line per detector and per way of ending, ranks compre
     ++lines;
   CHECK(lines < 10);
 }
+
+TEST_CASE("report.txt of a preflight run: each node's checks that did not pass, no triage block", "[report]") {
+  Scenario sc;
+  sc.name = "preflight_tiny_shm";
+  sc.preflight = PreflightSpec{};
+  RunResult r;
+  r.facts.start_t = 100;
+  r.facts.end_t = 101;
+  r.verdict.status = "pass";
+  r.facts.exits.push_back({0, 1, std::nullopt, 100.5});
+  r.facts.exits.push_back({1, 1, std::nullopt, 100.6});
+  const nlohmann::json shm_fail = {{"name", "shm.capacity"}, {"node", 1}, {"status", "fail"},
+                                   {"measured", "64.0 KiB free of 64.0 KiB"}, {"rule", "free >= 1.0 MiB"},
+                                   {"detail", ""}};
+  r.record["preflight"] = {
+      {"nodes",
+       {{{"node", 0},
+         {"exit_code", 1},
+         {"report",
+          {{"checks",
+            {{{"name", "net.ifname"}, {"node", 0}, {"status", "pass"}},
+             shm_fail}}}}},  // node 0 gathers node 1's checks too
+        {{"node", 1}, {"exit_code", 1}, {"report", {{"checks", {shm_fail}}}}}}},
+      {"failed_checks", {{{"check", "shm.capacity"}, {"node", 1}}}}};
+  const std::string out = render_run_report(sc, r);
+  CHECK(out.find("TRIAGE") == std::string::npos);
+  CHECK(out.find("exit      nodes 0,1 code 1 (to +0.600)") != std::string::npos);
+  CHECK(out.find("node 0: exit 1, 1 check(s) passed\n") != std::string::npos);
+  CHECK(out.find("node 1: exit 1, 0 check(s) passed, 1 not\n    [fail] shm.capacity     64.0 KiB free of 64.0 KiB "
+                 "(rule: free >= 1.0 MiB)") != std::string::npos);
+  CHECK(out.find("failed: shm.capacity on node 1") != std::string::npos);
+}

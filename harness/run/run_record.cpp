@@ -144,6 +144,7 @@ LoadedRun load_run_dir(const fs::path& dir) {
   r.scenario = out.scenario.name;
   r.run_dir = dir;
   r.facts = read_run_facts(dir);
+  r.record = out.run_json;
   if (fs::exists(dir / "ranks")) r.triage = triage_run_dir(dir);
   if (out.run_json.contains("verdict")) r.verdict = verdict_from_json(out.run_json["verdict"]);
   if (r.verdict.status.empty()) r.verdict.status = "unknown";
