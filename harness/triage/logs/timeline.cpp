@@ -227,9 +227,6 @@ void LogTimeline::attach() {
   }
   for (const auto& e : c_.events) {
     if ((e.kind == LogKind::kMpiExit) && e.pid > 0 && e.other_rank >= 0) pid_rank_.emplace(e.pid, e.other_rank);
-    // torchrun's "failed (exitcode: 1) local_rank: 0 (pid: 48)": on one node the local rank is the rank.
-    if (e.kind == LogKind::kLauncherExit && single_node_ && e.pid > 0 && e.rank < 0 && e.local_rank >= 0)
-      pid_rank_.emplace(e.pid, e.local_rank);
   }
   bool any_seen = false;
   for (const auto& s : rs_) any_seen |= s.seen();
@@ -254,13 +251,6 @@ void LogTimeline::attach() {
         if (e.kind == LogKind::kLauncherExit && rank < 0 && single_node_ && e.local_rank >= 0) rank = e.local_rank;
         break;
       default:
-        // A line that names its writer's pid (NCCL's "host:pid:tid [dev]" prefix) is the line of
-        // the rank a launcher or mpirun tied to that pid ("local_rank: 0 (pid: 48)"). On one node
-        // only: containers on several nodes number their processes alike.
-        if (rank < 0 && e.rank < 0 && single_node_ && e.pid >= 0) {
-          auto it = pid_rank_.find(e.pid);
-          if (it != pid_rank_.end()) rank = it->second;
-        }
         break;
     }
     if (e.kind == LogKind::kDataLoaderKilled && e.rank >= 0 && !dropped(e.rank)) rank = e.rank;
