@@ -49,6 +49,9 @@ const Shape* shape_of(sv emitter) {
   return nullptr;
 }
 
+// Literal characters an NCCL warning needs to be read outside its "NCCL WARN" shape.
+constexpr size_t kBareNcclLiteral = 28;
+
 // The earliest position a format of `e` may start at in `line`; npos when the line is not of its
 // emitter's shape.
 size_t shape_start(const CatalogueEntry& e, sv line, sv inside) {
@@ -62,6 +65,10 @@ size_t shape_start(const CatalogueEntry& e, sv line, sv inside) {
     const size_t at = line.find(m);
     if (at != sv::npos) best = std::min(best, at + m.size());
   }
+  // NCCL's last WARN also travels without its prefix: c10d's exception prints it on the line after
+  // "Last error:" (ncclGetLastError), and a paste often keeps that line alone. A long warning is
+  // specific enough to be read there; a short one stays inside the shape.
+  if (best == sv::npos && inside.empty() && e.emitter == "nccl" && e.level == "warn" && e.literal_chars >= kBareNcclLiteral) return 0;
   return best;
 }
 

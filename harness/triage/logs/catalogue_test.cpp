@@ -93,8 +93,8 @@ TEST_CASE("catalogue: the loader names the file, the line and what is wrong", "[
 
 TEST_CASE("catalogue: a line matches inside its emitter's line shape", "[catalogue]") {
   const Catalogue& c = fixture();
-  CHECK(c.entries().size() == 9);
-  CHECK(c.indexed() == 8);  // the weak one is not indexed
+  CHECK(c.entries().size() == 10);
+  CHECK(c.indexed() == 9);  // the weak one is not indexed
   const std::string nccl =
       "node-1:2101:2101 [1] NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000";
   const auto hit = c.match(nccl);
@@ -106,9 +106,18 @@ TEST_CASE("catalogue: a line matches inside its emitter's line shape", "[catalog
   CHECK(hit->named_int("peer_rank") == 0);
   CHECK(hit->named_int("device") == 1000);
   CHECK_FALSE(hit->named_int("host"));
-  // NCCL's formats are NCCL's only after its "NCCL WARN|INFO" marker.
-  CHECK_FALSE(c.match("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000"));
+  // NCCL's formats are NCCL's after its "NCCL WARN|INFO" marker, where a message begins.
   CHECK_FALSE(c.match("node-1:2101:2101 [1] NCCL WARN some prefix Duplicate GPU detected : rank 1 and rank 0 both"));
+  // Its last WARN also travels bare (c10d prints it after "Last error:", a paste keeps that line
+  // alone): a long warning is read where a message begins; a short one, or an INFO, is not.
+  CHECK(where_of(c.match("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000")) == "src/init.cc:795");
+  CHECK(where_of(c.match("RuntimeError: Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000")) ==
+        "src/init.cc:795");
+  CHECK_FALSE(c.match("the launcher said Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000"));
+  CHECK(where_of(c.match("node:1:1 [0] include/alloc.h:125 NCCL WARN Cuda failure 500 'named symbol not found'")) ==
+        "src/include/cudawrap.h:1");
+  CHECK_FALSE(c.match("Cuda failure 500 'named symbol not found'"));
+  CHECK_FALSE(c.match("Using network IB", /*meaning_only=*/false));
   // ... or where the caller knows the line to be NCCL's text (after c10d's "Last error:").
   CHECK(where_of(c.match("Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000", true, "nccl")) ==
         "src/init.cc:795");
@@ -194,6 +203,18 @@ TEST_CASE("catalogue: a hit gives a line its meaning where the hand-written chec
       "ran for 600023 milliseconds before timing out.");
   CHECK(w.kind == LogKind::kWatchdogTimeout);
   CHECK(w.catalogue == nullptr);
+}
+
+TEST_CASE("catalogue: NCCL's last warning quoted without its prefix keeps its meaning", "[catalogue]") {
+  // shmutils.cc: WARN("Error while %s shared memory segment %s (size %ld)", "creating", path, size),
+  // the line c10d's exception prints after "Last error:"; a paste that keeps that line alone.
+  const LogLine l = logtest::parse("Error while creating shared memory segment /dev/shm/nccl-Ab12Cd (size 4194304)");
+  REQUIRE(l.catalogue != nullptr);
+  CHECK(l.catalogue->emitter == "nccl");
+  CHECK(l.kind == LogKind::kShmError);
+  CHECK(l.category == "resource_limit");
+  CHECK(l.cause == "nccl_shm");
+  CHECK(l.phase == "init");
 }
 
 TEST_CASE("catalogue: kinds are named as the meanings name them", "[catalogue]") {

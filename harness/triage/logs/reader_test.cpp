@@ -99,7 +99,11 @@ TEST_CASE("the line after c10d's 'Last error:' is NCCL's last WARN, read by NCCL
   const auto r = triage_logs({d.dir / "train.log"});
   CHECK(r.category == "rendezvous");
   CHECK(r.cause == "duplicate_gpu");
-  // The same words anywhere else are no NCCL line: NCCL's formats are NCCL's only in its shapes.
+  // A paste that kept the body without "Last error:" (or before it): a long NCCL warning is read
+  // on its own line too.
   write_file(d.dir / "train.log", head + body);
+  CHECK(triage_logs({d.dir / "train.log"}).cause == "duplicate_gpu");
+  // The same words inside another sentence are no NCCL line.
+  write_file(d.dir / "train.log", head + "the docs say that Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n");
   CHECK(triage_logs({d.dir / "train.log"}).cause != "duplicate_gpu");
 }
