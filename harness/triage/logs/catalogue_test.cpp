@@ -324,3 +324,35 @@ TEST_CASE("catalogue: DDP's reducer reads ranks that built different models as a
   CHECK(u->entry->meaning->cause == "usage_error");
   CHECK(u->named_int("rank") == 3);
 }
+
+TEST_CASE("catalogue: UCX's fatal form carries its formats too", "[catalogue]") {
+  // ucs_fatal_error_message() prints "[host:pid:thread:tid] %13s:%-4u msg" (no "UCX  ERROR"): ucs_fatal()
+  // and any message at the trigger level, then aborts. uct_ib_mlx5_completion_with_err() logs the
+  // completion's error reason, the device and the syndromes.
+  const Catalogue& c = builtin_catalogue();
+  const auto retry = c.match("[gpu-4:30211:0:30211] ib_mlx5_log.c:171  Transport retry count exceeded on mlx5_2:1/RoCE "
+                             "(synd 0x15 vend 0x81 hw_synd 0/0)");
+  REQUIRE(retry);
+  REQUIRE(retry->entry->meaning);
+  CHECK(retry->entry->emitter == "ucx");
+  CHECK(retry->entry->meaning->cause == "ib_error");
+  CHECK(retry->entry->meaning->role == "root");
+  CHECK(retry->named("reason") == std::optional<std::string_view>("Transport retry count exceeded"));
+  const auto ud = c.match("[cn-12:4410 :0:4410]       ud_ep.c:278  Fatal: UD endpoint 0x1c2d3e0 to <no debug data>: "
+                          "unhandled timeout error");
+  REQUIRE(ud);
+  CHECK(ud->entry->where.find("ud_ep.c") != std::string::npos);
+  // The normal form still matches (level word), and a line of neither form does not: UCX's short
+  // status texts stay inside UCX's shapes.
+  CHECK(c.match("[1712.123456] [gpu-4:30211:0]  ib_mlx5_log.c:171  UCX  ERROR Transport retry count exceeded on "
+                "mlx5_2:1/RoCE (synd 0x15 vend 0x81 hw_synd 0/0)"));
+  CHECK_FALSE(c.match("[gpu-4] ib_mlx5_log.c:171  Transport retry count exceeded on mlx5_2:1/RoCE (synd 0x15 vend "
+                      "0x81 hw_synd 0/0)"));
+  CHECK_FALSE(c.match("[a:1:0:1] notes.txt:12  Transport retry count exceeded on mlx5_2:1/RoCE (synd 0x15 vend 0x81 "
+                      "hw_synd 0/0)"));
+  // Through the reader: a root IB error of the line's process.
+  const LogLine l = logtest::parse("[gpu-4:30211:0:30211] ib_mlx5_log.c:171  Transport retry count exceeded on "
+                                   "mlx5_2:1/RoCE (synd 0x15 vend 0x81 hw_synd 0/0)");
+  CHECK(l.kind == LogKind::kIbError);
+  CHECK(l.cause == "ib_error");
+}

@@ -383,6 +383,9 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
     read = classify_text(body, o);
   }
   if (o.kind == LogKind::kNone) read = match_line_pattern(body, o, true) || read;
+  // A failed connect to a peer's loopback address is its interface choice, whatever the
+  // exception around it is called (peer_connect.cpp).
+  if (o.kind != LogKind::kCrash && loopback_peer_connect(body, o)) read = true;
   if (!read) apply_catalogue(body, o);
   else if (o.kind == LogKind::kException && o.category.empty()) catalogue_over_generic(body, o);
   if (o.kind == LogKind::kStoreTimeout || o.kind == LogKind::kException || o.kind == LogKind::kCommException) {
