@@ -37,6 +37,10 @@ const std::vector<Shape>& shapes() {
       {"ucx",
        {"UCX  ERROR", "UCX  WARN", "UCX  DIAG", "UCX  INFO", "UCX  FATAL", "UCX ERROR", "UCX WARN"},
        {"ucs_status_string"}},
+      // The NCCL net plugin over libfabric logs through NCCL's logger ("... NCCL WARN NET/OFI <format>"),
+      // quoted after "Last error:" like NCCL's own; its functional tests' logger prints
+      // "WARN: Function: f Line: n: NET/OFI <format>" (the reader strips the level word).
+      {"aws-ofi-nccl", {"NCCL WARN ", "NCCL INFO ", "Last error:", "Function: "}, {}},
       // "srun: error: <format>", "slurmstepd: error: <format>", "slurmstepd-node1: error: ..."
       {"slurm", {"srun: ", "slurmstepd", "slurmd", "sbatch: ", "salloc: ", "slurmctld"}, {}},
   };

@@ -356,3 +356,33 @@ TEST_CASE("catalogue: UCX's fatal form carries its formats too", "[catalogue]") 
   CHECK(l.kind == LogKind::kIbError);
   CHECK(l.cause == "ib_error");
 }
+
+TEST_CASE("catalogue: aws-ofi-nccl's WARNs read as EFA/libfabric transport failures", "[catalogue]") {
+  // The plugin's NCCL_OFI_WARN hands "NET/OFI <format>" to NCCL's logger (include/nccl_ofi_log.h).
+  const Catalogue& c = builtin_catalogue();
+  const auto av = c.match("ip-10-0-1-7:4410:4410 [0] NCCL WARN NET/OFI Couldn't open AV. RC: -12, ERROR: Cannot allocate memory");
+  REQUIRE(av);
+  REQUIRE(av->entry->meaning);
+  CHECK(av->entry->emitter == "aws-ofi-nccl");
+  CHECK(av->entry->meaning->cause == "efa_error");
+  CHECK(av->entry->meaning->phase == "init");
+  const auto cq = c.match("ip-10-0-1-7:4410:4502 [3] NCCL WARN NET/OFI Unable to retrieve completion queue entries. RC: -5, "
+                          "ERROR: Input/output error");
+  REQUIRE(cq);
+  CHECK(cq->entry->meaning->cause == "efa_error");
+  CHECK(cq->entry->meaning->phase.empty());
+  // A configuration check of the plugin is no transport failure.
+  const auto cfg = c.match("ip-10-0-1-7:4410:4410 [0] NCCL WARN NET/OFI Invalid value for EAGER_MAX_SIZE");
+  REQUIRE(cfg);
+  CHECK(cfg->entry->meaning->cause == "usage_error");
+  // Through triage: both ranks fail to bring the transport up, at start-up.
+  logtest::TempDir t("ofi_av");
+  logtest::write_file(t.dir / "rank-0.log",
+                      "ip-10-0-1-7:4410:4410 [0] NCCL WARN NET/OFI Couldn't open AV. RC: -12, ERROR: Cannot allocate memory\n");
+  logtest::write_file(t.dir / "rank-1.log",
+                      "ip-10-0-1-9:5120:5120 [0] NCCL WARN NET/OFI Couldn't open AV. RC: -12, ERROR: Cannot allocate memory\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "network");
+  CHECK(r.cause == "efa_error");
+}
