@@ -37,10 +37,41 @@ const std::vector<Shape>& shapes() {
       {"ucx",
        {"UCX  ERROR", "UCX  WARN", "UCX  DIAG", "UCX  INFO", "UCX  FATAL", "UCX ERROR", "UCX WARN"},
        {"ucs_status_string"}},
+      // The NCCL net plugin over libfabric logs through NCCL's logger ("... NCCL WARN NET/OFI <format>"),
+      // quoted after "Last error:" like NCCL's own; its functional tests' logger prints
+      // "WARN: Function: f Line: n: NET/OFI <format>" (the reader strips the level word).
+      {"aws-ofi-nccl", {"NCCL WARN ", "NCCL INFO ", "Last error:", "Function: "}, {}},
       // "srun: error: <format>", "slurmstepd: error: <format>", "slurmstepd-node1: error: ..."
       {"slurm", {"srun: ", "slurmstepd", "slurmd", "sbatch: ", "salloc: ", "slurmctld"}, {}},
   };
   return kShapes;
+}
+
+// UCX's fatal form (ucs_log_fatal_error + ucs_fatal_error_message): "[host:pid:thread:tid] %13s:%-4u msg",
+// no level word. ucs_fatal() and any message at or above UCX_LOG_LEVEL_TRIGGER (error by default in
+// the versions that abort on a transport error) print it, then the backtrace. Where the message
+// begins; npos when the line is not of this form.
+size_t ucx_fatal_start(sv line) {
+  size_t open = line.find('[');
+  for (int tries = 0; open != sv::npos && tries < 3; ++tries, open = line.find('[', open + 1)) {
+    const size_t close = line.find(']', open);
+    if (close == sv::npos || close - open > 200) return sv::npos;
+    const sv id = line.substr(open + 1, close - open - 1);
+    if (std::count(id.begin(), id.end(), ':') != 3 || id.front() == ':') continue;
+    size_t p = close + 1;
+    if (p >= line.size() || line[p] != ' ') continue;
+    while (p < line.size() && line[p] == ' ') ++p;
+    const size_t tok_end = std::min(line.find(' ', p), line.size());
+    const sv tok = line.substr(p, tok_end - p);  // "ud_ep.c:263"
+    const size_t colon = tok.rfind(':');
+    if (colon == sv::npos || colon + 1 >= tok.size()) continue;
+    const sv file = tok.substr(0, colon), num = tok.substr(colon + 1);
+    const auto ends = [&](sv x) { return file.size() > x.size() && file.substr(file.size() - x.size()) == x; };
+    const bool source = ends(".c") || ends(".h") || ends(".cc") || ends(".inl");
+    if (!source || num.find_first_not_of("0123456789") != sv::npos) continue;
+    return tok_end;
+  }
+  return sv::npos;
 }
 
 const Shape* shape_of(sv emitter) {
@@ -65,6 +96,7 @@ size_t shape_start(const CatalogueEntry& e, sv line, sv inside) {
     const size_t at = line.find(m);
     if (at != sv::npos) best = std::min(best, at + m.size());
   }
+  if (best == sv::npos && e.emitter == "ucx") best = ucx_fatal_start(line);
   // NCCL's last WARN also travels without its prefix: c10d's exception prints it on the line after
   // "Last error:" (ncclGetLastError), and a paste often keeps that line alone. A long warning is
   // specific enough to be read there; a short one stays inside the shape.

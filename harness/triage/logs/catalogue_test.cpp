@@ -345,3 +345,65 @@ TEST_CASE("catalogue: DDP's reducer reads ranks that built different models as a
   CHECK(u->entry->meaning->cause == "usage_error");
   CHECK(u->named_int("rank") == 3);
 }
+
+TEST_CASE("catalogue: UCX's fatal form carries its formats too", "[catalogue]") {
+  // ucs_fatal_error_message() prints "[host:pid:thread:tid] %13s:%-4u msg" (no "UCX  ERROR"): ucs_fatal()
+  // and any message at the trigger level, then aborts. uct_ib_mlx5_completion_with_err() logs the
+  // completion's error reason, the device and the syndromes.
+  const Catalogue& c = builtin_catalogue();
+  const auto retry = c.match("[gpu-4:30211:0:30211] ib_mlx5_log.c:171  Transport retry count exceeded on mlx5_2:1/RoCE "
+                             "(synd 0x15 vend 0x81 hw_synd 0/0)");
+  REQUIRE(retry);
+  REQUIRE(retry->entry->meaning);
+  CHECK(retry->entry->emitter == "ucx");
+  CHECK(retry->entry->meaning->cause == "ib_error");
+  CHECK(retry->entry->meaning->role == "root");
+  CHECK(retry->named("reason") == std::optional<std::string_view>("Transport retry count exceeded"));
+  const auto ud = c.match("[cn-12:4410 :0:4410]       ud_ep.c:278  Fatal: UD endpoint 0x1c2d3e0 to <no debug data>: "
+                          "unhandled timeout error");
+  REQUIRE(ud);
+  CHECK(ud->entry->where.find("ud_ep.c") != std::string::npos);
+  // The normal form still matches (level word), and a line of neither form does not: UCX's short
+  // status texts stay inside UCX's shapes.
+  CHECK(c.match("[1712.123456] [gpu-4:30211:0]  ib_mlx5_log.c:171  UCX  ERROR Transport retry count exceeded on "
+                "mlx5_2:1/RoCE (synd 0x15 vend 0x81 hw_synd 0/0)"));
+  CHECK_FALSE(c.match("[gpu-4] ib_mlx5_log.c:171  Transport retry count exceeded on mlx5_2:1/RoCE (synd 0x15 vend "
+                      "0x81 hw_synd 0/0)"));
+  CHECK_FALSE(c.match("[a:1:0:1] notes.txt:12  Transport retry count exceeded on mlx5_2:1/RoCE (synd 0x15 vend 0x81 "
+                      "hw_synd 0/0)"));
+  // Through the reader: a root IB error of the line's process.
+  const LogLine l = logtest::parse("[gpu-4:30211:0:30211] ib_mlx5_log.c:171  Transport retry count exceeded on "
+                                   "mlx5_2:1/RoCE (synd 0x15 vend 0x81 hw_synd 0/0)");
+  CHECK(l.kind == LogKind::kIbError);
+  CHECK(l.cause == "ib_error");
+}
+
+TEST_CASE("catalogue: aws-ofi-nccl's WARNs read as EFA/libfabric transport failures", "[catalogue]") {
+  // The plugin's NCCL_OFI_WARN hands "NET/OFI <format>" to NCCL's logger (include/nccl_ofi_log.h).
+  const Catalogue& c = builtin_catalogue();
+  const auto av = c.match("ip-10-0-1-7:4410:4410 [0] NCCL WARN NET/OFI Couldn't open AV. RC: -12, ERROR: Cannot allocate memory");
+  REQUIRE(av);
+  REQUIRE(av->entry->meaning);
+  CHECK(av->entry->emitter == "aws-ofi-nccl");
+  CHECK(av->entry->meaning->cause == "efa_error");
+  CHECK(av->entry->meaning->phase == "init");
+  const auto cq = c.match("ip-10-0-1-7:4410:4502 [3] NCCL WARN NET/OFI Unable to retrieve completion queue entries. RC: -5, "
+                          "ERROR: Input/output error");
+  REQUIRE(cq);
+  CHECK(cq->entry->meaning->cause == "efa_error");
+  CHECK(cq->entry->meaning->phase.empty());
+  // A configuration check of the plugin is no transport failure.
+  const auto cfg = c.match("ip-10-0-1-7:4410:4410 [0] NCCL WARN NET/OFI Invalid value for EAGER_MAX_SIZE");
+  REQUIRE(cfg);
+  CHECK(cfg->entry->meaning->cause == "usage_error");
+  // Through triage: both ranks fail to bring the transport up, at start-up.
+  logtest::TempDir t("ofi_av");
+  logtest::write_file(t.dir / "rank-0.log",
+                      "ip-10-0-1-7:4410:4410 [0] NCCL WARN NET/OFI Couldn't open AV. RC: -12, ERROR: Cannot allocate memory\n");
+  logtest::write_file(t.dir / "rank-1.log",
+                      "ip-10-0-1-9:5120:5120 [0] NCCL WARN NET/OFI Couldn't open AV. RC: -12, ERROR: Cannot allocate memory\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "network");
+  CHECK(r.cause == "efa_error");
+}

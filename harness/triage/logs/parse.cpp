@@ -249,10 +249,11 @@ static bool catalogue_benign(std::string_view line) {
 // A line the hand-written tables read only as "an exception was raised" (any "XError: text") whose
 // text the catalogue knows from the code that raises it as a failure of a specific class (FSDP's
 // cross-rank order check, a DataLoader timeout, a DCP save that failed on some ranks): that meaning.
-// Generic readings of other kinds stay (migration pass of issue 24).
-static void catalogue_over_generic(std::string_view line, LogLine& o) {
+// Generic readings of other kinds stay (migration pass of issue 24). `not_of`: an emitter whose own
+// entries do not override (the tables already read that emitter's lines their way).
+static void catalogue_over_generic(std::string_view line, LogLine& o, std::string_view not_of = {}) {
   const auto hit = builtin_catalogue().match(line);
-  if (!hit || !hit->entry->meaning) return;
+  if (!hit || !hit->entry->meaning || (!not_of.empty() && hit->entry->emitter == not_of)) return;
   const CatalogueMeaning& m = *hit->entry->meaning;
   if ((m.role != "root" && m.role != "exit") || m.category.empty() || m.category == "rank_exit") return;
   const LogLine keep = o;
@@ -383,8 +384,14 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
     read = classify_text(body, o);
   }
   if (o.kind == LogKind::kNone) read = match_line_pattern(body, o, true) || read;
+  // A failed connect to a peer's loopback address is its interface choice, whatever the
+  // exception around it is called (peer_connect.cpp).
+  if (o.kind != LogKind::kCrash && loopback_peer_connect(body, o)) read = true;
   if (!read) apply_catalogue(body, o);
   else if (o.kind == LogKind::kException && o.category.empty()) catalogue_over_generic(body, o);
+  // A net plugin's WARN printed through NCCL's logger reads as a generic NCCL error; its own
+  // emitter's catalogue entry says what failed (NCCL's own words keep the tables' reading).
+  else if (o.kind == LogKind::kNcclError && o.category.empty()) catalogue_over_generic(body, o, /*not_of=*/"nccl");
   if (o.kind == LogKind::kStoreTimeout || o.kind == LogKind::kException || o.kind == LogKind::kCommException) {
     if (o.word.empty()) o.word = exception_class(body);
   }

@@ -3,6 +3,7 @@
 //   writers.cpp        the writers' prefixes peeled off a line (launchers, collectors, levels), rank from a path
 //   fields.cpp         fields inside a message (ranks, signals, PG tags, steps, world size, errors)
 //   classify_text.cpp  what a message means (its LogKind and fields): the specific checks, in order
+//   peer_connect.cpp   a failed connect to a peer's loopback address (wrong interface)
 //   parse.cpp          parse_log_line(), the driver; log_kind_name()
 #pragma once
 
@@ -60,5 +61,11 @@ bool parse_legacy_error(sv m, LogLine& o);
 // True when the hand-written checks read the line: a kind, or a line known to mean nothing (a
 // hanglab hook's line, Slurm's daemons talking among themselves): the catalogue is not asked then.
 bool classify_text(sv m, LogLine& o);
+
+// peer_connect.cpp
+// A failed connect to a peer's advertised address (a Gloo pair, NCCL's bootstrap or socket
+// transport) that names a loopback address: the peer advertised an address only its own host
+// reaches (wrong socket interface, or a host name resolving to 127.0.1.1). Sets kWrongIfname.
+bool loopback_peer_connect(sv m, LogLine& o);
 
 }  // namespace hanglab::logparse

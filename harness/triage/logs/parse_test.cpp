@@ -521,3 +521,40 @@ TEST_CASE("an exception the catalogue knows from the code that raises it gets th
   CHECK(plain.kind == LogKind::kException);
   CHECK(plain.category.empty());
 }
+
+TEST_CASE("a failed connect to a peer's loopback address is the wrong interface", "[triage_logs]") {
+  // Gloo's pair.cc of 2018-2021: "connect " + peer address + ": " + strerror.
+  const auto old_gloo = parse("  what():  [/src/third_party/gloo/gloo/transport/tcp/pair.cc:724] connect "
+                              "[127.0.1.1]:41433: Connection refused");
+  CHECK(old_gloo.kind == LogKind::kWrongIfname);
+  CHECK(old_gloo.cause == "wrong_ifname");
+  // Gloo's helpers.h TimeoutError around error.cc's SystemError ("syscall: strerror, remote=addr").
+  CHECK(parse("RuntimeError: [/src/gloo/transport/tcp/pair.cc:152] timed out connecting: SO_ERROR: Connection "
+              "refused, remote=[127.0.0.1]:35001")
+            .kind == LogKind::kWrongIfname);
+  // Gloo's connect debug logger.
+  CHECK(parse("[pair.cc:180] failed to connect, willRetry=0, retry=3, retryLimit=3, rank=1, size=4, "
+              "local=[127.0.0.1]:5100, remote=[127.0.1.1]:5200, error=SO_ERROR: Connection refused")
+            .kind == LogKind::kWrongIfname);
+  // NCCL's socket.cc: "Connect to ip<port> failed : strerror".
+  CHECK(parse("gpu-2:811:811 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 127.0.0.1<51729> failed "
+              ": Connection refused")
+            .kind == LogKind::kWrongIfname);
+  CHECK(parse("gpu-2:811:811 [0] NCCL WARN Connect to [::1]<51729> failed : Connection refused").kind ==
+        LogKind::kWrongIfname);
+  // A peer on a routable address: a refused connect says nothing about the interface.
+  CHECK(parse("  what():  [/src/gloo/transport/tcp/pair.cc:724] connect [10.0.0.2]:41433: Connection refused").kind !=
+        LogKind::kWrongIfname);
+  CHECK(parse("gpu-2:811:811 [0] NCCL WARN socketStartConnect: Connect to 10.1.1.7<51729> failed : Connection refused")
+            .kind != LogKind::kWrongIfname);
+  // 127.x only as a prefix of a longer number is no loopback address.
+  CHECK(parse("[pair.cc:152] timed out connecting: SO_ERROR: Connection refused, remote=[1270.0.0.1]:35001").kind !=
+        LogKind::kWrongIfname);
+  // The TCPStore is no peer: MASTER_ADDR=localhost is right for a one-host job; its refusals are the store's.
+  CHECK(parse("RuntimeError: The client socket has failed to connect to [localhost]:29500 (errno: 111 - Connection "
+              "refused).")
+            .kind != LogKind::kWrongIfname);
+  CHECK(parse("torch.distributed.DistNetworkError: The client socket has failed to connect to [127.0.0.1]:29500 "
+              "(errno: 111 - Connection refused).")
+            .kind != LogKind::kWrongIfname);
+}
