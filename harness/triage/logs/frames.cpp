@@ -54,6 +54,20 @@ const std::vector<FramePhaseRule>& frame_phase_rules() {
        {"save", "log", "maybe"},
        "",
        "  File \"/usr/local/lib/python3.10/dist-packages/transformers/trainer.py\", line 3166, in evaluation_loop"},
+      // The DataLoader fetching a batch (torch/utils/data: the iterator's __next__ / _next_data /
+      // _get_iterator starting its workers, a worker's _worker_loop and fetch, the pin-memory
+      // thread): the failure hit data loading. Not _utils/signal_handling.py's handler: it runs
+      // on SIGCHLD inside whatever code the main process was executing, so the frame outside it
+      // says the phase. Not __init__: the DataLoader is also constructed during set-up.
+      {LogKind::kDataWait,
+       {"__iter__", "_get_iterator", "__next__", "_next_data", "_get_data", "_try_get_data", "_next_index",
+        "_process_data", "_worker_loop", "fetch", "_pin_memory_loop", "pin_memory"},
+       {},
+       {},
+       {},
+       {},
+       "/torch/utils/data/",
+       "  File \"/usr/lib/python3.10/site-packages/torch/utils/data/dataloader.py\", line 633, in __next__"},
       // Start-up: the process group and its store, model-parallel groups, DDP's construction
       // (it broadcasts the parameters), a framework's initialize / init_* steps. A private
       // helper named _init_* is not (the optimizer's _init_group runs at every step).
@@ -210,6 +224,7 @@ bool FrameMarkers::keep(sv msg, LogKind kind) {
     case LogKind::kTrainBegin:
     case LogKind::kCheckpointBegin:
     case LogKind::kEvalBegin:
+    case LogKind::kDataWait:
     case LogKind::kShutdown:
       if (taken_) return false;
       taken_ = true;

@@ -59,6 +59,31 @@ TEST_CASE("frames: the phase a function's name says", "[triage_logs]") {
   CHECK(frame_phase(frame("/w/megatron/core/parallel_state.py", "destroy_model_parallel")) == LogKind::kShutdown);
 }
 
+TEST_CASE("frames: the DataLoader fetching a batch is data loading; its SIGCHLD handler is not", "[triage_logs]") {
+  const std::string dl = "/opt/conda/lib/python3.9/site-packages/torch/utils/data/dataloader.py";
+  for (const char* fn : {"__next__", "_next_data", "_get_data", "_try_get_data", "_get_iterator", "__iter__",
+                         "_process_data"})
+    CHECK(frame_phase(frame(dl, fn)) == LogKind::kDataWait);
+  CHECK(frame_phase(frame("/usr/lib/python3.12/site-packages/torch/utils/data/_utils/worker.py", "_worker_loop")) ==
+        LogKind::kDataWait);
+  CHECK(frame_phase(frame("/usr/lib/python3.12/site-packages/torch/utils/data/_utils/fetch.py", "fetch")) ==
+        LogKind::kDataWait);
+  // The handler runs on SIGCHLD inside whatever the main process was doing: no phase of its own.
+  CHECK(frame_phase(frame("/usr/lib/python3.12/site-packages/torch/utils/data/_utils/signal_handling.py",
+                          "handler")) == LogKind::kNone);
+  // A DataLoader is also built during set-up; a user's own "fetch" is anybody's.
+  CHECK(frame_phase(frame(dl, "__init__")) == LogKind::kNone);
+  CHECK(frame_phase(frame("/w/app/client.py", "fetch")) == LogKind::kNone);
+  // The innermost frame decides: a training loop that was fetching its next batch.
+  const auto l = parse("[rank2]:   File \"" + dl + "\", line 708, in __next__");
+  CHECK(l.kind == LogKind::kDataWait);
+  CHECK(l.rank == 2);
+  // py-spy lists the innermost call first: the fetch decides over the loop around it.
+  FrameMarkers fm;
+  CHECK(fm.keep("    _next_data (torch/utils/data/dataloader.py:1448)", LogKind::kDataWait));
+  CHECK_FALSE(fm.keep("    train (train.py:80)", LogKind::kTrainBegin));
+}
+
 TEST_CASE("frames: names that say nothing, or two things, give no phase", "[triage_logs]") {
   // Activation checkpointing is not a checkpoint save.
   CHECK(frame_phase(frame("/usr/lib/python3.10/site-packages/torch/utils/checkpoint.py", "checkpoint")) ==
