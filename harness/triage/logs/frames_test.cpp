@@ -67,7 +67,8 @@ TEST_CASE("frames: a DataLoader starting a data pass is data loading; a batch fe
   // Fetching the next batch belongs to the step it feeds; the SIGCHLD handler runs inside whatever
   // the main process was doing; a DataLoader is also built during set-up; a sampler's __iter__ is a
   // generator resumed at every fetch.
-  for (const char* fn : {"__next__", "_next_data", "_try_get_data", "__init__"}) CHECK(frame_phase(frame(dl, fn)) == LogKind::kNone);
+  for (const char* fn : {"__next__", "_next_data", "_try_get_data", "__init__"})
+    CHECK(frame_phase(frame(dl, fn)) == LogKind::kNone);
   CHECK(frame_phase(frame("/usr/lib/python3.12/site-packages/torch/utils/data/_utils/signal_handling.py",
                           "handler")) == LogKind::kNone);
   CHECK(frame_phase(frame("/usr/lib/python3.12/site-packages/torch/utils/data/sampler.py", "__iter__")) ==
