@@ -54,6 +54,20 @@ const std::vector<FramePhaseRule>& frame_phase_rules() {
        {"save", "log", "maybe"},
        "",
        "  File \"/usr/local/lib/python3.10/dist-packages/transformers/trainer.py\", line 3166, in evaluation_loop"},
+      // A data pass starting: the DataLoader's __iter__ / _get_iterator (a new iterator, its worker
+      // processes started) runs before an epoch's first batch, outside any step: the failure hit data
+      // loading. Not a batch fetch inside the loop (__next__, _next_data, a worker's fetch): that is
+      // part of the training step it feeds, as is the SIGCHLD handler that reports a dead worker
+      // from inside whatever the main process was doing. Not __init__: a DataLoader is also built
+      // during set-up. Only dataloader.py: a sampler's __iter__ is a generator run at every fetch.
+      {LogKind::kDataWait,
+       {"__iter__", "_get_iterator"},
+       {},
+       {},
+       {},
+       {},
+       "/torch/utils/data/dataloader.py",
+       "  File \"/usr/lib/python3.10/site-packages/torch/utils/data/dataloader.py\", line 387, in _get_iterator"},
       // Start-up: the process group and its store, model-parallel groups, DDP's construction
       // (it broadcasts the parameters), a framework's initialize / init_* steps. A private
       // helper named _init_* is not (the optimizer's _init_group runs at every step).
@@ -210,6 +224,7 @@ bool FrameMarkers::keep(sv msg, LogKind kind) {
     case LogKind::kTrainBegin:
     case LogKind::kCheckpointBegin:
     case LogKind::kEvalBegin:
+    case LogKind::kDataWait:
     case LogKind::kShutdown:
       if (taken_) return false;
       taken_ = true;

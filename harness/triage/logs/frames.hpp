@@ -1,6 +1,6 @@
 // The traceback-frame phase table (data): what a Python traceback frame
 // ('File "/x/trainer.py", line 812, in _save_checkpoint') says about the phase the program
-// was in when it failed -- init, training, checkpoint, eval, shutdown -- read from the
+// was in when it failed -- init, training, checkpoint, eval, data, shutdown -- read from the
 // function's name (its words, split at '_') and, for a few library functions, its file.
 // Each entry: the phase marker it gives, the words (or exact names) that select it, the
 // words that rule it out, and a real frame it was written for. Python prints a traceback

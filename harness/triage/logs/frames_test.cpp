@@ -59,6 +59,30 @@ TEST_CASE("frames: the phase a function's name says", "[triage_logs]") {
   CHECK(frame_phase(frame("/w/megatron/core/parallel_state.py", "destroy_model_parallel")) == LogKind::kShutdown);
 }
 
+TEST_CASE("frames: a DataLoader starting a data pass is data loading; a batch fetch in the loop is not",
+          "[triage_logs]") {
+  const std::string dl = "/opt/conda/lib/python3.9/site-packages/torch/utils/data/dataloader.py";
+  CHECK(frame_phase(frame(dl, "_get_iterator")) == LogKind::kDataWait);
+  CHECK(frame_phase(frame(dl, "__iter__")) == LogKind::kDataWait);
+  // Fetching the next batch belongs to the step it feeds; the SIGCHLD handler runs inside whatever
+  // the main process was doing; a DataLoader is also built during set-up; a sampler's __iter__ is a
+  // generator resumed at every fetch.
+  for (const char* fn : {"__next__", "_next_data", "_try_get_data", "__init__"})
+    CHECK(frame_phase(frame(dl, fn)) == LogKind::kNone);
+  CHECK(frame_phase(frame("/usr/lib/python3.12/site-packages/torch/utils/data/_utils/signal_handling.py",
+                          "handler")) == LogKind::kNone);
+  CHECK(frame_phase(frame("/usr/lib/python3.12/site-packages/torch/utils/data/sampler.py", "__iter__")) ==
+        LogKind::kNone);
+  CHECK(frame_phase(frame("/w/app/dataset.py", "__iter__")) == LogKind::kNone);
+  const auto l = parse("[rank2]:   File \"" + dl + "\", line 441, in __iter__");
+  CHECK(l.kind == LogKind::kDataWait);
+  CHECK(l.rank == 2);
+  // py-spy lists the innermost call first: the new iterator decides over the loop around it.
+  FrameMarkers fm;
+  CHECK(fm.keep("    _get_iterator (torch/utils/data/dataloader.py:387)", LogKind::kDataWait));
+  CHECK_FALSE(fm.keep("    train (train.py:80)", LogKind::kTrainBegin));
+}
+
 TEST_CASE("frames: names that say nothing, or two things, give no phase", "[triage_logs]") {
   // Activation checkpointing is not a checkpoint save.
   CHECK(frame_phase(frame("/usr/lib/python3.10/site-packages/torch/utils/checkpoint.py", "checkpoint")) ==

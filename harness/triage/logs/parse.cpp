@@ -201,11 +201,17 @@ static bool apply_catalogue(std::string_view line, LogLine& o, std::string_view 
   // wait for the migration pass: the reasoner's echo is a peer's failure seen from a rank, and the
   // emitters' "echo" lines also include launchers' teardown notices, whose order against the root
   // would then decide the answer; a context kind (init step, shutdown) would move the phase.
-  if (m.role != "root" && m.role != "exit") return false;
+  // One context exception: a phase marker of the work after init (the training loop begun, a
+  // save, an evaluation), whose emitter prints it only there. It places the writer in that phase
+  // as a marker line of the hand-written table does, and no failure's order depends on it.
+  const LogKind kind = m.kind == "Info" ? LogKind::kNone : log_kind_from_name(m.kind);
+  const bool marker = m.role == "context" && (kind == LogKind::kTrainBegin || kind == LogKind::kCheckpointBegin ||
+                                              kind == LogKind::kCheckpointEnd || kind == LogKind::kEvalBegin);
+  if (m.role != "root" && m.role != "exit" && !marker) return false;
   o.catalogue = hit->entry;
   o.role = m.role;
   o.phase = m.phase;
-  if (m.kind != "Info") o.kind = log_kind_from_name(m.kind);
+  if (kind != LogKind::kNone) o.kind = kind;
   o.category = m.category;
   o.cause = m.cause;
   // What the holes name, where the line's own prefixes did not already say it.

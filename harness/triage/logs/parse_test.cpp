@@ -558,3 +558,20 @@ TEST_CASE("a failed connect to a peer's loopback address is the wrong interface"
               "(errno: 111 - Connection refused).")
             .kind != LogKind::kWrongIfname);
 }
+
+TEST_CASE("a catalogue line printed only after init places its writer in that phase", "[triage_logs]") {
+  // torch/nn/parallel/distributed.py, _pre_forward: logger.info once the reducer rebuilt its buckets,
+  // which it does in the first forward with grad enabled after a backward.
+  for (const char* line :
+       {"INFO:torch.nn.parallel.distributed:Reducer buckets have been rebuilt in this iteration.",
+        "2025-01-03 11:02:17,551 - torch.nn.parallel.distributed - INFO - Reducer buckets have been rebuilt in this "
+        "iteration."}) {
+    INFO(line);
+    const auto l = parse(line);
+    CHECK(l.kind == LogKind::kTrainBegin);
+    CHECK(l.category.empty());
+  }
+  // Other context meanings (a world size, an init step) still wait for the migration pass: a line the
+  // catalogue knows only as a fact of start-up is no phase marker here.
+  CHECK(parse("INFO:torch.nn.parallel.distributed:Delay the AllReduce of all parameters.").kind == LogKind::kNone);
+}

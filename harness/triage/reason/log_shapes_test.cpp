@@ -371,6 +371,25 @@ TEST_CASE("stop signal: torchrun passing on SIGTERM while the job trained is a s
   check_refs(t.dir, r);
 }
 
+TEST_CASE("stop signal: DDP's rebuilt-buckets line before it says the job was training", "[triage_logs][shapes]") {
+  TempDir t("stop_ddp_phase");
+  // torch/nn/parallel/distributed.py logs it in the second iteration's forward; then torchrun
+  // (elastic/agent/server/api.py) receives SIGTERM and passes it on.
+  const std::string lines =
+      "INFO:torch.nn.parallel.distributed:Reducer buckets have been rebuilt in this iteration.\n"
+      "WARNING:torch.distributed.elastic.agent.server.api:Received 15 death signal, shutting down workers\n"
+      "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 811 closing signal SIGTERM\n";
+  write_file(t.dir / "train.log", lines);
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.cause == "external_signal");
+  CHECK(r.phase == "training");
+  // Without it nothing in these lines says what the job was doing.
+  TempDir u("stop_no_phase");
+  write_file(u.dir / "train.log", lines.substr(lines.find('\n') + 1));
+  CHECK(triage_logs({u.dir}).phase == "unknown");
+}
+
 TEST_CASE("stop signal: a forwarded SIGHUP (only the closing signals show it) and a SignalException",
           "[triage_logs][shapes]") {
   {
