@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "triage/model/causes.hpp"
 #include "util.hpp"
 
 namespace hanglab::plainlog {
@@ -204,6 +205,12 @@ bool LogAnalyzer::try_init() {
   if (!r_.missing_ranks.empty()) parts.push_back(fmt::format("{} never logged", reason::ranks_phrase_counted(r_.missing_ranks)));
   if (!failed_ranks.empty()) parts.push_back(fmt::format("{} failed in init", reason::ranks_phrase_counted(failed_ranks)));
   if (auto w = kWhy.find(r_.cause); w != kWhy.end()) parts.push_back(w->second);
+  // Any other cause (a duplicate GPU, an invalid device): what the answer means, from the one list
+  // of answers, else the failure's own words; never an empty headline.
+  if (parts.empty())
+    for (const TriageCause& c : triage_causes())
+      if (c.category == r_.category && c.cause == r_.cause) parts.emplace_back(c.meaning);
+  if (parts.empty() && !pick->what.empty()) parts.push_back(pick->what);
   r_.summary = fmt::format("{} ({}): {}", r_.category, r_.cause, fmt::join(parts, "; "));
   return true;
 }

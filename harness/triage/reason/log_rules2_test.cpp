@@ -499,3 +499,18 @@ TEST_CASE("wrappers of another failure are not failures of their own", "[triage_
   INFO(render_text(r));
   CHECK(r.cause != "exception");
 }
+
+TEST_CASE("an init failure's headline always says what happened, also for causes without a phrase of their own",
+          "[triage_logs]") {
+  // NCCL's init.cc: "Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx".
+  TempDir t("duplicate_gpu_headline");
+  write_file(t.dir / "job.log",
+             "node1:1234:1234 [0] init.cc:900 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+             "device 1d000\n");
+  const auto r = triage_logs({t.dir});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "duplicate_gpu");
+  const std::string head = "rendezvous (duplicate_gpu): ";
+  REQUIRE(r.summary.rfind(head, 0) == 0);
+  CHECK(r.summary.size() > head.size() + 10);
+}
