@@ -204,7 +204,10 @@ int run_command(const RunCommand& cmd) {
         if (::getppid() != parent) ::_exit(130);
         ::dup2(out[1], 1);
         ::dup2(err[1], 2);
-        ::execv(argv[0], argv.data());
+        // The binary this matrix started with, even when its file was replaced meanwhile (a rebuild,
+        // a package upgrade: the path then names a new file, or "... (deleted)"): every worker of
+        // one matrix runs the same hanglab.
+        ::execv("/proc/self/exe", argv.data());
         ::_exit(127);
       }
       ::close(out[1]);
