@@ -567,3 +567,39 @@ TEST_CASE("bad input: one line, exit 2") {
   CHECK(run_preflight(o, {}, out2, err2) == 2);
   CHECK(err2.str().find("--ckpt-dir /nonexistent/hanglab/ckpt: No such file or directory") != std::string::npos);
 }
+
+TEST_CASE("node 0's server: the same process's second hello is its reconnect, another process's is a second claim") {
+  // A node whose first connection stalled (a lossy link) says hello again on a new one.
+  const int port = free_port();
+  const PortBind b = bind_rendezvous_port(port, 0.3);
+  REQUIRE(b.fd >= 0);
+  ServerConfig cfg;
+  cfg.nnodes = 2;
+  cfg.arrive_deadline = hanglab::mono_now() + 1.5;
+  cfg.report_deadline = hanglab::mono_now() + 2.0;
+  Gathered seen;
+  Server server(b.fd, cfg, [&](const Gathered& g) {
+    seen = g;
+    return json{{"exit_code", 0}};
+  });
+  const auto say_hello = [&](int node, int pid) {
+    const ConnectResult c = tcp_connect("127.0.0.1", port, 1.0);
+    REQUIRE(c.cls == ConnectClass::kOk);
+    auto conn = std::make_unique<LineConn>(c.fd);
+    REQUIRE(conn->send({{"type", "hello"}, {"node", node}, {"pid", pid}, {"boot_id", "b"}, {"netns", "n"}},
+                       hanglab::mono_now() + 1));
+    const auto w = conn->recv(hanglab::mono_now() + 1);
+    REQUIRE(w);
+    CHECK(w->value("type", "") == "welcome");
+    return conn;
+  };
+  auto n0 = say_hello(0, 100);
+  auto first = say_hello(1, 200);
+  first->close();                      // its welcome "never came": the node gives the connection up
+  auto again = say_hello(1, 200);      // ... and says hello again
+  auto other = say_hello(1, 300);      // a second process claiming node 1
+  server.join();
+  CHECK(seen.hellos.size() == 2);
+  REQUIRE(seen.duplicate_claims.size() == 1);
+  CHECK(seen.duplicate_claims.front().second.value("pid", 0) == 300);
+}

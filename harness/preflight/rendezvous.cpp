@@ -226,7 +226,18 @@ void Server::run() {
           }
           c->node = node;
           c->hello = true;
-          if (g.hellos.count(node)) {
+          // The same process saying hello again on a new connection (its first one stalled on a lossy
+          // link: see Participant::run) is that node reconnecting, not a second claim: its new
+          // connection replaces the old one, and it keeps its first arrival time.
+          const auto same_process = [&](const json& a) {
+            for (const char* k : {"pid", "boot_id", "netns"})
+              if (!a.contains(k) || !m.contains(k) || a[k] != m[k]) return false;
+            return true;
+          };
+          if (g.hellos.count(node) && same_process(g.hellos.at(node))) {
+            for (auto& o : clients)
+              if (o.get() != c.get() && o->node == node && o->conn.open()) o->conn.close();
+          } else if (g.hellos.count(node)) {
             g.duplicate_claims.emplace_back(node, m);
           } else {
             g.hellos[node] = m;
