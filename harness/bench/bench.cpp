@@ -136,6 +136,16 @@ std::vector<DetectorSample> detector_samples(const Scenario& sc, const RunResult
         from = last_event_before(traces, d.rank, d.t, [](const json&) { return true; });
         break;
       case ClockStart::kJobLastProgress:
+        // Its other clock: one rank stopped by a signal for the limit (the detection names it),
+        // from the stop, which is the fault that stopped that rank.
+        if (info == &kHarnessWatchdog && d.rank >= 0) {
+          for (const auto& f : r.facts.faults)
+            if (std::find(f.ranks.begin(), f.ranks.end(), d.rank) != f.ranks.end() && (!from || f.t < *from)) from = f.t;
+          if (from) {
+            s.trigger = "the rank's stop";
+            break;
+          }
+        }
         for (const auto& [rank, evs] : traces) {
           const auto t = last_event_before(traces, rank, d.t, [](const json& ev) { return ev.value("ev", "") != "hb"; });
           if (t && (!from || *t > *from)) from = t;

@@ -67,8 +67,8 @@ std::string render_bench_text(const json& j) {
                      d["bound_s"].is_null() ? "-" : spread_s(d.value("after_trigger_s", json())),
                      spread_s(d.value("after_fault_s", json())));
   o += "  triggers: exit_monitor the kill (the bound is the 20 ms polling tick); backend_timeout the rank entering the\n"
-       "  collective; heartbeat_loss the rank's last trace line; harness_watchdog the last progress of any rank;\n"
-       "  backend_error: no bound.\n";
+       "  collective; heartbeat_loss the rank's last trace line; harness_watchdog the last progress of any rank, or\n"
+       "  the stop of the rank it names (stopped by a signal); backend_error: no bound.\n";
 
   o += "\nVerdict latency (after the fault; median [min-max])\n";
   o += fmt::format("  {:<23} {:<8} {:<24} {:<24} {}\n", "scenario", "outcome", "first detection", "all ranks gone",
