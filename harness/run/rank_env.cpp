@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "run/workloads.hpp"
+
 namespace hanglab {
 
 namespace fs = std::filesystem;
@@ -65,7 +67,7 @@ std::map<std::string, std::string> rank_env(const RankEnvInput& in, const Scenar
     for (const auto& [k, v] : sc.torch.env()) env[k] = v;
     env["TORCH_FR_DUMP_TEMP_FILE"] = rank_torch_fr_prefix(in.run_dir, in.rank).string();
   }
-  for (const auto& [k, v] : sc.workload.env) env[k] = v;
+  for (const auto& [k, v] : sc.workload.env) env[k] = expand_placeholders(v, sc);
   return env;
 }
 

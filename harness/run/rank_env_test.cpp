@@ -62,6 +62,15 @@ TEST_CASE("timeouts in ms, and [workload.env] over everything", "[rank_env]") {
   CHECK(env["MY_FLAG"] == "x");
 }
 
+TEST_CASE("[workload.env] values expand {scenario_dir} like the command does", "[rank_env]") {
+  Scenario sc;
+  sc.file = "/srv/scenarios/thirdparty/x.toml";
+  sc.workload.env = {{"PYTHONPATH", "{scenario_dir}/exit_shim"}, {"PLAIN", "a{b}c"}};
+  auto env = rank_env(input(0, 2), sc);
+  CHECK(env["PYTHONPATH"] == "/srv/scenarios/thirdparty/exit_shim");
+  CHECK(env["PLAIN"] == "a{b}c");
+}
+
 TEST_CASE("contract keys are torchrun's names, and only those", "[rank_env]") {
   for (const char* k : {"RANK", "LOCAL_WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_NAME", "MASTER_PORT",
                         "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE"})

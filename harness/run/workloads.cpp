@@ -1,5 +1,6 @@
 #include "run/workloads.hpp"
 
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -127,20 +128,22 @@ std::string workload_unsupported_reason(const Scenario& sc) {
   return {};
 }
 
-namespace {
 // Bring-your-own commands may name paths relative to the scenario file or the built
 // workloads, so a scenario runs the same from any working directory.
 std::string expand_placeholders(std::string s, const Scenario& sc) {
-  const std::pair<std::string, std::string> subst[] = {
-      {"{scenario_dir}", fs::absolute(sc.file).parent_path().lexically_normal().string()},
-      {"{workload_dir}", workload_dir().lexically_normal().string()},
-      {"{venv}", project_venv().string()},
+  if (s.find('{') == std::string::npos) return s;  // most env values: nothing to expand (and no file needed)
+  const std::pair<std::string, std::function<std::string()>> subst[] = {
+      {"{scenario_dir}", [&] { return fs::absolute(sc.file).parent_path().lexically_normal().string(); }},
+      {"{workload_dir}", [] { return workload_dir().lexically_normal().string(); }},
+      {"{venv}", [] { return project_venv().string(); }},
   };
-  for (const auto& [from, to] : subst)
-    for (size_t pos; (pos = s.find(from)) != std::string::npos;) s.replace(pos, from.size(), to);
+  for (const auto& [from, to] : subst) {
+    if (s.find(from) == std::string::npos) continue;
+    const std::string value = to();
+    for (size_t pos; (pos = s.find(from)) != std::string::npos;) s.replace(pos, from.size(), value);
+  }
   return s;
 }
-}  // namespace
 
 std::vector<std::string> workload_argv(const Scenario& sc) {
   const auto& w = sc.workload;

@@ -43,6 +43,8 @@ std::string workload_unsupported_reason(const Scenario& sc);
 
 // argv of one rank (same for every rank; rank identity travels in the environment).
 std::vector<std::string> workload_argv(const Scenario& sc);
+// {scenario_dir}, {workload_dir} and {venv} in a [workload] command word or env value, expanded.
+std::string expand_placeholders(std::string s, const Scenario& sc);
 
 // LoadOptions filled from the workload and injector registries.
 LoadOptions make_load_options();
