@@ -378,6 +378,23 @@ std::map<int, std::vector<const PairResult*>> attribute(const std::vector<const 
       if (both.count(n)) keep.insert(n);
     common = keep;
   }
+  // One bad path, two candidates: a candidate with a clean path to some other node has a healthy
+  // link (a lossy or blackholed link of its own would spoil every path through it), so the other
+  // one is charged. This is what a lossy node's missing report leaves (its own paths never reported,
+  // one peer's path to it measured, the peers' paths between them clean).
+  if (common.size() == 2) {
+    std::vector<int> suspects;
+    for (int n : common) {
+      const bool clean = std::any_of(measured.begin(), measured.end(), [&](const PairResult* p) {
+        return (p->from == n || p->to == n) && std::find(bad.begin(), bad.end(), p) == bad.end();
+      });
+      if (!clean) suspects.push_back(n);
+    }
+    if (suspects.size() == 1) {
+      out[suspects.front()] = bad;
+      return out;
+    }
+  }
   if (common.size() == 1) {
     const int c = *common.begin();
     const bool clean_elsewhere = std::any_of(measured.begin(), measured.end(), [&](const PairResult* p) {

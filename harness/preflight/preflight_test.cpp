@@ -331,6 +331,16 @@ TEST_CASE("pairwise verdicts name the node every failing path touches") {
     CHECK(status(rs, "net.mtu", 0) == Status::kFail);
     CHECK(status(rs, "net.mtu", 1) == Status::kFail);
   }
+  SECTION("one lossy path measured, the lossy node's own report missing: the node without a clean path is named") {
+    // Node 1's report never reached node 0 (its link loses 20 %): only node 0's path to it and node
+    // 2's path to node 0 were measured.
+    std::vector<PairResult> partial = {good(0, 1), good(2, 0)};
+    partial[0].loss_recv = 30;
+    const auto rs = judge_pairs(partial, nodes, o, 1);
+    CHECK(status(rs, "net.loss", 1) == Status::kFail);
+    CHECK(status(rs, "net.loss", 0) == Status::kPass);
+    CHECK(status(rs, "net.loss", 2) == Status::kPass);
+  }
   SECTION("random loss alone is not a blackhole: some large datagrams come back") {
     for (auto& p : pairs)
       if (p.from == 1 || p.to == 1) {
