@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "detect/registry.hpp"
+#include "report/report.hpp"
 #include "run/run_record.hpp"
 #include "triage/triage.hpp"
 #include "signal_name.hpp"
@@ -692,28 +693,15 @@ const char* kRunScript = R"js(
 std::string preflight_panel(const json& pf) {
   std::string h = "<aside id=\"triage\"><h2>Preflight</h2><p class=\"muted\">preflight ran instead of the job: "
                   "nothing to triage</p>";
-  for (const auto& n : pf.value("nodes", json::array())) {
-    if (!n.is_object()) continue;
-    int passed = 0;
-    std::string rows;
-    const auto rep = n.find("report");
-    if (rep != n.end() && rep->is_object())
-      for (const auto& c : rep->value("checks", json::array())) {
-        if (!c.is_object() || (c.contains("node") && n.contains("node") && c["node"] != n["node"])) continue;
-        if (c.value("status", "") == "pass") {
-          ++passed;
-          continue;
-        }
-        rows += fmt::format("<li><b>{}</b> {}: {} <span class=\"muted\">(rule: {})</span></li>",
-                            html_escape(c.value("status", "")), html_escape(c.value("name", "")),
-                            html_escape(c.value("measured", "")), html_escape(c.value("rule", "")));
-      }
-    h += fmt::format("<p>node {}: {}, {} check(s) passed</p>", n.value("node", -1),
-                     n.contains("exit_code") && n["exit_code"].is_number()
-                         ? fmt::format("exit {}", n["exit_code"].get<int>())
-                         : std::string("did not finish"),
-                     passed);
-    if (!rows.empty()) h += "<ul>" + rows + "</ul>";
+  for (const auto& n : preflight_nodes(pf)) {
+    h += fmt::format("<p>node {}: {}, {} check(s) passed</p>", n.node, n.exit, n.passed);
+    if (n.not_passed.empty()) continue;
+    h += "<ul>";
+    for (const auto& c : n.not_passed)
+      h += fmt::format("<li><b>{}</b> {}: {} <span class=\"muted\">(rule: {})</span></li>",
+                       html_escape(c.value("status", "")), html_escape(c.value("name", "")),
+                       html_escape(c.value("measured", "")), html_escape(c.value("rule", "")));
+    h += "</ul>";
   }
   return h + "</aside>";
 }

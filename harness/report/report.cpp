@@ -105,37 +105,18 @@ std::string pass_rate_table(const std::vector<RunResult>& results) {
 
 namespace {
 
-// Per node: its exit and every check that failed, warned or was skipped, as preflight's own JSON
-// report gave them (run.json "preflight": run/preflight_run.cpp).
+// Per node: its exit and every check that failed, warned or was skipped.
 std::string render_preflight_section(const nlohmann::json& record) {
   std::string out = "\nPreflight (instead of the job; no triage):\n";
   const auto pf = record.find("preflight");
   if (pf == record.end() || !pf->is_object()) return out + "  no preflight record\n";
-  for (const auto& n : pf->value("nodes", nlohmann::json::array())) {
-    if (!n.is_object()) continue;
-    const std::string exit =
-        n.contains("exit_code") && n["exit_code"].is_number() ? fmt::format("exit {}", n["exit_code"].get<int>())
-                                                              : std::string("did not finish");
-    const auto rep = n.find("report");
-    int passed = 0;
-    std::vector<std::string> others;
-    if (rep != n.end() && rep->is_object())
-      for (const auto& c : rep->value("checks", nlohmann::json::array())) {
-        if (!c.is_object()) continue;
-        // Node 0 gathers the others' checks for its own report: each node's section is its own.
-        if (c.contains("node") && n.contains("node") && c["node"] != n["node"]) continue;
-        const std::string st = c.value("status", "");
-        if (st == "pass") {
-          ++passed;
-          continue;
-        }
-        others.push_back(fmt::format("    [{:<4}] {:<16} {} (rule: {}){}", st, c.value("name", ""),
-                                     c.value("measured", ""), c.value("rule", ""),
-                                     c.value("detail", "").empty() ? "" : "; " + c.value("detail", "")));
-      }
-    out += fmt::format("  node {}: {}, {} check(s) passed{}\n", n.value("node", -1), exit, passed,
-                       others.empty() ? "" : fmt::format(", {} not", others.size()));
-    for (const auto& o : others) out += o + "\n";
+  for (const auto& n : preflight_nodes(*pf)) {
+    out += fmt::format("  node {}: {}, {} check(s) passed{}\n", n.node, n.exit, n.passed,
+                       n.not_passed.empty() ? "" : fmt::format(", {} not", n.not_passed.size()));
+    for (const auto& c : n.not_passed)
+      out += fmt::format("    [{:<4}] {:<16} {} (rule: {}){}\n", c.value("status", ""), c.value("name", ""),
+                         c.value("measured", ""), c.value("rule", ""),
+                         c.value("detail", "").empty() ? "" : "; " + c.value("detail", ""));
   }
   std::vector<std::string> caught;
   for (const auto& c : pf->value("failed_checks", nlohmann::json::array()))
@@ -147,6 +128,28 @@ std::string render_preflight_section(const nlohmann::json& record) {
 }
 
 }  // namespace
+
+std::vector<PreflightNodeView> preflight_nodes(const nlohmann::json& preflight) {
+  std::vector<PreflightNodeView> out;
+  for (const auto& n : preflight.value("nodes", nlohmann::json::array())) {
+    if (!n.is_object()) continue;
+    PreflightNodeView v;
+    v.node = n.value("node", -1);
+    v.exit = n.contains("exit_code") && n["exit_code"].is_number() ? fmt::format("exit {}", n["exit_code"].get<int>())
+                                                                   : std::string("did not finish");
+    const auto rep = n.find("report");
+    if (rep != n.end() && rep->is_object())
+      for (const auto& c : rep->value("checks", nlohmann::json::array())) {
+        if (!c.is_object() || (c.contains("node") && n.contains("node") && c["node"] != n["node"])) continue;
+        if (c.value("status", "") == "pass")
+          ++v.passed;
+        else
+          v.not_passed.push_back(c);
+      }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
 
 std::string render_run_report(const Scenario& sc, const RunResult& res) {
   const RunFacts& f = res.facts;

@@ -14,6 +14,16 @@
 namespace hanglab {
 
 std::string render_run_report(const Scenario& sc, const RunResult& res);
+
+// A [preflight] run's nodes as run.json "preflight" holds them (run/preflight_run.cpp): per node, its
+// exit and its own checks that did not pass (node 0's report also carries the others' checks).
+struct PreflightNodeView {
+  int node = -1;
+  std::string exit;  // "exit N" | "did not finish"
+  int passed = 0;
+  std::vector<nlohmann::json> not_passed;
+};
+std::vector<PreflightNodeView> preflight_nodes(const nlohmann::json& preflight);
 std::string verdict_line(const RunResult& res);
 std::string summary_table(const std::vector<RunResult>& results);
 // `run --repeat N`: per scenario (first-appearance order), how many of its runs passed
