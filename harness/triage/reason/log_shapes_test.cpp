@@ -495,3 +495,35 @@ TEST_CASE("eval under way while only some ranks time out: a rank evaluating alon
     CHECK(r.cause != "slow_rank");
   }
 }
+
+TEST_CASE("a collective's timeout alone shows no phase; a step line or a training-loop frame shows training",
+          "[triage_logs][shapes]") {
+  // Collectives run in evaluation, in saves and at a run's end too: the timeout's SeqNum counts them all.
+  {
+    TempDir t("lone_timeout");
+    write_file(t.dir / "train.log", watchdog(1, 778778, 1800000));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "unknown");
+    CHECK(r.phase == "unknown");
+  }
+  {
+    TempDir t("timeout_after_steps");
+    write_file(t.dir / "train.log", "step 3400/5000 loss 0.31\n" + watchdog(1, 778778, 1800000));
+    const auto r = triage_logs({t.dir});
+    CHECK(r.phase == "training");
+  }
+  {
+    // A traceback whose innermost frame is the training loop's (transformers' Trainer).
+    TempDir t("timeout_in_train_frame");
+    write_file(t.dir / "train.log",
+               watchdog(1, 778778, 1800000) +
+                   "Traceback (most recent call last):\n"
+                   "  File \"/usr/local/lib/python3.10/dist-packages/transformers/trainer.py\", line 1938, in "
+                   "_inner_training_loop\n"
+                   "    self.accelerator.backward(loss)\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.phase == "training");
+  }
+}

@@ -99,7 +99,11 @@ bool LogAnalyzer::try_all_waiting() {
   }
   r_.missing_ranks.clear();
   const std::optional<Marker> mark = stuck_marker();
-  r_.phase = mark ? marker_phase(mark->kind) : "training";
+  // Without a marker, the phase is training only where a line shows training: a step or progress
+  // line, or a traceback frame inside the training loop. A collective's timeout alone does not:
+  // collectives run in evaluation, in a save and at the end of a run as well, and a sequence
+  // number counts all of them.
+  r_.phase = mark ? marker_phase(mark->kind) : training_shown() ? "training" : "unknown";
   const bool partial = waiting_.size() < 2 || static_cast<int>(waiting_.size()) < world_;
   if (!link && mark && mark->kind == LogKind::kCheckpointBegin && partial) return set_checkpoint_stall(*mark, first);
   if (!link && mark && mark->kind == LogKind::kEvalBegin && partial && evaluating_alone(*mark))
@@ -218,6 +222,13 @@ bool LogAnalyzer::set_checkpoint_stall(const Marker& mark, const Fail* first) {
                            r_.missing_ranks.empty() ? std::string("the saving rank is not named in these logs")
                                                     : fmt::format("rank {} was saving", mark.rank));
   return true;
+}
+
+// A line that shows the job training: a step or progress line anywhere, or a traceback frame of
+// the training loop (frames.cpp: a rank's own, or one in lines no rank can be named for).
+bool LogAnalyzer::training_shown() const {
+  if (steps_seen() || c_.unattributed_phase == LogKind::kTrainBegin) return true;
+  return std::any_of(rs_.begin(), rs_.end(), [](const RankState& s) { return s.log && s.log->phase == LogKind::kTrainBegin; });
 }
 
 // An evaluation that began and that no step line followed, while none of the ranks that
