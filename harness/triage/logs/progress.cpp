@@ -29,6 +29,13 @@ const std::vector<ProgressPattern>& progress_patterns() {
       // pytorch/examples dcgan (and many GAN scripts): [epoch/epochs][batch/batches]
       {"epoch_batch_brackets", "][", R"(\[(\d+)/(\d+)\]\s*\[(\d+)/(\d+)\])", 1, 2, 3, 4,
        "[1/5][20/469] Loss_D: 0.6517 Loss_G: 2.8713 D(x): 0.7718 D(G(z)): 0.2712 / 0.0791"},
+      // mmengine (mmdetection, mmsegmentation, mmpretrain 1.x) LogProcessor.get_log_after_iter
+      // (mmengine/runner/log_processor.py): "Epoch(train)  [{epoch}][{iter}/{dataloader_len}]" by epoch
+      // (epoch from 1), "Iter(train) [{iter}/{max_iters}]" by iteration. Only mode `train`: the same
+      // header with `val` / `test` counts evaluation batches, which are no training steps.
+      {"mmengine", "(train)", R"((?:Epoch|Iter)\(train\)\s*(?:\[\s*(\d+)\])?\s*\[\s*(\d+)/(\d+)\])", 1, 0, 2, 3,
+       "2023/10/26 11:20:02 - mmengine - INFO - Epoch(train)  [2][3400/7330]  lr: 1.0000e-04  eta: 1 day, 2:03:04  "
+       "time: 0.5120  data_time: 0.0040  memory: 20000  loss: 0.3125"},
       // pytorch/examples imagenet ProgressMeter: "Epoch: [0][ 10/5005]"
       {"imagenet_meter", "epoch", R"(Epoch: \[(\d+)\]\s*\[\s*(\d+)/(\d+)\])", 1, 0, 2, 3,
        "Epoch: [0][ 10/5005]\tTime  0.512 ( 0.640)\tData  0.001 ( 0.120)\tLoss 6.8956e+00 (6.9089e+00)"},
@@ -92,6 +99,13 @@ std::string ProgressMatch::describe() const {
 std::optional<long long> ProgressMatch::steps_done() const {
   if (!step) return std::nullopt;
   if (pattern == "mnist" || pattern == "ddp_tutorial") return std::nullopt;
+  // mmengine's by-epoch header numbers epochs from 1 (runner.epoch + 1 during training); its
+  // by-iteration header counts iterations over the run.
+  if (pattern == "mmengine") {
+    if (!epoch) return *step;
+    if (!step_total || *step_total <= 0 || *epoch < 1) return std::nullopt;
+    return (static_cast<long long>(*epoch) - 1) * *step_total + *step;
+  }
   const bool per_epoch = pattern == "lightning_bar" || pattern == "lightning_rich_bar" || pattern == "imagenet_meter" ||
                          pattern == "epoch_batch_brackets";
   if (!per_epoch) return *step;

@@ -136,3 +136,22 @@ TEST_CASE("steps done over the run: run-wide counters as they are, per-epoch cou
   CHECK(!steps("[GPU1] Epoch 12 | Batchsize: 32 | Steps: 22"));
   CHECK(!steps("Epoch 3/10 - loss: 0.2211 - accuracy: 0.9312"));
 }
+
+TEST_CASE("mmengine's iteration header: training mode counts steps, val/test count no training") {
+  // mmengine/runner/log_processor.py get_log_after_iter: f'Epoch({mode}){cur_epoch_str}[{cur_iter_str}/{dataloader_len}]  '
+  auto m = match_progress("10/26 11:20:02 - mmengine - INFO - Epoch(train)   [9][100/270]  lr: 1.0e-04  loss: 0.31");
+  REQUIRE(m);
+  CHECK(m->pattern == "mmengine");
+  CHECK(*m->epoch == 9);
+  CHECK(*m->step == 100);
+  CHECK(*m->step_total == 270);
+  CHECK(*m->steps_done() == 8 * 270 + 100);  // epochs from 1
+  m = match_progress("2024/01/02 10:00:00 - mmengine - INFO - Iter(train) [ 4200/80000]  lr: 1.0e-02  loss: 0.52");
+  REQUIRE(m);
+  CHECK(m->pattern == "mmengine");
+  CHECK(*m->steps_done() == 4200);
+  // Evaluation batches: not training progress.
+  CHECK(!match_progress("10/26 11:25:41 - mmengine - INFO - Epoch(val)  [2][3400/3402]    eta: 0:00:00  time: 0.1484"));
+  CHECK(!match_progress("10/26 11:25:41 - mmengine - INFO - Epoch(test) [100/500]    eta: 0:00:10  time: 0.1484"));
+  CHECK(!match_progress("10/26 11:25:41 - mmengine - INFO - Iter(val) [100/500]    eta: 0:00:10  time: 0.1484"));
+}

@@ -205,6 +205,12 @@ class LogAnalyzer : public LogTimeline {
   // absence: stuck_in_checkpoint / slow_storage); checkpoint_stall is the save whose rank
   // the logs do not name.
   bool set_checkpoint_stall(const Marker& mark, const Fail* first);
+  // An evaluation under way (the last phase marker, no step after it) that no waiting rank is
+  // part of, while only some ranks report the stuck collective: a rank evaluating alone.
+  bool evaluating_alone(const Marker& mark) const;
+  // A step or progress line, or a training-loop frame: the job is shown training.
+  bool training_shown() const;
+  bool set_eval_straggler(const Marker& mark, const Fail* first);
   bool try_no_failure();
   // Per-step times of a rank, oldest first: its own dur_ms when it logs them, else the
   // intervals between its step lines' own clocks.

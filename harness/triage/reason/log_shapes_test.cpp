@@ -444,3 +444,86 @@ TEST_CASE("stop signal: after a failure it is the reaction, a Ctrl-C names no ca
     CHECK(r.cause != "external_signal");
   }
 }
+
+// ---- an evaluation under way while only some ranks wait (reason/log_waiting.cpp) ------------
+
+TEST_CASE("eval under way while only some ranks time out: a rank evaluating alone", "[triage_logs][shapes]") {
+  // mmengine's BaseMetric.evaluate computes the metric on rank 0 and broadcasts it; its runner
+  // logs "Evaluating bbox..."-style lines from rank 0 only, with no rank in them.
+  const std::string eval_line = "10/26 11:27:48 - mmengine - INFO - Evaluating bbox...\n";
+  const std::string step_line = "step 3400/5000 loss 0.31\n";
+  // No --world-size: the world is read from the ranks seen (given, rank 0's silence would be
+  // proven absence, which the absence rules read first).
+  const TriageOptions opts;
+  {
+    TempDir t("eval_alone");
+    write_file(t.dir / "train.log", step_line + eval_line + watchdog(1, 4178, 1800000) + watchdog(2, 4178, 1800000) +
+                                        watchdog(3, 4178, 1800000));
+    const auto r = triage_logs({t.dir}, opts);
+    INFO(render_text(r));
+    CHECK(r.category == "straggler");
+    CHECK(r.cause == "slow_rank");
+    CHECK(r.phase == "eval");
+    CHECK(r.scope == "subset");
+    CHECK(r.missing_ranks.empty());  // the marker names no rank
+  }
+  {
+    // Every rank reports the collective: nobody is busy elsewhere (a hang inside it, or a
+    // collective the eval path skipped): not a rank evaluating alone.
+    TempDir t("eval_all_wait");
+    write_file(t.dir / "train.log", step_line + eval_line + watchdog(0, 4178, 1800000) + watchdog(1, 4178, 1800000) +
+                                        watchdog(2, 4178, 1800000) + watchdog(3, 4178, 1800000));
+    const auto r = triage_logs({t.dir}, opts);
+    CHECK(r.cause != "slow_rank");
+  }
+  {
+    // A step after the evaluation's start: the evaluation ended, the hang is in training.
+    TempDir t("eval_then_step");
+    write_file(t.dir / "train.log", eval_line + step_line + watchdog(1, 4178, 1800000) + watchdog(2, 4178, 1800000));
+    const auto r = triage_logs({t.dir}, opts);
+    CHECK(r.cause != "slow_rank");
+    CHECK(r.phase != "eval");
+  }
+  {
+    // The waiting rank's own evaluation line: it evaluates too, so uneven evaluation data or a
+    // collective skipped in the eval path fit as well.
+    TempDir t("eval_waiter_evaluates");
+    write_file(t.dir / "rank-1.log", "Evaluating the results...\n" + watchdog(1, 4178, 1800000));
+    write_file(t.dir / "rank-2.log", "Evaluating the results...\n" + watchdog(2, 4178, 1800000));
+    const auto r = triage_logs({t.dir}, opts);
+    INFO(render_text(r));
+    CHECK(r.cause != "slow_rank");
+  }
+}
+
+TEST_CASE("a collective's timeout alone shows no phase; a step line or a training-loop frame shows training",
+          "[triage_logs][shapes]") {
+  // Collectives run in evaluation, in saves and at a run's end too: the timeout's SeqNum counts them all.
+  {
+    TempDir t("lone_timeout");
+    write_file(t.dir / "train.log", watchdog(1, 778778, 1800000));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "unknown");
+    CHECK(r.phase == "unknown");
+  }
+  {
+    TempDir t("timeout_after_steps");
+    write_file(t.dir / "train.log", "step 3400/5000 loss 0.31\n" + watchdog(1, 778778, 1800000));
+    const auto r = triage_logs({t.dir});
+    CHECK(r.phase == "training");
+  }
+  {
+    // A traceback whose innermost frame is the training loop's (transformers' Trainer).
+    TempDir t("timeout_in_train_frame");
+    write_file(t.dir / "train.log",
+               watchdog(1, 778778, 1800000) +
+                   "Traceback (most recent call last):\n"
+                   "  File \"/usr/local/lib/python3.10/dist-packages/transformers/trainer.py\", line 1938, in "
+                   "_inner_training_loop\n"
+                   "    self.accelerator.backward(loss)\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.phase == "training");
+  }
+}

@@ -99,9 +99,15 @@ bool LogAnalyzer::try_all_waiting() {
   }
   r_.missing_ranks.clear();
   const std::optional<Marker> mark = stuck_marker();
-  r_.phase = mark ? marker_phase(mark->kind) : "training";
+  // Without a marker, the phase is training only where a line shows training: a step or progress
+  // line, or a traceback frame inside the training loop. A collective's timeout alone does not:
+  // collectives run in evaluation, in a save and at the end of a run as well, and a sequence
+  // number counts all of them.
+  r_.phase = mark ? marker_phase(mark->kind) : training_shown() ? "training" : "unknown";
   const bool partial = waiting_.size() < 2 || static_cast<int>(waiting_.size()) < world_;
   if (!link && mark && mark->kind == LogKind::kCheckpointBegin && partial) return set_checkpoint_stall(*mark, first);
+  if (!link && mark && mark->kind == LogKind::kEvalBegin && partial && evaluating_alone(*mark))
+    return set_eval_straggler(*mark, first);
   if (link) {
     r_.category = "network";
     r_.cause = !link->cause.empty() ? link->cause : link->kind == LogKind::kIbError ? "ib_error" : "comm_error";
@@ -215,6 +221,60 @@ bool LogAnalyzer::set_checkpoint_stall(const Marker& mark, const Fail* first) {
                            reason::ranks_phrase_counted(waiting_), stuck_name(),
                            r_.missing_ranks.empty() ? std::string("the saving rank is not named in these logs")
                                                     : fmt::format("rank {} was saving", mark.rank));
+  return true;
+}
+
+// A line that shows the job training: a step or progress line anywhere, or a traceback frame of
+// the training loop (frames.cpp: a rank's own, or one in lines no rank can be named for).
+bool LogAnalyzer::training_shown() const {
+  if (steps_seen() || c_.unattributed_phase == LogKind::kTrainBegin) return true;
+  return std::any_of(rs_.begin(), rs_.end(), [](const RankState& s) { return s.log && s.log->phase == LogKind::kTrainBegin; });
+}
+
+// An evaluation that began and that no step line followed, while none of the ranks that
+// report the wait is itself evaluating. A waiting rank's own evaluation marker (or its own
+// last phase being eval) would fit uneven evaluation data or a collective skipped in eval
+// as well, so it disqualifies.
+bool LogAnalyzer::evaluating_alone(const Marker& mark) const {
+  if (mark.rank >= 0 && std::binary_search(waiting_.begin(), waiting_.end(), mark.rank)) return false;
+  return std::none_of(waiting_.begin(), waiting_.end(), [&](int w) {
+    const RankState& s = rs_[w];
+    return s.log && (s.log->phase == LogKind::kEvalBegin || s.log->phase == LogKind::kEvalEnd);
+  });
+}
+
+// The evaluation's counterpart of set_checkpoint_stall. Programs that evaluate during training
+// commonly do the evaluation's work, or its metric, on one process (mmengine's BaseMetric.evaluate
+// computes on rank 0 and broadcasts the result; a script's `if rank == 0: validate()`), while the
+// others go straight to the next collective and wait there. When that work outlasts the collective
+// timeout, only the waiting ranks report, and the evaluating one logs nothing: the ranks that
+// report wait in a collective, the rest of the world reports nothing, and the last phase line no
+// step followed is an evaluation's start. Had every rank been in a collective (a skipped or
+// mismatched one in the eval path), every rank's watchdog would fire; had the silent rank died,
+// its death (or its launcher's report of it) is what the other rules read first. The evaluating
+// rank is named only when the marker is its own.
+bool LogAnalyzer::set_eval_straggler(const Marker& mark, const Fail* first) {
+  r_.category = "straggler";
+  r_.cause = "slow_rank";
+  r_.confidence = "low";
+  r_.phase = "eval";
+  partial_wait_ = true;
+  if (mark.rank >= 0) {
+    r_.missing_ranks = {mark.rank};
+    slow_.insert(mark.rank);
+  }
+  if (first) set_first_unblamed(*first);
+  add_evidence(mark.ref, fmt::format("{}: {}", who(mark.rank), short_text(mark.text)));
+  if (first) add_evidence(first->ref, fmt::format("rank {}: {}", first->rank, short_text(first->what)));
+  note(fmt::format("an evaluation began and no step line followed it; {} then timed out in {} while the rest of "
+                   "the world did not report it: a rank still evaluating (alone, longer than the collective "
+                   "timeout) holds its peers. A rank that died silently during the evaluation would read the same "
+                   "here; its exit status or a stack dump of every rank tells them apart",
+                   reason::ranks_phrase_counted(waiting_), stuck_name()));
+  r_.summary = fmt::format("straggler (slow_rank): an evaluation was under way when {} timed out in {}; {}",
+                           reason::ranks_phrase_counted(waiting_), stuck_name(),
+                           r_.missing_ranks.empty() ? std::string("the evaluating rank is not named in these logs")
+                                                    : fmt::format("rank {} was evaluating", mark.rank));
   return true;
 }
 
