@@ -407,3 +407,48 @@ TEST_CASE("catalogue: aws-ofi-nccl's WARNs read as EFA/libfabric transport failu
   CHECK(r.category == "network");
   CHECK(r.cause == "efa_error");
 }
+
+TEST_CASE("catalogue: torch 2.0's wording of a c10d/torchelastic line reads as its 2.15 counterpart", "[catalogue]") {
+  // data/torch-distributed-{1.13.1,2.0.1,2.4.1}.jsonl (the released wheels' torch/distributed/): most
+  // incident logs come from older releases, whose lines 2.15 no longer prints in the same words.
+  const Catalogue& c = builtin_catalogue();
+  // distributed_c10d.py's _store_based_barrier, 2.0.1 ("on rank: {}", "worker_count={}") and 2.15
+  // ("on rank {}", "num_workers_joined={}", an "error=" field).
+  const auto old_hit = c.match(
+      "RuntimeError: Timed out initializing process group in store based barrier on rank: 11, for key: "
+      "store_based_barrier_key:37 (world_size=16, worker_count=8, timeout=0:30:00)");
+  const auto new_hit = c.match(
+      "torch.distributed.DistStoreError: Timed out initializing process group in store based barrier on "
+      "rank 11, for key: store_based_barrier_key:37 (world_size=16, num_workers_joined=8, timeout=0:30:00 "
+      "error=Socket Timeout)");
+  REQUIRE(old_hit);
+  REQUIRE(new_hit);
+  // 1.13.1, 2.0.1 and 2.4.1 print it with the same text: any of the older entries may answer.
+  CHECK(old_hit->entry->emitter == "torch-distributed");
+  CHECK(old_hit->entry->version != "2.15.0");
+  CHECK(old_hit->entry->where.rfind("torch/distributed/distributed_c10d.py:", 0) == 0);
+  CHECK(new_hit->entry->version == "2.15.0");
+  REQUIRE(old_hit->entry->meaning);
+  REQUIRE(new_hit->entry->meaning);
+  const CatalogueMeaning& o = *old_hit->entry->meaning;
+  const CatalogueMeaning& n = *new_hit->entry->meaning;
+  CHECK(o.kind == n.kind);
+  CHECK(o.role == n.role);
+  CHECK(o.category == n.category);
+  CHECK(o.cause == n.cause);
+  CHECK(o.phase == n.phase);
+  for (const char* name : {"rank", "world", "joined"}) {
+    INFO(name);
+    CHECK(old_hit->named_int(name) == new_hit->named_int(name));
+  }
+  CHECK(old_hit->named_int("joined") == 8);
+  // The failure summary's exit code field: 1.13-2.4 print no signal name after the pid.
+  const auto exit_old = c.match("  exitcode  : -9 (pid: 2875)");
+  REQUIRE(exit_old);
+  CHECK(exit_old->entry->emitter == "torch-distributed");
+  CHECK(exit_old->entry->version != "2.15.0");
+  REQUIRE(exit_old->entry->meaning);
+  CHECK(exit_old->entry->meaning->kind == "SummaryField");
+  CHECK(exit_old->named_int("code") == -9);
+  CHECK(exit_old->named_int("pid") == 2875);
+}
