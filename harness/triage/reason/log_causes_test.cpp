@@ -118,3 +118,23 @@ TEST_CASE("ranks that only wait in init's store barrier: who never arrived, a st
   r = triage_logs({t5.dir});
   CHECK(r.cause != "rendezvous_timeout");
 }
+
+TEST_CASE("torchelastic: a rendezvous already closed at an agent's first join is an earlier run's", "[triage_logs]") {
+  const std::string start =
+      "INFO:torch.distributed.elastic.agent.server.api:[default] starting workers for entrypoint: python\n"
+      "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous'ing worker group\n";
+  TempDir t("rdzv_closed");
+  write_file(t.dir / "agent.log", start + "torch.distributed.elastic.rendezvous.api.RendezvousClosedError\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "stale_rendezvous");
+  CHECK(r.phase == "init");
+  // With a failure of the job's own before it, the closed rendezvous is that failure's consequence.
+  TempDir t2("rdzv_closed_after_crash");
+  write_file(t2.dir / "agent.log", start +
+                                       "[2024-01-02 10:00:00,000] torch.distributed.elastic.multiprocessing.api: "
+                                       "[ERROR] failed (exitcode: -11) local_rank: 0 (pid: 48) of binary: python\n"
+                                       "torch.distributed.elastic.rendezvous.api.RendezvousClosedError\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.cause != "stale_rendezvous");
+}
