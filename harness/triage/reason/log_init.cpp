@@ -141,6 +141,21 @@ bool LogAnalyzer::try_store_wait() {
   return true;
 }
 
+// torchelastic closes a run id's rendezvous when an agent of it shuts down (launch_agent's finally:
+// rdzv_handler.shutdown(); dynamic_rendezvous.py / etcd_rendezvous.py then raise RendezvousClosedError
+// to every later join). An agent whose rendezvous is closed while nothing of its own job failed and
+// before any worker trained joined a run that had already ended: the store still holds an earlier
+// run's state under this run id (a restarted or re-submitted job reusing it, a default run id).
+bool LogAnalyzer::closed_before_join(const Fail& pick) {
+  if (!pick.ev || pick.ev->word != "RendezvousClosedError" || training_started_) return false;
+  for (const Fail* f : all_fails())
+    if (f->role == Role::kRoot || f->role == Role::kExit) return false;
+  note("the rendezvous was already closed when this agent first joined it, and nothing of this job failed "
+       "before: an agent of the same run id had shut it down, a run this one cannot be part of (a reused or "
+       "default run id, a restarted job finding the earlier run's store)");
+  return true;
+}
+
 bool LogAnalyzer::try_init() {
   std::vector<const Fail*> init_fails;
   for (const Fail* f : all_fails()) {
@@ -192,22 +207,7 @@ bool LogAnalyzer::try_init() {
         r_.cause = "rendezvous_timeout";
     }
   }
-  // torchelastic closes a run id's rendezvous when an agent of it shuts down (launch_agent's finally:
-  // rdzv_handler.shutdown(); dynamic_rendezvous.py / etcd_rendezvous.py then raise RendezvousClosedError
-  // to every later join). An agent whose rendezvous is closed while nothing of its own job failed and
-  // before any worker trained joined a run that had already ended: the store still holds an earlier
-  // run's state under this run id (a restarted or re-submitted job reusing it, a default run id).
-  if (r_.cause == "rendezvous_error" && pick->ev && pick->ev->word == "RendezvousClosedError") {
-    bool failed = false;
-    for (const Fail* f : all_fails())
-      failed |= f->role == Role::kRoot || f->role == Role::kExit;
-    if (!failed) {
-      r_.cause = "stale_rendezvous";
-      note("the rendezvous was already closed when this agent first joined it, and nothing of this job failed "
-           "before: an agent of the same run id had shut it down, a run this one cannot be part of (a reused or "
-           "default run id, a restarted job finding the earlier run's store)");
-    }
-  }
+  if (r_.cause == "rendezvous_error" && closed_before_join(*pick)) r_.cause = "stale_rendezvous";
   r_.category = !pick->category.empty()          ? pick->category
                 : pick->cause == "wrong_ifname" ? "network"
                 : pick->cause == "nccl_shm"     ? "resource_limit"
