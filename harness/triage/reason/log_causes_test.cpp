@@ -12,8 +12,9 @@ using namespace hanglab;
 using namespace hanglab::logtest;
 
 TEST_CASE("kubelet eviction: disk pressure is a full disk, memory pressure an OOM kill", "[triage_logs]") {
-  auto l = parse("The node was low on resource: ephemeral-storage. Container trainer was using 912Mi, which exceeds "
-                 "its request of 0.");
+  auto l = parse(
+      "The node was low on resource: ephemeral-storage. Container trainer was using 912Mi, which exceeds "
+      "its request of 0.");
   CHECK(l.kind == LogKind::kDiskFull);
   l = parse("Pod is in Failed phase due to Evicted: The node was low on resource: inodes.");
   CHECK(l.kind == LogKind::kDiskFull);
@@ -28,15 +29,16 @@ TEST_CASE("kubelet eviction: disk pressure is a full disk, memory pressure an OO
   CHECK(r.cause == "disk_full");
 }
 
-TEST_CASE("Ray's memory monitor: a kill summary counting kills is an OOM kill, a zero count is none",
-          "[triage_logs]") {
-  auto l = parse("(raylet) [2024-01-02 10:00:00,117 E 1357 1357] (raylet) node_manager.cc:3069: 2 Workers (tasks / "
-                 "actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
-                 "abc, IP: 10.0.0.7) over the last time period.");
+TEST_CASE("Ray's memory monitor: a kill summary counting kills is an OOM kill, a zero count is none", "[triage_logs]") {
+  auto l = parse(
+      "(raylet) [2024-01-02 10:00:00,117 E 1357 1357] (raylet) node_manager.cc:3069: 2 Workers (tasks / "
+      "actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
+      "abc, IP: 10.0.0.7) over the last time period.");
   CHECK(l.kind == LogKind::kOomKill);
-  l = parse("(raylet) [2024-01-02 10:00:00,117 E 1357 1357] (raylet) node_manager.cc:3069: 0 Workers (tasks / "
-            "actors) killed due to memory pressure (OOM), 3 Workers crashed due to other reasons at node (ID: abc, "
-            "IP: 10.0.0.7) over the last time period.");
+  l = parse(
+      "(raylet) [2024-01-02 10:00:00,117 E 1357 1357] (raylet) node_manager.cc:3069: 0 Workers (tasks / "
+      "actors) killed due to memory pressure (OOM), 3 Workers crashed due to other reasons at node (ID: abc, "
+      "IP: 10.0.0.7) over the last time period.");
   CHECK(l.kind != LogKind::kOomKill);
   TempDir t("ray_oom");
   write_file(t.dir / "driver.log",
@@ -73,18 +75,19 @@ TEST_CASE("NCCL cannot bring a queue pair up: the IB/RoCE set-up, at connection 
 }
 
 static std::string barrier_wait(int rank, int key, int world, int count, int sec) {
-  return fmt::format("[2023-07-14 18:21:{:02d},182][torch.distributed.distributed_c10d][INFO] - Waiting in store based "
-                     "barrier to initialize process group for rank: {}, key: store_based_barrier_key:{} (world_size={}, "
-                     "worker_count={}, timeout=0:30:00)\n",
-                     sec, rank, key, world, count);
+  return fmt::format(
+      "[2023-07-14 18:21:{:02d},182][torch.distributed.distributed_c10d][INFO] - Waiting in store based "
+      "barrier to initialize process group for rank: {}, key: store_based_barrier_key:{} (world_size={}, "
+      "worker_count={}, timeout=0:30:00)\n",
+      sec, rank, key, world, count);
 }
 
 TEST_CASE("ranks that only wait in init's store barrier: who never arrived, a stale count, a late rank",
           "[triage_logs]") {
   // One waiter repeating a count of 1 of 2: it counted itself; rank 1 never arrived.
   TempDir t("barrier_short");
-  write_file(t.dir / "train.log", barrier_wait(0, 1, 2, 1, 10) + barrier_wait(0, 1, 2, 1, 20) +
-                                      barrier_wait(0, 1, 2, 1, 30));
+  write_file(t.dir / "train.log",
+             barrier_wait(0, 1, 2, 1, 10) + barrier_wait(0, 1, 2, 1, 20) + barrier_wait(0, 1, 2, 1, 30));
   auto r = triage_logs({t.dir});
   CHECK(r.category == "rendezvous");
   CHECK(r.cause == "rendezvous_timeout");
