@@ -222,6 +222,7 @@ bool exception_lines(sv m, LogLine& o) {
       }
     } else if (has(cls, "Rendezvous")) {
       o.kind = has(cls, "Timeout") ? LogKind::kStoreTimeout : LogKind::kRendezvousError;
+      if (has(cls, "RendezvousClosedError")) o.word = "RendezvousClosedError";  // as below
     } else if (has(m, "unhandled cuda error") || (has(m, "CUDA error") && !comm_text(m))) {
       o.kind = LogKind::kCudaError;
     } else if (comm_text(m)) {
@@ -375,6 +376,10 @@ bool gloo_store_lines(sv m, LogLine& o) {
   }
   if (has(m, "RendezvousTimeoutError") || has(m, "RendezvousClosedError") || has(m, "RendezvousConnectionError")) {
     o.kind = has(m, "Timeout") ? LogKind::kStoreTimeout : LogKind::kRendezvousError;
+    // Which one: a closed rendezvous (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py and
+    // etcd_rendezvous.py raise RendezvousClosedError once an agent of the run id shut it down) means
+    // another thing than one that could not be reached.
+    if (has(m, "RendezvousClosedError")) o.word = "RendezvousClosedError";
     return true;
   }
   return false;

@@ -266,6 +266,10 @@ bool LogTimeline::init_event(const LogEvent& e) {
   // A line the catalogue read: its meaning's phase says whether only init writes it (a kind the
   // meaning chose, e.g. an NCCL error trace, can be written in any phase).
   if (e.catalogue) return e.phase == "init";
+  // IB/RoCE set-up (a queue pair that cannot be brought up, no usable HCA or GID): NCCL does it while it
+  // connects its peers, before data moves (patterns.cpp's ibv_modify_qp entry; the catalogue's own
+  // ib_config meanings say phase init).
+  if (e.kind == LogKind::kIbError && e.cause == "ib_config") return true;
   switch (e.kind) {
     case LogKind::kStoreTimeout:
     case LogKind::kStoreRefused:

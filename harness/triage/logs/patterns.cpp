@@ -52,6 +52,21 @@ bool epoch_number(sv m) {
   return false;
 }
 
+// The number written right before `needle` ("3 Workers ...") is above zero: a summary line that
+// counts events says something happened only when its count does.
+bool count_before(sv m, sv needle) {
+  const size_t k = m.find(needle);
+  if (k == npos) return false;
+  size_t b = k;
+  while (b > 0 && m[b - 1] == ' ') --b;
+  size_t e = b;
+  while (b > 0 && m[b - 1] >= '0' && m[b - 1] <= '9') --b;
+  if (b == e) return false;
+  for (size_t i = b; i < e; ++i)
+    if (m[i] != '0') return true;
+  return false;
+}
+
 // The signal a launcher says it received or passes on, and which launcher: by the SIG name or
 // Python's Signals.SIGx, by strsignal's word ("Terminated", "Hangup"), else the number after the
 // word that introduces it. srun's own notices name none: its handler takes SIGTERM, SIGHUP and
@@ -236,6 +251,26 @@ static std::vector<LinePattern> launcher_patterns() {
       {{"The node was low on resource: memory."}, {}, LogKind::kOomKill, "", "", PatternFields::kNone,
        "The node was low on resource: memory. Container prometheus-server was using 3885112Ki, which exceeds its "
        "request of 0. Container prometheus-server-configmap-reload was using 2100Ki, which exceeds its request of 0."},
+      // ... and under node disk pressure: the kubelet names the resource it reclaims (pkg/kubelet/eviction/
+      // helpers.go:42,84-91@v1.22.6, nodeLowMessageFmt with signalToResource): nodefs/imagefs.available map to
+      // "ephemeral-storage", their inodesFree signals to "inodes". The node's disk (or its inodes) ran out
+      // and the pod using it was evicted: a full disk, not memory (the examples: a Kubernetes pod-status
+      // tool's tests quoting evicted pods' messages).
+      {{"The node was low on resource: ephemeral-storage."}, {}, LogKind::kDiskFull, "", "", PatternFields::kNone,
+       "The node was low on resource: ephemeral-storage. Threshold quantity: 10%. "},
+      {{"The node was low on resource: inodes."}, {}, LogKind::kDiskFull, "", "", PatternFields::kNone,
+       "Pod is in Failed phase due to Evicted: The node was low on resource: inodes."},
+      // Ray's memory monitor (the raylet, src/ray/raylet/node_manager.cc, Ray 2.x; the line number moves
+      // between releases: 3007-3096) kills a task or actor process when the node's memory use passes
+      // RAY_memory_usage_threshold, and prints this summary to the driver (doc/source/ray-core/scheduling/
+      // ray-oom-prevention.rst: "Ray memory monitor also periodically prints the aggregated out-of-memory
+      // killer summary"). With a count above zero, a worker was killed for host memory: an OOM kill, one
+      // step before the kernel's.
+      {{" Workers (tasks / actors) killed due to memory pressure (OOM)"}, {}, LogKind::kOomKill, "", "",
+       PatternFields::kCountBefore,
+       "(raylet) [2023-04-09 07:23:59,445 E 395 395] (raylet) node_manager.cc:3049: 10 Workers (tasks / actors) "
+       "killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
+       "e5d953ef03e55e26f13973ea1b5a0fd0ecc729cd820bc89e4aa50451, IP: 10.0.62.231) over the last time period."},
   };
 }
 
@@ -375,8 +410,11 @@ static std::vector<LinePattern> limit_and_phase_patterns() {
        "00007fff0fb361d0 error 4 in pan[400000+1fb000]"},
       // NCCL could not bring an IB/RoCE queue pair to its connected state (the remote GID or route
       // does not resolve: "failed with error Connection timed out"): the fabric, not a rank
-      // (NVIDIA/nccl-tests#227).
-      {{"NCCL WARN", "Call to ibv_modify_qp failed"}, {}, LogKind::kIbError, "network", "ib_error",
+      // (NVIDIA/nccl-tests#227). The fabric's or NCCL's IB set-up, not a transfer that failed: NCCL's
+      // own hint after this WARN (src/misc/ibvwrap.cc printIbModifyQpHint@v2.30.7-1) blames ETIMEDOUT on
+      // NICs that are not cross-rail connected (NCCL_CROSS_NIC=0) and EINVAL on a wrong
+      // NCCL_IB_GID_INDEX; older NCCL prints the same call's failure as "failed with error <strerror>".
+      {{"NCCL WARN", "Call to ibv_modify_qp failed"}, {}, LogKind::kIbError, "network", "ib_config",
        PatternFields::kNone,
        "ibvwrap.c:160 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out."},
       // UCX's signal handler (gh-pipedream-76).
@@ -471,6 +509,7 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
       if (!ok) continue;
     }
     if (p.fields == PatternFields::kEpoch && !epoch_number(m)) continue;
+    if (p.fields == PatternFields::kCountBefore && !count_before(m, p.all.front())) continue;
     o.kind = p.kind;
     o.category = p.category;
     o.cause = p.cause;
@@ -596,6 +635,7 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
       }
       case PatternFields::kNone:
       case PatternFields::kEpoch:
+      case PatternFields::kCountBefore:
         break;
     }
     return true;

@@ -31,6 +31,8 @@ enum class PatternFields : uint8_t {
                   // before "failed" (word "monitored_barrier")
   kMember,        // "GLOBAL_RANK: 3, MEMBER: 4/8" -> rank 3 (the writer) of world 8; "Starting with 8 processes"
                   // / "with 8 nodes" -> world 8 (rank from "Rank N:" when the line has it)
+  kCountBefore,   // only when the number just before the entry's first needle is > 0 (Ray's kill summary
+                  // "1 Workers (tasks / actors) killed due to memory pressure (OOM), ...": 0 kills is no kill)
   kStopSignal,    // a signal a launcher received and passes on, by name (SIGTERM, Signals.SIGHUP, "Terminated")
                   // or number, after the entry's first needle's "Received " / "SIGNAL " / "signal "; word =
                   // the launcher (its name before ": " or the entry's)

@@ -599,7 +599,20 @@ class FileScanner {
                kMaxWorldHintsPerFile) {
       return;
     }
-    out_.world.push_back({l_.world, rank, l_.joined, 0, index_, line_no_, std::string(l_.msg.substr(0, kMaxEventText))});
+    // A store barrier's key counts the process groups created so far (torch 1.x distributed_c10d.py:
+    // "store_based_barrier_key:{_group_count}"): key 1 is the default group's, a later key a new_group()'s,
+    // whose ranks all passed the default group's barrier.
+    long long key = -1;
+    if (l_.joined >= 0) {
+      constexpr std::string_view kKey = "store_based_barrier_key:";
+      if (const size_t k = l_.msg.find(kKey); k != std::string_view::npos) {
+        key = 0;
+        for (size_t p = k + kKey.size(); p < l_.msg.size() && l_.msg[p] >= '0' && l_.msg[p] <= '9' && key < 1000000; ++p)
+          key = key * 10 + (l_.msg[p] - '0');
+        if (k + kKey.size() == l_.msg.size() || l_.msg[k + kKey.size()] < '0' || l_.msg[k + kKey.size()] > '9') key = -1;
+      }
+    }
+    out_.world.push_back({l_.world, rank, l_.joined, 0, key, index_, line_no_, std::string(l_.msg.substr(0, kMaxEventText))});
   }
 
   // torchrun's "ChildFailedError" block; true when the line belonged to it.

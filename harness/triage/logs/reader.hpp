@@ -157,6 +157,7 @@ struct WorldHint {
   int rank = -1;  // the rank of the line that states it (a start-up line: two files with the same rank's = a duplicate)
   int joined = -1;  // a store barrier's count of the ranks that arrived ("worker_count=1"), -1 = not a count
   int settled = 0;  // later lines of the same waiter that stated the same count (the waiter repeats every 10 s)
+  long long key = -1;  // a store barrier's key number (the process groups created so far), -1 = unknown
   uint32_t file = 0;
   uint32_t line = 0;
   std::string text;

@@ -121,6 +121,10 @@ class LogAnalyzer : public LogTimeline {
   // two processes were started with one RANK (a copy-pasted launch line or node_rank).
   bool try_duplicate();
   bool try_init();
+  // Ranks that only wait in init_process_group's store barrier, short of the world or past it.
+  bool try_store_wait();
+  // A RendezvousClosedError at an agent's first join, nothing of the job failed: an earlier run's rendezvous.
+  bool closed_before_join(const Fail& pick);  // notes why when true
 
   // -- log_mismatch.cpp
   bool try_mismatch();

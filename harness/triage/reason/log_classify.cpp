@@ -30,6 +30,7 @@ void LogAnalyzer::classify() {
   if (try_external_stop()) return;
   if (!training_started_ && try_init()) return;
   if (!training_started_ && try_membership()) return;
+  if (!training_started_ && try_store_wait()) return;
   if (try_mismatch()) return;
   if (try_ahead()) return;
   if (try_started_lag()) return;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "triage/model/causes.hpp"
 #include "util.hpp"
@@ -65,6 +66,96 @@ bool LogAnalyzer::try_duplicate() {
   return true;
 }
 
+// init_process_group's store-based barrier (torch/distributed/distributed_c10d.py _store_based_barrier,
+// torch 1.x-2.0): each rank adds itself to the barrier's key and polls the count until it equals the world
+// size, logging "Waiting in store based barrier to initialize process group for rank: R, key: K
+// (world_size=N, worker_count=C, timeout=T)" every 10 s while the count is short, and raises "Timed out
+// initializing process group in store based barrier" after T. Ranks that wait there and print nothing
+// else -- no failure, no completed barrier, no step or collective after it -- are stuck in init waiting
+// for ranks that never arrived: the rendezvous timed out (or will). A count above the world can never
+// come down to it: the key also holds another run's arrivals (a restarted or requeued job, or two jobs,
+// on one store address or init file), a stale rendezvous. Which ranks are missing only when the count,
+// stated again and again, equals the waiters seen (the rest never added themselves).
+bool LogAnalyzer::try_store_wait() {
+  if (training_started_ || steps_seen()) return false;
+  for (const Fail* f : all_fails()) {
+    if (f->role == Role::kRoot || f->role == Role::kExit) return false;  // a failure's own rules decide
+  }
+  std::set<int> waiters;
+  const WorldHint* count = nullptr;
+  const WorldHint* over = nullptr;
+  for (const auto& h : c_.world_hints) {
+    if (h.joined < 0 || h.world < 2 || !valid_rank(h.rank)) continue;
+    if (world_stated_ && h.world != world_) continue;
+    waiters.insert(h.rank);
+    if (h.joined > h.world) {
+      if (!over || h.joined > over->joined) over = &h;
+    } else if (h.joined < h.world && (!count || h.joined > count->joined)) {
+      count = &h;
+    }
+  }
+  const WorldHint* h = over ? over : count;
+  if (!h) return false;
+  r_.category = "rendezvous";
+  r_.phase = "init";
+  r_.confidence = "medium";
+  add_evidence(ref(h->file, h->line), fmt::format("rank {} waits in init's store barrier, {} of {} ranks counted: {}",
+                                                   h->rank, h->joined, h->world, short_text(h->text)));
+  if (over) {
+    r_.cause = "stale_rendezvous";
+    note(fmt::format("the store counted {} arrivals for a world of {}: the count can never equal the world, so "
+                     "the barrier never completes; the key holds an earlier run's arrivals too (a restarted or "
+                     "requeued job reusing the store's address/port or init file, or two jobs sharing it)",
+                     over->joined, over->world));
+    r_.summary = fmt::format("rendezvous (stale_rendezvous): the store barrier counted {} arrivals for a world of {}",
+                             over->joined, over->world);
+    return true;
+  }
+  // A later group's barrier (key > 1: a new_group() after the default group): every rank of the world
+  // passed the default group's barrier, so the ones not counted now are alive and started; they are
+  // late into this group's creation, held up in init by their own work.
+  const bool later_group = count->key >= 2;
+  if (later_group) {
+    r_.category = "straggler";
+    r_.cause = "stuck_in_init";
+    note(fmt::format("the barrier's key is store_based_barrier_key:{}, a process group created after the "
+                     "default one: every rank passed the default group's barrier, so the {} not counted are alive "
+                     "and late, not absent",
+                     count->key, count->world - count->joined == 1 ? "rank" : "ranks"));
+  } else {
+    r_.cause = "rendezvous_timeout";
+  }
+  if (count->settled >= 1 && count->joined == static_cast<int>(waiters.size())) {
+    for (int r = 0; r < count->world; ++r)
+      if (!waiters.count(r)) r_.missing_ranks.push_back(r);
+    add_evidence(fmt::format("(no wait line of rank {})", r_.missing_ranks.front()),
+                 fmt::format("the count stayed at {}, the ranks seen waiting: {} never arrived", count->joined,
+                             reason::ranks_phrase_counted(r_.missing_ranks)));
+  } else {
+    note(fmt::format("the store counted {} of {} ranks; which ranks never arrived is not in these lines",
+                     count->joined, count->world));
+  }
+  r_.summary = fmt::format("{} ({}): {} wait{} in init's store barrier with {} of {} ranks arrived, and nothing after",
+                           r_.category, r_.cause, reason::ranks_phrase_counted(std::vector<int>(waiters.begin(), waiters.end())),
+                           waiters.size() == 1 ? "s" : "", count->joined, count->world);
+  return true;
+}
+
+// torchelastic closes a run id's rendezvous when an agent of it shuts down (launch_agent's finally:
+// rdzv_handler.shutdown(); dynamic_rendezvous.py / etcd_rendezvous.py then raise RendezvousClosedError
+// to every later join). An agent whose rendezvous is closed while nothing of its own job failed and
+// before any worker trained joined a run that had already ended: the store still holds an earlier
+// run's state under this run id (a restarted or re-submitted job reusing it, a default run id).
+bool LogAnalyzer::closed_before_join(const Fail& pick) {
+  if (!pick.ev || pick.ev->word != "RendezvousClosedError" || training_started_) return false;
+  for (const Fail* f : all_fails())
+    if (f->role == Role::kRoot || f->role == Role::kExit) return false;
+  note("the rendezvous was already closed when this agent first joined it, and nothing of this job failed "
+       "before: an agent of the same run id had shut it down, a run this one cannot be part of (a reused or "
+       "default run id, a restarted job finding the earlier run's store)");
+  return true;
+}
+
 bool LogAnalyzer::try_init() {
   std::vector<const Fail*> init_fails;
   for (const Fail* f : all_fails()) {
@@ -116,6 +207,7 @@ bool LogAnalyzer::try_init() {
         r_.cause = "rendezvous_timeout";
     }
   }
+  if (r_.cause == "rendezvous_error" && closed_before_join(*pick)) r_.cause = "stale_rendezvous";
   r_.category = !pick->category.empty()          ? pick->category
                 : pick->cause == "wrong_ifname" ? "network"
                 : pick->cause == "nccl_shm"     ? "resource_limit"

@@ -1,0 +1,143 @@
+// Unit tests of causes read from one line or one shape (issue 24, category/cause misses): the kubelet's
+// eviction by the resource it names, Ray's memory-monitor kill summary, NCCL's queue-pair bring-up failure,
+// and ranks that only wait in init_process_group's store barrier.
+#include <catch2/catch.hpp>
+
+#include "triage/log_test_support.hpp"
+#include "triage/logs/parse.hpp"
+#include "triage/reason/log.hpp"
+#include "triage/triage.hpp"
+
+using namespace hanglab;
+using namespace hanglab::logtest;
+
+TEST_CASE("kubelet eviction: disk pressure is a full disk, memory pressure an OOM kill", "[triage_logs]") {
+  auto l = parse(
+      "The node was low on resource: ephemeral-storage. Container trainer was using 912Mi, which exceeds "
+      "its request of 0.");
+  CHECK(l.kind == LogKind::kDiskFull);
+  l = parse("Pod is in Failed phase due to Evicted: The node was low on resource: inodes.");
+  CHECK(l.kind == LogKind::kDiskFull);
+  l = parse("The node was low on resource: memory. Container trainer was using 31Gi, which exceeds its request of 0.");
+  CHECK(l.kind == LogKind::kOomKill);
+  TempDir t("evict_disk");
+  write_file(t.dir / "pod.yaml",
+             "status:\n  message: 'The node was low on resource: ephemeral-storage. Container trainer was using "
+             "912Mi, which exceeds its request of 0. '\n  phase: Failed\n  reason: Evicted\n");
+  const auto r = triage_logs({t.dir});
+  CHECK(r.category == "resource_limit");
+  CHECK(r.cause == "disk_full");
+}
+
+TEST_CASE("Ray's memory monitor: a kill summary counting kills is an OOM kill, a zero count is none", "[triage_logs]") {
+  auto l = parse(
+      "(raylet) [2024-01-02 10:00:00,117 E 1357 1357] (raylet) node_manager.cc:3069: 2 Workers (tasks / "
+      "actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
+      "abc, IP: 10.0.0.7) over the last time period.");
+  CHECK(l.kind == LogKind::kOomKill);
+  l = parse(
+      "(raylet) [2024-01-02 10:00:00,117 E 1357 1357] (raylet) node_manager.cc:3069: 0 Workers (tasks / "
+      "actors) killed due to memory pressure (OOM), 3 Workers crashed due to other reasons at node (ID: abc, "
+      "IP: 10.0.0.7) over the last time period.");
+  CHECK(l.kind != LogKind::kOomKill);
+  TempDir t("ray_oom");
+  write_file(t.dir / "driver.log",
+             "(raylet) [2024-01-02 10:00:00,117 E 1357 1357] (raylet) node_manager.cc:3069: 1 Workers (tasks / "
+             "actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: abc, "
+             "IP: 10.0.0.7) over the last time period.\n");
+  const auto r = triage_logs({t.dir});
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "oom");
+}
+
+TEST_CASE("NCCL cannot bring a queue pair up: the IB/RoCE set-up, at connection time", "[triage_logs]") {
+  // NCCL 2.2x+ wording (ibvwrap.cc: the QP's states and GIDs), and the older "failed with error <strerror>".
+  for (const char* line :
+       {"h-1:4242:4300 [5] ibvwrap.cc:376 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on "
+        "dev mlx5_3:1, curr state INIT, next state RTR, local GID index 3, local GID ::ffff:10.1.0.5, remote GID "
+        "::ffff:10.2.0.9",
+        "h-1:4242:4300 [0] ibvwrap.c:160 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out."}) {
+    INFO(line);
+    TempDir t("modify_qp");
+    write_file(t.dir / "nccl.log", std::string(line) + "\n");
+    const auto r = triage_logs({t.dir});
+    CHECK(r.category == "network");
+    CHECK(r.cause == "ib_config");
+    CHECK(r.phase == "init");
+  }
+  // A completion error on a connected queue pair stays a transport error.
+  TempDir t("ib_completion");
+  write_file(t.dir / "nccl.log",
+             "w-1:946:988 [0] transport/net_ib.cc:839 NCCL WARN NET/IB : Got completion with error 12, opcode 1, len "
+             "0, vendor err 129\n");
+  const auto r = triage_logs({t.dir});
+  CHECK(r.cause == "ib_error");
+}
+
+static std::string barrier_wait(int rank, int key, int world, int count, int sec) {
+  return fmt::format(
+      "[2023-07-14 18:21:{:02d},182][torch.distributed.distributed_c10d][INFO] - Waiting in store based "
+      "barrier to initialize process group for rank: {}, key: store_based_barrier_key:{} (world_size={}, "
+      "worker_count={}, timeout=0:30:00)\n",
+      sec, rank, key, world, count);
+}
+
+TEST_CASE("ranks that only wait in init's store barrier: who never arrived, a stale count, a late rank",
+          "[triage_logs]") {
+  // One waiter repeating a count of 1 of 2: it counted itself; rank 1 never arrived.
+  TempDir t("barrier_short");
+  write_file(t.dir / "train.log",
+             barrier_wait(0, 1, 2, 1, 10) + barrier_wait(0, 1, 2, 1, 20) + barrier_wait(0, 1, 2, 1, 30));
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "rendezvous_timeout");
+  CHECK(r.phase == "init");
+  CHECK(r.missing_ranks == std::vector<int>{1});
+  CHECK((!r.first_failure || r.first_failure->rank < 0));
+  // Several waiters, one line each: the count is a moment's; which ranks are missing is not said.
+  TempDir t2("barrier_moment");
+  write_file(t2.dir / "train.log", barrier_wait(6, 1, 16, 7, 32) + barrier_wait(3, 1, 16, 7, 32));
+  r = triage_logs({t2.dir});
+  CHECK(r.cause == "rendezvous_timeout");
+  CHECK(r.missing_ranks.empty());
+  // More arrivals than the world: the count never comes down to it.
+  TempDir t3("barrier_over");
+  write_file(t3.dir / "train.log", barrier_wait(0, 1, 4, 8, 10) + barrier_wait(0, 1, 4, 8, 20));
+  r = triage_logs({t3.dir});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "stale_rendezvous");
+  CHECK(r.missing_ranks.empty());
+  // A later group's barrier: everyone passed the default group's, so the rank not counted is alive and late.
+  TempDir t4("barrier_later_group");
+  write_file(t4.dir / "train.log", barrier_wait(2, 2, 8, 7, 4) + barrier_wait(7, 2, 8, 7, 4));
+  r = triage_logs({t4.dir});
+  CHECK(r.category == "straggler");
+  CHECK(r.cause == "stuck_in_init");
+  CHECK(r.phase == "init");
+  // A failure of its own decides, not the wait.
+  TempDir t5("barrier_and_oom");
+  write_file(t5.dir / "train.log", barrier_wait(0, 1, 2, 1, 10) + barrier_wait(0, 1, 2, 1, 20) +
+                                       "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+  r = triage_logs({t5.dir});
+  CHECK(r.cause != "rendezvous_timeout");
+}
+
+TEST_CASE("torchelastic: a rendezvous already closed at an agent's first join is an earlier run's", "[triage_logs]") {
+  const std::string start =
+      "INFO:torch.distributed.elastic.agent.server.api:[default] starting workers for entrypoint: python\n"
+      "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous'ing worker group\n";
+  TempDir t("rdzv_closed");
+  write_file(t.dir / "agent.log", start + "torch.distributed.elastic.rendezvous.api.RendezvousClosedError\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "stale_rendezvous");
+  CHECK(r.phase == "init");
+  // With a failure of the job's own before it, the closed rendezvous is that failure's consequence.
+  TempDir t2("rdzv_closed_after_crash");
+  write_file(t2.dir / "agent.log", start +
+                                       "[2024-01-02 10:00:00,000] torch.distributed.elastic.multiprocessing.api: "
+                                       "[ERROR] failed (exitcode: -11) local_rank: 0 (pid: 48) of binary: python\n"
+                                       "torch.distributed.elastic.rendezvous.api.RendezvousClosedError\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.cause != "stale_rendezvous");
+}
