@@ -406,6 +406,29 @@ bool Catalogue::verify(const CatalogueEntry& e, sv line, std::vector<sv>* holes,
   return false;
 }
 
+// A release's dotted version as numbers ("2.15.0" -> {2, 15, 0}); a commit id ("0007e75") is
+// empty, older than any release: such emitters are pinned snapshots of an older tree.
+static std::vector<long> version_key(const std::string& v) {
+  std::vector<long> k;
+  size_t i = 0;
+  while (i < v.size()) {
+    size_t j = i;
+    while (j < v.size() && std::isdigit(static_cast<unsigned char>(v[j]))) ++j;
+    if (j == i || (j < v.size() && v[j] != '.')) return {};
+    k.push_back(std::stol(v.substr(i, std::min<size_t>(j - i, 9))));
+    i = j + 1;
+  }
+  return k;
+}
+
+// Of two entries whose formats match a line equally well, the one to cite: the same emitter's
+// newer version (an older release that printed the same text shares its meaning, but the pinned
+// version is the one the README and a re-extraction speak of), else the one loaded first.
+static bool cites_before(const CatalogueEntry& e, uint32_t e_n, const CatalogueEntry& best, uint32_t best_n) {
+  if (e.emitter == best.emitter && e.version != best.version) return version_key(e.version) > version_key(best.version);
+  return e_n < best_n;
+}
+
 std::optional<CatalogueHit> Catalogue::match(sv line, bool meaning_only, sv inside) const {
   if (index_.empty() || line.size() < 4) return std::nullopt;
   const CatalogueEntry* best = nullptr;
@@ -419,8 +442,8 @@ std::optional<CatalogueHit> Catalogue::match(sv line, bool meaning_only, sv insi
     for (const Anchor& a : it->second) {
       const CatalogueEntry& e = entries_[a.entry];
       if (meaning_only && !e.meaning) continue;
-      if (best &&
-          (e.literal_chars < best->literal_chars || (e.literal_chars == best->literal_chars && a.entry >= best_n)))
+      if (best && (e.literal_chars < best->literal_chars ||
+                   (e.literal_chars == best->literal_chars && !cites_before(e, a.entry, *best, best_n))))
         continue;
       const std::string& seg = e.segments[a.segment];
       if (i < a.offset || line.compare(i - a.offset, seg.size(), seg) != 0) continue;

@@ -452,3 +452,22 @@ TEST_CASE("catalogue: torch 2.0's wording of a c10d/torchelastic line reads as i
   CHECK(exit_old->named_int("code") == -9);
   CHECK(exit_old->named_int("pid") == 2875);
 }
+
+TEST_CASE("catalogue: a line several versions print alike is cited from the newest of them", "[catalogue]") {
+  // distributed_c10d.py raises this in 1.13.1, 2.0.1, 2.4.1 and 2.15.0 with the same text: every
+  // version's entry matches equally well, and the pinned release is the one to cite, not whichever
+  // data file loaded first (the older ones sort ahead by name).
+  const Catalogue& c = builtin_catalogue();
+  const auto hit = c.match(
+      "ValueError: Group 3 is not registered, please create group with torch.distributed.new_group API");
+  REQUIRE(hit);
+  CHECK(hit->entry->emitter == "torch-distributed");
+  CHECK(hit->entry->version == "2.15.0");
+  // Of the older wordings only (2.15 changed this one), the newest that still prints it answers.
+  const auto old_hit = c.match(
+      "RuntimeError: Timed out initializing process group in store based barrier on rank: 11, for key: "
+      "store_based_barrier_key:37 (world_size=16, worker_count=8, timeout=0:30:00)");
+  REQUIRE(old_hit);
+  CHECK(old_hit->entry->version != "2.15.0");
+  CHECK(old_hit->entry->version != "1.13.1");
+}
