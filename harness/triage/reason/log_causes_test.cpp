@@ -141,3 +141,24 @@ TEST_CASE("torchelastic: a rendezvous already closed at an agent's first join is
   r = triage_logs({t2.dir});
   CHECK(r.cause != "stale_rendezvous");
 }
+
+TEST_CASE("an NCCL set-up failure after the process-group banner is init; after a step it is not", "[triage_logs]") {
+  // ProcessGroupNCCL builds its communicator at the first collective, after init_process_group
+  // returned and Lightning printed its banner: NCCL's topology search failing then is still set-up.
+  const std::string banner =
+      "distributed_backend=nccl\nAll distributed processes registered. Starting with 2 processes\n";
+  const std::string topo = "node-1:4242:4300 [0] graph/topo.h:230 NCCL WARN Could not find NET with id 0\n";
+  TempDir t("nccl_setup_after_banner");
+  write_file(t.dir / "train.log", banner + topo);
+  auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.cause == "topology_error");
+  CHECK(r.phase == "init");
+  // The same failure after the job logged a training step: a communicator made mid-run (a new group).
+  TempDir t2("nccl_setup_after_step");
+  write_file(t2.dir / "train.log", banner + "Epoch 0: step 12/100 loss=0.52\n" + topo);
+  r = triage_logs({t2.dir});
+  INFO(render_text(r));
+  CHECK(r.cause == "topology_error");
+  CHECK(r.phase != "init");
+}

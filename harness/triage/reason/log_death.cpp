@@ -81,6 +81,13 @@ void LogAnalyzer::set_root(const Fail& root, bool ordered) {
   }
   r_.missing_ranks = missing;
   r_.phase = phase_of_rank(s);
+  // A failure its emitter prints only while setting up (the catalogue's phase "init": NCCL's
+  // topology search, bootstrap, device open in init.cc/graph/bootstrap.cc) is init even after the
+  // process-group banner ("All distributed processes registered", "Init COMPLETE" of another
+  // communicator): ProcessGroupNCCL creates a communicator lazily, at its first collective, after
+  // init_process_group has returned. Only a step line before it shows a communicator made mid-run.
+  if (root.ev && root.ev->phase == "init" && !steps_seen() && (r_.phase == "training" || r_.phase == "unknown"))
+    r_.phase = "init";
   // A crash while exiting, after the work was done: no rank is missing from the work.
   if (r_.phase == "shutdown") r_.missing_ranks.clear();
   // DataLoader workers feed the training loop: their deaths are in training.
