@@ -223,6 +223,7 @@ bool exception_lines(sv m, LogLine& o) {
     } else if (has(cls, "Rendezvous")) {
       o.kind = has(cls, "Timeout") ? LogKind::kStoreTimeout : LogKind::kRendezvousError;
       if (has(cls, "RendezvousClosedError")) o.word = "RendezvousClosedError";  // as below
+      if (has(cls, "RendezvousConnectionError")) o.word = "RendezvousConnectionError";
     } else if (has(m, "unhandled cuda error") || (has(m, "CUDA error") && !comm_text(m))) {
       o.kind = LogKind::kCudaError;
     } else if (comm_text(m)) {
@@ -380,6 +381,10 @@ bool gloo_store_lines(sv m, LogLine& o) {
     // etcd_rendezvous.py raise RendezvousClosedError once an agent of the run id shut it down) means
     // another thing than one that could not be reached.
     if (has(m, "RendezvousClosedError")) o.word = "RendezvousClosedError";
+    // c10d_rendezvous_backend.py's _create_tcp_store raises RendezvousConnectionError ("The connection
+    // to the C10d store has failed") when its TCPStore client never connected: the store unreached,
+    // not agents that timed out waiting for each other.
+    if (has(m, "RendezvousConnectionError")) o.word = "RendezvousConnectionError";
     return true;
   }
   return false;

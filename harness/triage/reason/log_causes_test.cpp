@@ -162,3 +162,19 @@ TEST_CASE("an NCCL set-up failure after the process-group banner is init; after 
   CHECK(r.cause == "topology_error");
   CHECK(r.phase != "init");
 }
+
+TEST_CASE("torchrun's RendezvousConnectionError under a store connect timeout: the store was never reached", "[triage_logs]") {
+  // c10d_rendezvous_backend.py raises RendezvousConnectionError when its TCPStore client never
+  // connected; the store's own timeout line says what happened.
+  TempDir t("rdzv_connection");
+  write_file(t.dir / "torchrun.log",
+             "[E socket.cpp:793] [c10d] The client socket has timed out after 60s while trying to connect to "
+             "(10.0.0.9, 29400).\n"
+             "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d "
+             "store has failed. See inner exception for details.\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "store_timeout");
+  CHECK(r.phase == "init");
+}

@@ -200,10 +200,14 @@ bool LogAnalyzer::try_init() {
   r_.cause = pick->cause;
   // A bus error in NCCL's threads may come at any time, not only while a communicator is set up.
   if (pick->ev && pick->ev->kind == LogKind::kCrash) r_.phase = default_phase();
-  // The store torchrun's c10d rendezvous connects to is the rendezvous itself.
+  // The store torchrun's c10d rendezvous connects to is the rendezvous itself: a store timeout under
+  // its RendezvousError is the rendezvous timing out. Not under RendezvousConnectionError: the
+  // backend raises that when its client never reached the store (c10d_rendezvous_backend.py), which
+  // is what the store's own timeout line says.
   if (r_.cause == "store_timeout") {
     for (const Fail* f : init_fails) {
-      if (f->ev && f->ev->kind == LogKind::kRendezvousError && f->ev->torch_rendezvous)
+      if (f->ev && f->ev->kind == LogKind::kRendezvousError && f->ev->torch_rendezvous &&
+          f->ev->word != "RendezvousConnectionError")
         r_.cause = "rendezvous_timeout";
     }
   }
