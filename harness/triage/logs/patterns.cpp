@@ -164,6 +164,18 @@ static std::vector<LinePattern> store_and_network_patterns() {
        "store_unreachable", PatternFields::kNone,
        "[E socket.cpp:753] [c10d] The client socket has failed to connect to any network address of (6841231, "
        "47389)."},
+      // One address of the store's name that this host cannot use at all (EADDRNOTAVAIL: an IPv6
+      // loopback the container lacks; EAFNOSUPPORT; EINVAL from a name mapped to no usable address).
+      // socket.cpp's SocketConnectOp::tryConnect records it as a warning ("has failed to connect to
+      // {addr} {err}.", torch 2.x) and goes on to the name's next address; only "... to any network
+      // address of (h, p)." (above, which carries these texts too) says that none worked. Alone, the
+      // line proves nothing failed: read as nothing (kNone), so no generic "failed to connect" reading
+      // takes it for a refused store.
+      {{"client socket has failed to connect to", "(errno: "},
+       {"Cannot assign requested address", "Address family not supported", "Invalid argument"}, LogKind::kNone, "",
+       "", PatternFields::kNone,
+       "[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot "
+       "assign requested address)."},
       // Gloo fell back to the loopback address: peers cannot reach it (gh-aws-do-eks-50).
       {{"Unable to resolve hostname to a (local) address"}, {}, LogKind::kWrongIfname, "network", "wrong_ifname",
        PatternFields::kNone,

@@ -178,3 +178,24 @@ TEST_CASE("torchrun's RendezvousConnectionError under a store connect timeout: t
   CHECK(r.cause == "store_timeout");
   CHECK(r.phase == "init");
 }
+
+TEST_CASE("c10d's warning that one address of the store's name is unusable here is not a failure", "[triage_logs]") {
+  // socket.cpp records it and tries the name's next address; only "... any network address of" says
+  // that none worked.
+  TempDir t("c10d_addr_99");
+  write_file(t.dir / "train.log",
+             "[W socket.cpp:663] [c10d] The client socket has failed to connect to [ip6-localhost]:24355 (errno: 99 - "
+             "Cannot assign requested address).\n");
+  auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "unknown");
+  TempDir t2("c10d_addr_all");
+  write_file(t2.dir / "train.log",
+             "torch.distributed.DistNetworkError: The client socket has failed to connect to any network address of "
+             "(ip6-localhost, 24355). The client socket has failed to connect to [ip6-localhost]:24355 (errno: 99 - "
+             "Cannot assign requested address).\n");
+  r = triage_logs({t2.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "store_unreachable");
+}
