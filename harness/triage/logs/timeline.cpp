@@ -448,8 +448,11 @@ void LogTimeline::note_phase_facts(const std::vector<RankState*>& states) {
     if (s.log && s.log->n_steps > 0) training_started_ = true;
     // DETAIL mode's "Running collective" past the first: the job was issuing collectives.
     if (s.log && s.log->started.seq >= 1) training_started_ = true;
+    // Not an init-done line ("Init COMPLETE", "All distributed processes registered"): it ends the
+    // set-up of one communicator or group, and the next collective may still be set-up's own (DDP's
+    // parameter broadcast) or an inference job's; only what ran after it says training began.
     for (const LogEvent* e : s.evs) {
-      if (e->kind == LogKind::kInitDone || e->kind == LogKind::kWatchdogTimeout ||
+      if (e->kind == LogKind::kWatchdogTimeout ||
           (e->seq >= 0 && (e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed)) ||
           e->kind == LogKind::kDone || e->kind == LogKind::kPgInit || e->kind == LogKind::kCollMismatch)
         training_started_ = true;

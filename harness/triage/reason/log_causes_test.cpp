@@ -199,3 +199,26 @@ TEST_CASE("c10d's warning that one address of the store's name is unusable here 
   CHECK(r.category == "rendezvous");
   CHECK(r.cause == "store_unreachable");
 }
+
+TEST_CASE("NCCL's Init COMPLETE alone does not show that training began", "[triage_logs]") {
+  // An IB completion error in the proxy thread right after the communicators' set-up, no step anywhere:
+  // the collective in flight may be set-up's own broadcast or an inference job's.
+  const std::string init =
+      "node-a:100:200 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 5000 - Init COMPLETE\n"
+      "node-a:101:201 [1] NCCL INFO comm 0x55d1 rank 1 nranks 2 cudaDev 1 busId 6000 - Init COMPLETE\n";
+  const std::string ib =
+      "node-a:101:230 [1] ib_plugin.c:978 NCCL WARN NET/IB : Got completion from peer 10.0.0.8<48598> with error 12, "
+      "opcode 0, len 0, vendor err 129\n";
+  TempDir t("init_complete_then_ib");
+  write_file(t.dir / "train.log", init + ib);
+  auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "network");
+  CHECK(r.phase != "training");
+  TempDir t2("init_complete_step_ib");
+  write_file(t2.dir / "train.log", init + "step 40/1000 loss 2.31\n" + ib);
+  r = triage_logs({t2.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "network");
+  CHECK(r.phase == "training");
+}
