@@ -452,6 +452,7 @@ void LogTimeline::note_phase_facts(const std::vector<RankState*>& states) {
     // set-up of one communicator or group, and the next collective may still be set-up's own (DDP's
     // parameter broadcast) or an inference job's; only what ran after it says training began.
     for (const LogEvent* e : s.evs) {
+      if (e->kind == LogKind::kInitDone) init_done_ = true;
       if (e->kind == LogKind::kWatchdogTimeout ||
           (e->seq >= 0 && (e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed)) ||
           e->kind == LogKind::kDone || e->kind == LogKind::kPgInit || e->kind == LogKind::kCollMismatch)

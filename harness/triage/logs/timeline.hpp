@@ -128,6 +128,7 @@ class LogTimeline {
   std::vector<int> absent_;
   std::set<int> dropped_;  // "[host:N]" numbers taken for pids
   bool training_started_ = false;
+  bool init_done_ = false;  // an init-done line: every rank of a group or communicator joined
   bool init_seen_ = false;
   double t0_ = 0;
   bool have_t0_ = false;

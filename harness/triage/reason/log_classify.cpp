@@ -28,9 +28,12 @@ void LogAnalyzer::classify() {
   set_stuck();
   if (try_duplicate()) return;
   if (try_external_stop()) return;
-  if (!training_started_ && try_init()) return;
-  if (!training_started_ && try_membership()) return;
-  if (!training_started_ && try_store_wait()) return;
+  // The init rules read a job that never got through set-up: not one that trained, nor one whose
+  // init-done line says every rank joined (what failed after it is read by the rules below).
+  const bool past_init = training_started_ || init_done_;
+  if (!past_init && try_init()) return;
+  if (!past_init && try_membership()) return;
+  if (!past_init && try_store_wait()) return;
   if (try_mismatch()) return;
   if (try_ahead()) return;
   if (try_started_lag()) return;
