@@ -299,8 +299,10 @@ TEST_CASE("at_step fires in a bring-your-own rank at the step its log lines repo
 
 TEST_CASE("a launcher's rank is dated at its death and its signal read from /proc, however late the launcher reaps it") {
   // A stand-in for mpirun: starts two ranks (each traces `start` with its pid and the end
-  // of its init), reports nothing, reaps nothing for 3 s, then SIGTERMs the survivor and
-  // exits 137.
+  // of its init), reports nothing, and reaps nothing until 2 s after rank 1 died (waitid with
+  // WNOWAIT sees the death and leaves the zombie), then SIGTERMs the survivor and exits 137.
+  // It waits for the death, not for a fixed time: under load the fault may fire seconds late
+  // (a fixed 3 s once ended the run before it fired, in a CI run beside the sanitizer builds).
   auto dir = fresh_dir("launcher-late-reap");
   const std::string launcher = R"PY(
 import os, signal, subprocess, sys, time
@@ -313,7 +315,8 @@ for r in range(2):
         "printf '{\"t\":%s,\"rank\":%s,\"ev\":\"start\",\"pid\":%s}\\n' $(date +%s.%N) " + str(r) + " $$ >> " + t +
         "; printf '{\"t\":%s,\"rank\":%s,\"ev\":\"phase\",\"name\":\"init\",\"edge\":\"end\"}\\n' $(date +%s.%N) "
         + str(r) + " >> " + t + "; exec sleep 30"]))
-time.sleep(3)
+os.waitid(os.P_PID, ps[1].pid, os.WEXITED | os.WNOWAIT)
+time.sleep(2)
 ps[0].terminate()
 for p in ps: p.wait()
 sys.exit(137)
