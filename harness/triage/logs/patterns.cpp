@@ -67,23 +67,6 @@ bool count_before(sv m, sv needle) {
   return false;
 }
 
-// The address right after `needle` ("... connect to 0.104.99.143:47389", "[::ffff:0.0.0.5]:40323") is in
-// 0.0.0.0/8, "this network" (RFC 1122), which no packet may be sent to: getaddrinfo/inet_aton read an
-// all-digit or cut host name ("6841231", "05") as a 32-bit number, so the name given as the store's
-// host (MASTER_ADDR, --rdzv_endpoint) was never a host at all.
-bool zero_net_after(sv m, sv needle) {
-  size_t k = m.find(needle);
-  if (k == npos) return false;
-  k += needle.size();
-  while (k < m.size() && m[k] == ' ') ++k;
-  if (m.substr(k, 8) == "[::ffff:") k += 8;
-  if (m.substr(k, 2) != "0.") return false;
-  int dots = 0;
-  size_t i = k;
-  for (; i < m.size() && ((m[i] >= '0' && m[i] <= '9') || m[i] == '.'); ++i) dots += m[i] == '.';
-  return dots == 3 && i < m.size() && (m[i] == ':' || m[i] == ']');
-}
-
 // The signal a launcher says it received or passes on, and which launcher: by the SIG name or
 // Python's Signals.SIGx, by strsignal's word ("Terminated", "Hangup"), else the number after the
 // word that introduces it. srun's own notices name none: its handler takes SIGTERM, SIGHUP and
@@ -168,16 +151,9 @@ static std::vector<LinePattern> store_and_network_patterns() {
       // (gh-open-sora-667; the no-route line is from a public Kubernetes job's log). Without an errno
       // ("... to any network address of (h, p).") the store was unreachable at every address it
       // resolved to. The errno lines come first: the exception's text carries both.
-      // The store's host given as a name that resolved into 0.0.0.0/8 (zero_net_after): whatever the
-      // errno, no store can be there; the address it was given is wrong (gh-grl-image-restoration-27,
-      // gh-open-sora-667: "05" and "6841231" read as numbers).
-      {{"client socket has failed to connect to"}, {}, LogKind::kStoreTimeout, "rendezvous", "wrong_master_addr",
-       PatternFields::kZeroNet,
-       "[W socket.cpp:558] [c10d] The client socket has failed to connect to [::ffff:0.0.0.5]:40323 (errno: 110 - "
-       "Connection timed out)."},
       {{"client socket has failed to connect to"}, {"Connection timed out"}, LogKind::kStoreTimeout, "rendezvous",
        "store_timeout", PatternFields::kNone,
-       "[W socket.cpp:697] [c10d] The client socket has failed to connect to [::ffff:10.104.99.143]:47389 (errno: 110 "
+       "[W socket.cpp:697] [c10d] The client socket has failed to connect to [::ffff:0.104.99.143]:47389 (errno: 110 "
        "- Connection timed out)."},
       {{"client socket has failed to connect to"}, {"No route to host", "Network is unreachable"},
        LogKind::kStoreRefused, "rendezvous", "store_unreachable", PatternFields::kNone,
@@ -546,7 +522,6 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
     }
     if (p.fields == PatternFields::kEpoch && !epoch_number(m)) continue;
     if (p.fields == PatternFields::kCountBefore && !count_before(m, p.all.front())) continue;
-    if (p.fields == PatternFields::kZeroNet && !zero_net_after(m, p.all.front())) continue;
     o.kind = p.kind;
     o.category = p.category;
     o.cause = p.cause;

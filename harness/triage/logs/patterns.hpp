@@ -33,8 +33,6 @@ enum class PatternFields : uint8_t {
                   // / "with 8 nodes" -> world 8 (rank from "Rank N:" when the line has it)
   kCountBefore,   // only when the number just before the entry's first needle is > 0 (Ray's kill summary
                   // "1 Workers (tasks / actors) killed due to memory pressure (OOM), ...": 0 kills is no kill)
-  kZeroNet,       // only when the address after the entry's first needle ("connect to 0.0.0.5:1", "[::ffff:0.0.0.5]")
-                  // is in 0.0.0.0/8: never a host a store can listen on (a numeric or cut MASTER_ADDR)
   kStopSignal,    // a signal a launcher received and passes on, by name (SIGTERM, Signals.SIGHUP, "Terminated")
                   // or number, after the entry's first needle's "Received " / "SIGNAL " / "signal "; word =
                   // the launcher (its name before ": " or the entry's)

@@ -178,7 +178,6 @@ std::string LogAnalyzer::anon_scope() const {
   if (r_.category == "rank_exit" || r_.category == "collective_mismatch" || r_.category == "straggler")
     return "subset";
   if (r_.cause == "wrong_ifname" || r_.cause == "time_limit" || r_.cause == "preemption" || r_.cause == "store_timeout" ||
-      r_.cause == "wrong_master_addr" ||
       r_.cause == "rendezvous_timeout" || r_.cause == "stale_rendezvous")
     return "all";
   std::set<std::string> root_w, echo_w;

@@ -222,25 +222,3 @@ TEST_CASE("NCCL's Init COMPLETE alone does not show that training began", "[tria
   CHECK(r.category == "network");
   CHECK(r.phase == "training");
 }
-
-TEST_CASE("a store host resolved into 0.0.0.0/8 is a wrong master address, whatever the errno", "[triage_logs]") {
-  // getaddrinfo/inet_aton read an all-digit or cut host name as a number: no store can be there.
-  TempDir t("zero_net_store");
-  write_file(t.dir / "train.log",
-             "[W socket.cpp:697] [c10d] The client socket has failed to connect to 0.104.99.143:47389 (errno: 110 - "
-             "Connection timed out).\n"
-             "[E socket.cpp:753] [c10d] The client socket has failed to connect to any network address of (6841231, "
-             "47389).\n");
-  auto r = triage_logs({t.dir});
-  INFO(render_text(r));
-  CHECK(r.cause == "wrong_master_addr");
-  CHECK(r.phase == "init");
-  // A real address that did not answer stays a store timeout.
-  TempDir t2("real_addr_store");
-  write_file(t2.dir / "train.log",
-             "[W socket.cpp:697] [c10d] The client socket has failed to connect to 10.104.99.143:47389 (errno: 110 - "
-             "Connection timed out).\n");
-  r = triage_logs({t2.dir});
-  INFO(render_text(r));
-  CHECK(r.cause == "store_timeout");
-}

@@ -176,10 +176,7 @@ bool LogAnalyzer::try_init() {
   }
   if (init_fails.empty() && !host_env) return false;
   r_.phase = "init";
-  // A store address proven to be no host (wrong_master_addr: 0.0.0.0/8, patterns.cpp) explains the
-  // timeouts and unreachable addresses that follow from it.
-  static const std::vector<std::string> kOrder = {"wrong_ifname",       "wrong_master_addr", "host_unreachable",
-                                                  "address_in_use",     "dns_failure",
+  static const std::vector<std::string> kOrder = {"wrong_ifname",       "host_unreachable", "address_in_use", "dns_failure",
                                                   "connection_refused", "nccl_shm",       "unique_id_exchange",
                                                   "rendezvous_timeout", "store_timeout",  "store_unreachable",
                                                   "rendezvous_error"};
