@@ -208,6 +208,7 @@ class LogAnalyzer : public LogTimeline {
   // whose own save line is its last and that misses the collective is found earlier, by
   // absence: stuck_in_checkpoint / slow_storage); checkpoint_stall is the save whose rank
   // the logs do not name.
+  void set_marker_straggler(const Marker& mark, const Fail* first, const char* cause, const char* phase);
   bool set_checkpoint_stall(const Marker& mark, const Fail* first);
   // An evaluation under way (the last phase marker, no step after it) that no waiting rank is
   // part of, while only some ranks report the stuck collective: a rank evaluating alone.

@@ -192,18 +192,14 @@ bool LogAnalyzer::try_stall_check() {
   return true;
 }
 
-// A save that began and never reported its end, while the ranks that report wait in a
-// collective and the rest of the world does not: the saving rank is still writing (one
-// rank serialises the state dict or writes to slow storage) and its peers' next
-// collective times out. Which rank saves is named only when its own line says so (a rank
-// whose own save line is its last and that misses the collective is found earlier, by
-// absence: stuck_in_checkpoint / slow_storage); checkpoint_stall is the save whose rank
-// the logs do not name.
-bool LogAnalyzer::set_checkpoint_stall(const Marker& mark, const Fail* first) {
+// What a checkpoint stall and an evaluation straggler share: a straggler found by its phase marker
+// while only some ranks wait; the marker's rank is named when its own line is the marker and it is
+// not among the waiters (evaluating_alone already excludes a waiting evaluator).
+void LogAnalyzer::set_marker_straggler(const Marker& mark, const Fail* first, const char* cause, const char* phase) {
   r_.category = "straggler";
-  r_.cause = "checkpoint_stall";
+  r_.cause = cause;
   r_.confidence = "low";
-  r_.phase = "checkpoint";
+  r_.phase = phase;
   partial_wait_ = true;
   if (mark.rank >= 0 && !std::binary_search(waiting_.begin(), waiting_.end(), mark.rank)) {
     r_.missing_ranks = {mark.rank};
@@ -212,6 +208,17 @@ bool LogAnalyzer::set_checkpoint_stall(const Marker& mark, const Fail* first) {
   if (first) set_first_unblamed(*first);
   add_evidence(mark.ref, fmt::format("{}: {}", who(mark.rank), short_text(mark.text)));
   if (first) add_evidence(first->ref, fmt::format("rank {}: {}", first->rank, short_text(first->what)));
+}
+
+// A save that began and never reported its end, while the ranks that report wait in a
+// collective and the rest of the world does not: the saving rank is still writing (one
+// rank serialises the state dict or writes to slow storage) and its peers' next
+// collective times out. Which rank saves is named only when its own line says so (a rank
+// whose own save line is its last and that misses the collective is found earlier, by
+// absence: stuck_in_checkpoint / slow_storage); checkpoint_stall is the save whose rank
+// the logs do not name.
+bool LogAnalyzer::set_checkpoint_stall(const Marker& mark, const Fail* first) {
+  set_marker_straggler(mark, first, "checkpoint_stall", "checkpoint");
   note(fmt::format("a checkpoint save began and no line reports it finished; {} then timed out in {} while the "
                    "rest of the world did not report it: a rank still saving (longer than the collective timeout) "
                    "holds its peers",
@@ -254,18 +261,7 @@ bool LogAnalyzer::evaluating_alone(const Marker& mark) const {
 // its death (or its launcher's report of it) is what the other rules read first. The evaluating
 // rank is named only when the marker is its own.
 bool LogAnalyzer::set_eval_straggler(const Marker& mark, const Fail* first) {
-  r_.category = "straggler";
-  r_.cause = "slow_rank";
-  r_.confidence = "low";
-  r_.phase = "eval";
-  partial_wait_ = true;
-  if (mark.rank >= 0) {
-    r_.missing_ranks = {mark.rank};
-    slow_.insert(mark.rank);
-  }
-  if (first) set_first_unblamed(*first);
-  add_evidence(mark.ref, fmt::format("{}: {}", who(mark.rank), short_text(mark.text)));
-  if (first) add_evidence(first->ref, fmt::format("rank {}: {}", first->rank, short_text(first->what)));
+  set_marker_straggler(mark, first, "slow_rank", "eval");
   note(fmt::format("an evaluation began and no step line followed it; {} then timed out in {} while the rest of "
                    "the world did not report it: a rank still evaluating (alone, longer than the collective "
                    "timeout) holds its peers. A rank that died silently during the evaluation would read the same "
