@@ -354,8 +354,11 @@ void Supervisor::check_triggers(double now) {
       due = true;
     }
     // Under a launcher a rank's pid arrives with the rank (torchrun takes seconds to start
-    // it): a timed fault on a rank that has no pid yet waits for it rather than miss it.
-    if (due && launcher_ && f.spec->at_s)
+    // it): a triggered fault on a rank that has no pid yet waits for it rather than miss it.
+    // That holds for at_step too: a rank with no trace yet counts as in its peers' step (above),
+    // so a peer's end of init can make the fault due before the launcher has even started the
+    // target (seen under load: "rank 1 already gone" for a rank that ran seconds later).
+    if (due && launcher_ && (f.spec->at_s || f.spec->at_step || f.spec->at_output))
       for (int x : f.spec->ranks)
         if (ranks_[x]->alive && ranks_[x]->pid <= 0) due = false;
     if (!due) continue;

@@ -341,6 +341,7 @@ sys.exit(137)
   Supervisor sup(sc, dir, specs_for(sc), {{&sc.faults[0], inj.get(), false}}, opts);
   RunFacts f = sup.run();
   REQUIRE(f.faults.size() == 1);
+  INFO("fault: " << f.faults[0].detail);
   REQUIRE(f.faults[0].detail.find("sent SIGKILL to rank 1") != std::string::npos);
   std::optional<RankExit> e0, e1;
   for (const auto& e : f.exits) (e.rank == 0 ? e0 : e1) = e;
