@@ -42,6 +42,27 @@ void LogAnalyzer::assign_liveness() {
   }
 }
 
+namespace {
+
+// A cause that is a setting every rank of the job shares, so that its failure stops every rank in
+// init whichever process's lines show it (scope all), with the mechanism:
+//   rendezvous/address_in_use: the store's port (MASTER_PORT, the agent's rendezvous endpoint) is the
+//     job's; the store cannot listen, so no rank can rendezvous (torch/csrc/distributed/c10d/socket.cpp
+//     "The server socket has failed to listen on any local network address");
+//   rendezvous/duplicate_gpu: NCCL's init (init.cc initTransportsRank, "Duplicate GPU detected") fails on
+//     the ranks that share a device, and every other rank of the communicator then waits in init's next
+//     bootstrap all-gather for them: the communicator never forms (usually no rank called set_device,
+//     so all share device 0);
+//   rank_exit/topology_error: every process of a node builds its topology from the same source (the
+//     node's /sys, NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE), so a topology that NCCL cannot read fails
+//     every rank's ncclTopoGetSystem alike.
+bool shared_setting_cause(const std::string& category, const std::string& cause) {
+  return (category == "rendezvous" && (cause == "address_in_use" || cause == "duplicate_gpu")) ||
+         (category == "rank_exit" && cause == "topology_error");
+}
+
+}  // namespace
+
 void LogAnalyzer::finish() {
   if (r_.last_good_step == 0) r_.last_good_step = last_good_step();
   if (r_.category == "collective_mismatch" && r_.divergence_step) {
@@ -51,10 +72,15 @@ void LogAnalyzer::finish() {
     r_.scope = forced_scope_;
   } else if (r_.category == "none") {
     r_.scope = "none";
+  } else if (shared_setting_cause(r_.category, r_.cause)) {
+    r_.scope = "all";
   } else if (!r_.missing_ranks.empty()) {
     // "all" needs the world: a lone rank in a paste is one of an unknown number.
     r_.scope = static_cast<int>(r_.missing_ranks.size()) >= world_ && (world_stated_ || world_ >= 2) ? "all" : "subset";
-  } else if (r_.category == "collective_mismatch" || (r_.category == "rank_exit" && !use_anon_)) {
+  } else if (r_.category == "collective_mismatch" || r_.category == "straggler" || r_.cause == "rendezvous_timeout" ||
+             (r_.category == "rank_exit" && !use_anon_)) {
+    // A rendezvous that timed out is short of ranks: those that never arrived are a subset of the
+    // world (the ones that arrived waited for them), whether or not the logs name them.
     r_.scope = "subset";  // some ranks took another path / a process died, even where the logs cannot say which
   } else if (r_.category == "unknown" && r_.cause != "all_ranks_waiting" && !every_rank_reported_ &&
              (!partial_wait_ || !others_elsewhere())) {
@@ -178,8 +204,9 @@ std::string LogAnalyzer::anon_scope() const {
   if (r_.category == "rank_exit" || r_.category == "collective_mismatch" || r_.category == "straggler")
     return "subset";
   if (r_.cause == "wrong_ifname" || r_.cause == "time_limit" || r_.cause == "preemption" || r_.cause == "store_timeout" ||
-      r_.cause == "rendezvous_timeout" || r_.cause == "stale_rendezvous")
+      r_.cause == "stale_rendezvous")
     return "all";
+
   std::set<std::string> root_w, echo_w;
   for (const auto& f : anon_.fails) {
     if (!f.ev || f.ev->pid < 0) continue;

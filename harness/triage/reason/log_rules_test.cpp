@@ -280,6 +280,58 @@ TEST_CASE("scope of a paste from some of the processes: what it shows of the oth
   CHECK(r.scope == "unknown");
 }
 
+TEST_CASE("scope by the cause: a setting every rank shares, a rendezvous short of ranks, a straggler",
+          "[triage_logs]") {
+  // Two ranks on one device: NCCL's init fails on both and the communicator never forms for
+  // anyone, so the whole job is stuck in init even though one process's line is all there is.
+  TempDir t("scope_dup_gpu");
+  write_file(t.dir / "nccl.log",
+             "n1:100:101 [0] init.cc:771 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+             "device 1a000\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "duplicate_gpu");
+  CHECK(r.scope == "all");
+  // The store's port in use: no rank can rendezvous.
+  TempDir t2("scope_port");
+  write_file(t2.dir / "out.log",
+             "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+             "address. The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use). "
+             "The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use).\n");
+  r = triage_logs({t2.dir});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "address_in_use");
+  CHECK(r.scope == "all");
+  // A store barrier that 7 of 16 ranks reached: the nine that never arrived are a subset, unnamed.
+  TempDir t3("scope_barrier");
+  std::string lines;
+  for (int rank : {6, 3, 4})
+    lines += fmt::format(
+        "[2021-12-17 16:36:32,821][torch.distributed.distributed_c10d][INFO] - Waiting in store based barrier to "
+        "initialize process group for rank: {}, key: store_based_barrier_key:1 (world_size=16, worker_count=7, "
+        "timeout=0:30:00)\n",
+        rank);
+  write_file(t3.dir / "train.log", lines);
+  r = triage_logs({t3.dir});
+  CHECK(r.category == "rendezvous");
+  CHECK(r.cause == "rendezvous_timeout");
+  CHECK(r.missing_ranks.empty());
+  CHECK(r.scope == "subset");
+  // A process still busy in its data scan while its peers time out: a straggler is some ranks.
+  TempDir t4("scope_busy");
+  write_file(t4.dir / "train.log",
+             "train: Scanning 'labels' images and labels...43718 found:  97%|##9| 43830/45049 [01:07<00:18, "
+             "66.12it/s][E ProcessGroupNCCL.cpp:567] [Rank 1] Watchdog caught collective operation timeout: "
+             "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=60000) ran for 67438 milliseconds before timing out.\n"
+             "[E ProcessGroupNCCL.cpp:567] [Rank 2] Watchdog caught collective operation timeout: "
+             "WorkNCCL(OpType=ALLREDUCE, Timeout(ms)=60000) ran for 67441 milliseconds before timing out.\n"
+             "train: Scanning 'labels' images and labels...43731 found:  97%|##9| 43843/45049 [01:08<00:18, "
+             "66.12it/s]\n");
+  r = triage_logs({t4.dir});
+  CHECK(r.category == "straggler");
+  CHECK(r.scope == "subset");
+}
+
 TEST_CASE("\"no error logged\" is said of every rank's own log, nothing less", "[triage_logs]") {
   // A paste whose lines no rank can be named for: its silence says nothing of the others.
   TempDir t("noerr_anon");
