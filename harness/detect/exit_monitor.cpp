@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "signal_name.hpp"
+
 namespace hanglab {
 
 constexpr DetectorInfo kExitMonitor{
@@ -20,15 +22,6 @@ constexpr DetectorInfo kExitMonitor{
     "#7e3fbf",
     "a rank exited non-zero or by a signal (not by hanglab's own teardown or a launcher's abort)",
 };
-
-namespace {
-
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
-
-}  // namespace
 
 std::optional<std::string> exit_monitor_detail(int rank, std::optional<int> code, std::optional<int> signal,
                                                bool by_teardown, const std::string& how) {

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "history/history.hpp"
+#include "signal_name.hpp"
 #include "util.hpp"
 
 namespace hanglab {
@@ -21,11 +22,6 @@ namespace {
 // "rank 2" / "ranks 0,2-63"
 std::string rank_word(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + rank_ranges(ranks);
-}
-
-std::string signal_text(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : std::to_string(sig);
 }
 
 }  // namespace
@@ -194,7 +190,7 @@ std::string render_run_report(const Scenario& sc, const RunResult& res) {
       lines.push_back({d.t, "detect " + d.detector, {d.rank}, d.detail});
   }
   for (const auto& e : f.exits) {
-    const std::string how = e.signal ? "signal " + signal_text(*e.signal) : "code " + std::to_string(e.code.value_or(-1));
+    const std::string how = e.signal ? "signal " + signal_name(*e.signal) : "code " + std::to_string(e.code.value_or(-1));
     lines.push_back({e.t, "exit " + how, {e.rank}, how});
   }
   std::stable_sort(lines.begin(), lines.end(), [](const Line& a, const Line& b) { return a.t < b.t; });
@@ -235,7 +231,7 @@ std::string render_run_report(const Scenario& sc, const RunResult& res) {
     out += fmt::format("\nTorchrun: restarted {}, tore down {} ({} closing signal(s)), hung in teardown {}, exit {}\n",
                        t.restarts, t.tore_down ? "yes" : "no", t.closing_signals, t.hung_in_teardown ? "yes" : "no",
                        t.exit_code ? std::to_string(*t.exit_code)
-                       : t.exit_signal ? "signal " + signal_text(*t.exit_signal)
+                       : t.exit_signal ? "signal " + signal_name(*t.exit_signal)
                                        : std::string("-"));
     auto entry = [](const TorchrunFailure& x) {
       return fmt::format("rank {} exitcode {} (pid {}) at {}: {}", x.rank, x.exitcode, x.pid, x.time, x.traceback);

@@ -11,6 +11,7 @@
 #include "util.hpp"
 #include "run/launchers/launchers.hpp"
 #include "run/workloads.hpp"
+#include "signal_name.hpp"
 
 namespace hanglab {
 
@@ -152,15 +153,6 @@ LoadedRun load_run_dir(const fs::path& dir) {
   return out;
 }
 
-namespace {
-
-std::string run_signal_text(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : std::to_string(sig);
-}
-
-}  // namespace
-
 nlohmann::json run_json(const Scenario& sc, const RunResult& res, const HostInfo& host) {
   utsname u{};
   ::uname(&u);
@@ -208,7 +200,7 @@ nlohmann::json run_json(const Scenario& sc, const RunResult& res, const HostInfo
   for (const auto& e : f.exits)
     exits.push_back({{"rank", e.rank},
                      {"code", e.code ? json(*e.code) : json(nullptr)},
-                     {"signal", e.signal ? json(run_signal_text(*e.signal)) : json(nullptr)},
+                     {"signal", e.signal ? json(signal_name(*e.signal)) : json(nullptr)},
                      {"status", e.status()},
                      {"t", e.t}});
   json error_files = json::array();
