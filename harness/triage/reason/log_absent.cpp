@@ -53,6 +53,16 @@ bool LogAnalyzer::step_jump(const RankState& s, double* usual, double* last, con
 
 // Ranks of the main PG that never reported the stuck collective and did not leave the loop; a rank
 // without a single line only when the silent ones are few enough to prove it (silence_proves()).
+// A rank whose heartbeat monitor reported its watchdog thread stuck ("ProcessGroupNCCL's watchdog
+// got stuck for N seconds without making progress in monitoring enqueued collectives", "Heartbeat
+// monitor timed out!": ProcessGroupNCCL.cpp's HeartbeatMonitor, which fires when the watchdog has
+// not beaten for TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC). The watchdog is the thread that reports a
+// collective's timeout, so such a rank's silence about the collective its peers timed out in
+// proves nothing: it may be waiting in that same collective (blocked in a CUDA call, say).
+bool LogAnalyzer::watchdog_stuck(const RankState& s) const {
+  return std::any_of(s.evs.begin(), s.evs.end(), [](const LogEvent* e) { return e->kind == LogKind::kHeartbeatMonitor; });
+}
+
 std::vector<int> LogAnalyzer::provable_absent() {
   // Ranks that left the loop are handled above; without logs they are not provably absent
   // unless the world size is stated.
@@ -61,6 +71,13 @@ std::vector<int> LogAnalyzer::provable_absent() {
     const auto& s = rs_[rank];
     if (s.clean_end || s.left_loop) continue;
     if (!s.seen() && !world_stated_) continue;
+    if (watchdog_stuck(s)) {
+      note(fmt::format("rank {}'s own watchdog was stuck (its heartbeat monitor says so): it could not report the "
+                       "collective its peers timed out in, so its silence about it does not show that it never "
+                       "entered it",
+                       rank));
+      continue;
+    }
     absent.push_back(rank);
   }
   {

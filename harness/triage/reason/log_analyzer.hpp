@@ -182,6 +182,7 @@ class LogAnalyzer : public LogTimeline {
   // The last interval between step lines against the rank's usual one.
   bool step_jump(const RankState& s, double* usual, double* last, const StepRec** at) const;
   bool try_absent();
+  bool watchdog_stuck(const RankState& s) const;
   std::vector<int> provable_absent();
   const CollReport* first_report() const;
   const LogEvent* desync_report(std::set<int>& desync) const;

@@ -332,6 +332,33 @@ TEST_CASE("scope by the cause: a setting every rank shares, a rendezvous short o
   CHECK(r.scope == "subset");
 }
 
+TEST_CASE("a rank whose own watchdog was stuck is not missing for not reporting its peers' timeout",
+          "[triage_logs]") {
+  // Rank 7's heartbeat monitor says its watchdog thread is stuck: the watchdog is what would report
+  // the collective's timeout, so rank 7's silence about SeqNum 120049 says nothing of where it is.
+  TempDir t("watchdog_stuck");
+  const std::string stuck =
+      "[rank7]:[E626 05:14:36.393067540 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) Rank 7] "
+      "ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
+      "collectives. This typically indicates a NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog.\n";
+  const std::string timeout =
+      "[rank2]:[E626 05:06:30.929096625 ProcessGroupNCCL.cpp:632] [Rank 2] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=120049, OpType=_ALLGATHER_BASE, NumelIn=16384000, NumelOut=131072000, "
+      "Timeout(ms)=1800000) ran for 1800065 milliseconds before timing out.\n";
+  write_file(t.dir / "train.log", stuck + timeout);
+  auto r = triage_logs({t.dir});
+  CHECK(r.missing_ranks.empty());
+  CHECK(r.category != "straggler");
+  // Without the heartbeat line, a rank that logs after its peer's timeout and never reports it is
+  // still read as alive and absent (the rule the stuck watchdog is an exception to).
+  TempDir t2("watchdog_fine");
+  write_file(t2.dir / "train.log",
+             timeout + "[rank7]:[W626 05:14:36.393067540 ProcessGroupNCCL.cpp:1743] [Rank 7] some warning\n");
+  r = triage_logs({t2.dir});
+  INFO(r.category << "/" << r.cause);
+  CHECK(r.missing_ranks == std::vector<int>{7});
+}
+
 TEST_CASE("\"no error logged\" is said of every rank's own log, nothing less", "[triage_logs]") {
   // A paste whose lines no rank can be named for: its silence says nothing of the others.
   TempDir t("noerr_anon");
