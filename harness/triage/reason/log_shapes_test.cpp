@@ -571,6 +571,34 @@ TEST_CASE("RETURNN's eval step reports mark an evaluation under way, its train r
   }
 }
 
+TEST_CASE("lm-eval's request announcements mark an evaluation under way on the writing rank", "[triage_logs][shapes]") {
+  // lm_eval/evaluator.py evaluate(): eval_logger.info(f"Running {reqtype} requests"), on every rank.
+  const std::string line = "2024-02-01:10:12:13,456 INFO     [evaluator.py:361] Running generate_until requests\n";
+  CHECK(parse(line).kind == LogKind::kEvalBegin);
+  CHECK(parse("Running loglikelihood requests").kind == LogKind::kEvalBegin);
+  CHECK(parse("Running 4 requests").kind != LogKind::kEvalBegin);
+  const TriageOptions opts;
+  {
+    // Rank 0's own announcement, ranks 1 and 2 time out: rank 0 still generating.
+    TempDir t("lm_eval_alone");
+    write_file(t.dir / "rank-0.log", line);
+    write_file(t.dir / "rank-1.log", watchdog(1, 3, 1800000));
+    write_file(t.dir / "rank-2.log", watchdog(2, 3, 1800000));
+    const auto r = triage_logs({t.dir}, opts);
+    INFO(render_text(r));
+    CHECK(r.cause == "slow_rank");
+    CHECK(r.phase == "eval");
+  }
+  {
+    // The waiting ranks announced their requests too: each evaluates its share, nobody alone.
+    TempDir t("lm_eval_all");
+    write_file(t.dir / "rank-1.log", line + watchdog(1, 3, 1800000));
+    write_file(t.dir / "rank-2.log", line + watchdog(2, 3, 1800000));
+    const auto r = triage_logs({t.dir}, opts);
+    CHECK(r.cause != "slow_rank");
+  }
+}
+
 TEST_CASE("a collective's timeout alone shows no phase; a step line or a training-loop frame shows training",
           "[triage_logs][shapes]") {
   // Collectives run in evaluation, in saves and at a run's end too: the timeout's SeqNum counts them all.
