@@ -631,6 +631,19 @@ bool host_lines(sv m, LogLine& o) {
 
 }  // namespace
 
+// lm-evaluation-harness runs each request type of its tasks through the model on every rank,
+// announcing it with `eval_logger.info(f"Running {reqtype} requests")` (lm_eval/evaluator.py,
+// evaluate()): reqtype is loglikelihood, loglikelihood_rolling, generate_until (greedy_until before
+// 0.4). An evaluation under way on the writing rank.
+static bool lm_eval_requests(sv m) {
+  const size_t k = m.find("Running ");
+  if (k == npos) return false;
+  for (sv t : {sv("loglikelihood requests"), sv("loglikelihood_rolling requests"), sv("generate_until requests"),
+               sv("greedy_until requests")})
+    if (m.compare(k + 8, t.size(), t) == 0) return true;
+  return false;
+}
+
 bool classify_text(sv m, LogLine& o) {
   // The families in the order they are tested: the most specific first.
   for (const auto part : {workload_lines, torch_c10d_lines, exception_lines, nccl_lines, gloo_store_lines,
@@ -673,7 +686,8 @@ bool classify_text(sv m, LogLine& o) {
     return true;
   }
   if (ihas(m, "running validation") || ihas(m, "running evaluation") || ihas(m, "start evaluation") ||
-      ihas(m, "starting validation") || ihas(m, "starting evaluation") || istarts(m, "evaluating")) {
+      ihas(m, "starting validation") || ihas(m, "starting evaluation") || istarts(m, "evaluating") ||
+      lm_eval_requests(m)) {
     o.kind = LogKind::kEvalBegin;
     return true;
   }

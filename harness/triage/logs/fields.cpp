@@ -189,6 +189,53 @@ bool parse_step(sv m, LogLine& o) {
   return true;
 }
 
+// faiss's verbose k-means (faiss/Clustering.cpp@02dbb4e, Clustering::train_encoded, unchanged since
+// the 2017 Clustering.cpp:339): the header "Clustering %d points in %zdD to %zd clusters, redo %d times,
+// %d iterations" (:148) and each iteration, redrawn in place with '\r', "  Iteration %d (%.2f s, search
+// %.2f s): objective=%g imbalance=%.3f nsplit=%d" (:336). The iteration counts k-means rounds of the
+// clustering (an index's training, ColBERT's centroids), not training steps of the job.
+bool parse_data_prep(sv m, LogLine& o) {
+  if (m.size() < 20) return false;
+  size_t p;
+  long long v = 0;
+  if (starts(m, "Clustering ")) {
+    p = read_int(m, 11, &v);
+    if (p == npos || !starts(m.substr(p), " points in ")) return false;
+    const size_t to = m.find("D to ", p + 11);
+    if (to == npos || to > p + 24 || m.find(" clusters", to) == npos) return false;
+  } else if (starts(m, "Iteration ")) {
+    p = read_int(m, 10, &v);
+    if (p == npos || !starts(m.substr(p), " (") || m.find(" s, search ", p) == npos ||
+        m.find("): objective=", p) == npos)
+      return false;
+  } else {
+    return false;
+  }
+  o.kind = LogKind::kDataPrep;
+  return true;
+}
+
+// RETURNN's per-step report (returnn/torch/engine.py@b46ff5f _print_process: `", ".join([report_prefix,
+// "step %i" % step, ...])`, the same in returnn/tf/engine.py Runner._print_process): the prefix names the
+// loop. Training's is "ep {epoch} train" (torch engine.py:523) or "train epoch {epoch}" (tf); an
+// evaluation's "ep {epoch} {dataset} eval" (torch :856) or "epoch {epoch} '{dataset}' eval" (tf :2060).
+// An eval step is no training step: it marks the writer evaluating (RETURNN evaluates on rank 0 alone
+// while the other ranks wait in a broadcast, engine.py:835).
+bool parse_eval_progress(sv m, LogLine& o) {
+  size_t p;
+  if (starts(m, "ep ")) p = 3;
+  else if (starts(m, "epoch ")) p = 6;
+  else if (starts(m, "pretrain epoch ")) p = 15;
+  else return false;
+  long long v = 0;
+  if (read_int(m, p, &v) == npos) return false;
+  const size_t k = m.find(" eval, step ", p);
+  if (k == npos || k > 160) return false;
+  if (read_int(m, k + 12, &v) == npos) return false;
+  o.kind = LogKind::kEvalBegin;
+  return true;
+}
+
 void set_world(sv m, LogLine& o) {
   size_t k0 = ifind(m, "world_size");
   // torchrun's "local_world_size=8" is the processes of one node, not the job

@@ -39,6 +39,7 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kProgress: return "progress";
     case LogKind::kEvalEnd: return "eval_end";
     case LogKind::kDataWait: return "data_wait";
+    case LogKind::kDataPrep: return "data_prep";
     case LogKind::kInitBegin: return "init_begin";
     case LogKind::kTrainBegin: return "train_begin";
     case LogKind::kWatchdogTimeout: return "watchdog_timeout";
@@ -121,6 +122,7 @@ LogKind log_kind_from_name(std::string_view name) {
       {"Progress", LogKind::kProgress},
       {"Shutdown", LogKind::kShutdown},
       {"DataWait", LogKind::kDataWait},
+      {"DataPrep", LogKind::kDataPrep},
       {"InitBegin", LogKind::kInitBegin},
       {"TrainBegin", LogKind::kTrainBegin},
       {"WatchdogTimeout", LogKind::kWatchdogTimeout},
@@ -349,7 +351,7 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
 
   // The common case first: a step line.
   const sv body = strip_level(m);
-  if (parse_step(body, o)) return true;
+  if (parse_data_prep(body, o) || parse_eval_progress(body, o) || parse_step(body, o)) return true;
 
   // NCCL's own prefix "host:pid:tid [dev] NCCL ..."
   if (const size_t nk = body.find(" NCCL "); nk != npos && nk < 120) {

@@ -43,6 +43,8 @@ enum class LogKind : uint8_t {
   kProgress,         // training progress without a step number ("Epoch 1/1", "Starting epoch 1")
   kShutdown,         // the program is exiting ("destroy_process_group() was not called before program exit")
   kDataWait,         // waiting for / loading data
+  kDataPrep,         // a process's own data preparation under way, from the preparing library's progress
+                     // output (faiss k-means over the training vectors, classify_text.cpp data_prep_line)
   kInitBegin,        // inside start-up: a traceback frame of init_process_group, initialize, init_* (frames.cpp)
   kTrainBegin,       // inside the training loop: a traceback frame of train, training_step, fit (frames.cpp)
   // PyTorch c10d ProcessGroupNCCL

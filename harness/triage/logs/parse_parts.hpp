@@ -50,6 +50,12 @@ void parse_pg_tag(sv m, LogLine& o);
 // A step line: the message starts with "step N", "Step: N", "step=N", "iteration N/M",
 // "global_step=N". Fast path: the first word decides.
 bool parse_step(sv m, LogLine& o);
+// A data-preparation library's own progress line (kDataPrep): the work a process does on its data
+// before training, e.g. faiss's k-means. Read before parse_step: faiss's "Iteration N (...)" is no step.
+bool parse_data_prep(sv m, LogLine& o);
+// A framework's per-step report whose label says the step is an evaluation's (kEvalBegin: an
+// evaluation under way), e.g. RETURNN's "ep 1 dev eval, step 97, ...". Read before parse_step.
+bool parse_eval_progress(sv m, LogLine& o);
 void set_world(sv m, LogLine& o);
 // hanglab workloads: "ERROR (comm) in backward at step 6: <what> (in allreduce seq 12, numel 4225)"
 bool parse_harness_error(sv m, LogLine& o);

@@ -362,6 +362,7 @@ class FileScanner {
         case LogKind::kEvalBegin:
         case LogKind::kEvalEnd:
         case LogKind::kDataWait:
+        case LogKind::kDataPrep:
         case LogKind::kShutdown:
         case LogKind::kInitBegin:
         case LogKind::kTrainBegin:
@@ -399,7 +400,8 @@ class FileScanner {
     }
     if (rank < 0 && (l_.kind == LogKind::kCheckpointBegin || l_.kind == LogKind::kCheckpointEnd ||
                      l_.kind == LogKind::kEvalBegin || l_.kind == LogKind::kEvalEnd ||
-                     l_.kind == LogKind::kDataWait || l_.kind == LogKind::kShutdown ||
+                     l_.kind == LogKind::kDataWait || l_.kind == LogKind::kDataPrep ||
+                     l_.kind == LogKind::kShutdown ||
                      l_.kind == LogKind::kInitBegin || l_.kind == LogKind::kTrainBegin)) {
       out_.unattributed_phase = l_.kind;
       out_.unattributed_phase_line = line_no_;

@@ -217,6 +217,12 @@ class LogAnalyzer : public LogTimeline {
   // A step or progress line, or a training-loop frame: the job is shown training.
   bool training_shown() const;
   bool set_eval_straggler(const Marker& mark, const Fail* first);
+  // A data preparation under way (a library's own progress line, kDataPrep: faiss's k-means) that
+  // no waiting rank shows as its own, while only some ranks report the stuck collective.
+  bool preparing_alone(const Marker& mark) const;
+  // Every op Horovod's stall check names is a TensorFlow variable's broadcast (start-up state sync).
+  bool startup_broadcasts_stalled() const;
+  bool set_data_prep_straggler(const Marker& mark, const Fail* first);
   bool try_no_failure();
   // Per-step times of a rank, oldest first: its own dur_ms when it logs them, else the
   // intervals between its step lines' own clocks.

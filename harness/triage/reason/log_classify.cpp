@@ -198,7 +198,8 @@ std::string LogAnalyzer::phase_of_rank(const RankState& s) const {
   switch (s.log->phase) {
     case LogKind::kCheckpointBegin: return "checkpoint";
     case LogKind::kEvalBegin: return "eval";
-    case LogKind::kDataWait: return "data";
+    case LogKind::kDataWait:
+    case LogKind::kDataPrep: return "data";
     case LogKind::kShutdown: return "shutdown";
     // A frame of start-up after the rank's last step line: it failed in (re)initialisation.
     case LogKind::kInitBegin:
@@ -239,7 +240,8 @@ std::string LogAnalyzer::marker_phase(LogKind k) {
     case LogKind::kCheckpointBegin:
     case LogKind::kCheckpointEnd: return "checkpoint";
     case LogKind::kEvalBegin: return "eval";
-    case LogKind::kDataWait: return "data";
+    case LogKind::kDataWait:
+    case LogKind::kDataPrep: return "data";
     case LogKind::kShutdown: return "shutdown";
     case LogKind::kInitBegin: return "init";
     default: return "training";

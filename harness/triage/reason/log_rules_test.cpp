@@ -583,12 +583,53 @@ TEST_CASE("Horovod's stall check names the missing rank; the cause stays open", 
   CHECK(r.category == "unknown");
   CHECK(r.missing_ranks == std::vector<int>{2});
   CHECK(r.scope == "subset");
+  CHECK(r.phase != "init");  // an allreduce of gradients is no start-up broadcast
   // A garbled rank number does not make a world.
   TempDir t2("hvd_stall_garbage");
   write_file(t2.dir / "train.log", "allreduce.x [missing ranks: 2147483000]\n");
   r = triage_logs({t2.dir});
   CHECK(r.missing_ranks.empty());
   CHECK(r.world_size < 1000);
+}
+
+TEST_CASE("Horovod's stall check over TF variables' broadcasts only: the start-up state sync, phase init",
+          "[triage_logs]") {
+  // horovod/tensorflow/mpi_ops.py broadcast(): 'HorovodBroadcast_%s' % _normalize_name(tensor.name); the
+  // Horovod 0.16 stall check (common/operations.cc:588) prints "<op> [missing ranks: N]" per stalled op.
+  const std::string head =
+      "[2019-04-13 13:56:31.861697: W horovod/common/operations.cc:588] One or more tensors were submitted to be "
+      "reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 "
+      "seconds. This may indicate that different ranks are trying to submit different tensors or that only subset "
+      "of ranks is submitting tensors, which will cause deadlock.\n"
+      "Stalled ops:HorovodBroadcast_dense_1_bias_0 [missing ranks: 1]\n"
+      "[2019-04-13 13:56:31.861765: W horovod/common/operations.cc:588] HorovodBroadcast_conv2d_kernel_Momentum_0 "
+      "[missing ranks: 1]\n";
+  {
+    TempDir t("hvd_bcast_init");
+    write_file(t.dir / "train.log", head);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "unknown");
+    CHECK(r.missing_ranks == std::vector<int>{1});
+    CHECK(r.phase == "init");
+  }
+  {
+    // One stalled op that is not such a broadcast (a gradient's allreduce): not the start-up sync.
+    TempDir t("hvd_bcast_mixed");
+    write_file(t.dir / "train.log", head + "[2019-04-13 13:56:31.861786: W horovod/common/operations.cc:588] "
+                                           "DistributedMomentumOptimizer_Allreduce/HorovodAllreduce_gradients_0 "
+                                           "[missing ranks: 1]\n");
+    const auto r = triage_logs({t.dir});
+    CHECK(r.missing_ranks == std::vector<int>{1});
+    CHECK(r.phase != "init");
+  }
+  {
+    // Steps logged before the stall: the job was training, whatever the op.
+    TempDir t("hvd_bcast_after_steps");
+    write_file(t.dir / "train.log", "step 120/1000 loss 0.31\n" + head);
+    const auto r = triage_logs({t.dir});
+    CHECK(r.phase != "init");
+  }
 }
 
 TEST_CASE("torchrun's SIGKILL of a rank it had sent SIGTERM (a frozen rank) is its teardown, not the root",

@@ -496,6 +496,109 @@ TEST_CASE("eval under way while only some ranks time out: a rank evaluating alon
   }
 }
 
+// ---- a data preparation under way while only some ranks wait (reason/log_waiting.cpp) --------
+
+TEST_CASE("faiss k-means under way while only some ranks time out: a rank preparing data alone",
+          "[triage_logs][shapes]") {
+  // faiss/Clustering.cpp@02dbb4e:148 "Clustering %d points in %zdD to %zd clusters, redo %d times, %d
+  // iterations", :187 "  Preprocessing in %.2f s", :336 "  Iteration %d (%.2f s, search %.2f s):
+  // objective=%g imbalance=%.3f nsplit=%d       \r" (redrawn in place).
+  const std::string header = "Clustering 111099511 points in 128D to 524288 clusters, redo 1 times, 4 iterations\n";
+  const std::string iters =
+      "  Iteration 0 (812.45 s, search 790.12 s): objective=1.2e+07 imbalance=1.304 nsplit=0       \r"
+      "  Iteration 1 (1630.10 s, search 1580.77 s): objective=1.1e+07 imbalance=1.210 nsplit=0       \r\n";
+  {
+    const auto l = parse(iters.substr(0, iters.find('\r')));
+    CHECK(l.kind == LogKind::kDataPrep);  // k-means rounds, not training steps
+    CHECK(parse(header).kind == LogKind::kDataPrep);
+    CHECK(parse("Iteration 50 (loss 0.3)").kind == LogKind::kStep);
+  }
+  const TriageOptions opts;
+  {
+    TempDir t("faiss_alone");
+    write_file(t.dir / "train.log", header + "  Preprocessing in 8.98 s\n" + watchdog(1, 5, 600000));
+    const auto r = triage_logs({t.dir}, opts);
+    INFO(render_text(r));
+    CHECK(r.category == "straggler");
+    CHECK(r.cause == "slow_rank");
+    CHECK(r.phase == "data");
+    CHECK(r.scope == "subset");
+    CHECK(r.missing_ranks.empty());  // the clustering names no rank
+  }
+  {
+    TempDir t("faiss_iters");
+    write_file(t.dir / "train.log", header + iters + watchdog(2, 5, 600000) + watchdog(3, 5, 600000));
+    const auto r = triage_logs({t.dir}, opts);
+    INFO(render_text(r));
+    CHECK(r.cause == "slow_rank");
+    CHECK(r.phase == "data");  // faiss's iterations are no steps (a step after the header would end it)
+  }
+  {
+    // A step after the clustering: the preparation ended, the hang is in training.
+    TempDir t("faiss_then_step");
+    write_file(t.dir / "train.log", header + "step 3400/5000 loss 0.31\n" + watchdog(1, 4178, 1800000));
+    const auto r = triage_logs({t.dir}, opts);
+    CHECK(r.cause != "slow_rank");
+    CHECK(r.phase == "training");
+  }
+  {
+    // The waiting ranks' own clustering: every rank prepares, nobody alone.
+    TempDir t("faiss_waiter_prepares");
+    write_file(t.dir / "rank-1.log", header + watchdog(1, 5, 600000));
+    write_file(t.dir / "rank-2.log", header + watchdog(2, 5, 600000));
+    const auto r = triage_logs({t.dir}, opts);
+    INFO(render_text(r));
+    CHECK(r.cause != "slow_rank");
+  }
+}
+
+TEST_CASE("RETURNN's eval step reports mark an evaluation under way, its train reports steps", "[triage_logs][shapes]") {
+  // returnn/torch/engine.py _print_process: ", ".join([report_prefix, "step %i" % step, ...]) with
+  // report_prefix f"ep {epoch} {dataset_name} eval" (eval) or f"ep {epoch} train"; the TF engine's
+  // "epoch {epoch} '{dataset}' eval" / "train epoch {epoch}".
+  const std::string eval_line = "ep 1 dev eval, step 97, min_wer -0.688, ce 0.859, fer 0.977, mem_usage:cuda:0 1.6GB\n";
+  CHECK(parse(eval_line).kind == LogKind::kEvalBegin);
+  CHECK(parse("pretrain epoch 3 'dev' eval, step 12, ce 0.5, 0.031 sec/step").kind == LogKind::kEvalBegin);
+  CHECK(parse("ep 1 train, step 97, ce 0.859, 0.412 sec/step").kind != LogKind::kEvalBegin);
+  const TriageOptions opts;
+  {
+    TempDir t("returnn_eval_alone");
+    write_file(t.dir / "train.log", eval_line + watchdog(1, 41, 1800000) + watchdog(2, 41, 1800000));
+    const auto r = triage_logs({t.dir}, opts);
+    INFO(render_text(r));
+    CHECK(r.cause == "slow_rank");
+    CHECK(r.phase == "eval");
+  }
+}
+
+TEST_CASE("lm-eval's request announcements mark an evaluation under way on the writing rank", "[triage_logs][shapes]") {
+  // lm_eval/evaluator.py evaluate(): eval_logger.info(f"Running {reqtype} requests"), on every rank.
+  const std::string line = "2024-02-01:10:12:13,456 INFO     [evaluator.py:361] Running generate_until requests\n";
+  CHECK(parse(line).kind == LogKind::kEvalBegin);
+  CHECK(parse("Running loglikelihood requests").kind == LogKind::kEvalBegin);
+  CHECK(parse("Running 4 requests").kind != LogKind::kEvalBegin);
+  const TriageOptions opts;
+  {
+    // Rank 0's own announcement, ranks 1 and 2 time out: rank 0 still generating.
+    TempDir t("lm_eval_alone");
+    write_file(t.dir / "rank-0.log", line);
+    write_file(t.dir / "rank-1.log", watchdog(1, 3, 1800000));
+    write_file(t.dir / "rank-2.log", watchdog(2, 3, 1800000));
+    const auto r = triage_logs({t.dir}, opts);
+    INFO(render_text(r));
+    CHECK(r.cause == "slow_rank");
+    CHECK(r.phase == "eval");
+  }
+  {
+    // The waiting ranks announced their requests too: each evaluates its share, nobody alone.
+    TempDir t("lm_eval_all");
+    write_file(t.dir / "rank-1.log", line + watchdog(1, 3, 1800000));
+    write_file(t.dir / "rank-2.log", line + watchdog(2, 3, 1800000));
+    const auto r = triage_logs({t.dir}, opts);
+    CHECK(r.cause != "slow_rank");
+  }
+}
+
 TEST_CASE("a collective's timeout alone shows no phase; a step line or a training-loop frame shows training",
           "[triage_logs][shapes]") {
   // Collectives run in evaluation, in saves and at a run's end too: the timeout's SeqNum counts them all.

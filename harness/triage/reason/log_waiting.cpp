@@ -108,6 +108,8 @@ bool LogAnalyzer::try_all_waiting() {
   if (!link && mark && mark->kind == LogKind::kCheckpointBegin && partial) return set_checkpoint_stall(*mark, first);
   if (!link && mark && mark->kind == LogKind::kEvalBegin && partial && evaluating_alone(*mark))
     return set_eval_straggler(*mark, first);
+  if (!link && mark && mark->kind == LogKind::kDataPrep && partial && preparing_alone(*mark))
+    return set_data_prep_straggler(*mark, first);
   if (link) {
     r_.category = "network";
     r_.cause = !link->cause.empty() ? link->cause : link->kind == LogKind::kIbError ? "ib_error" : "comm_error";
@@ -183,6 +185,11 @@ bool LogAnalyzer::try_stall_check() {
     return true;
   }
   add_evidence(ref(*last), fmt::format("Horovod's stall check: {}", short_text(last->text)));
+  if (startup_broadcasts_stalled()) {
+    r_.phase = "init";
+    note("every stalled tensor is a HorovodBroadcast_ of a variable: the broadcast of the initial state from the "
+         "root rank (broadcast_global_variables, its hook or Keras callback) that runs once before training");
+  }
   note(fmt::format("Horovod reports {} as never submitting the collective its peers wait on; whether it died, "
                    "is slow or took another code path is not in these logs",
                    reason::ranks_phrase_counted(missing)));
@@ -190,6 +197,31 @@ bool LogAnalyzer::try_stall_check() {
                            "these logs",
                            reason::ranks_phrase_counted(missing));
   return true;
+}
+
+// Horovod's TensorFlow broadcast names its op "HorovodBroadcast_" + the tensor's name with every
+// character outside [A-Za-z0-9_] replaced by '_' (horovod/tensorflow/mpi_ops.py@2626dc8 broadcast and
+// _normalize_name): a variable "dense/kernel:0" stalls as "HorovodBroadcast_dense_kernel_0". Such
+// broadcasts are what broadcast_variables / broadcast_global_variables (functions.py:66, run by
+// BroadcastGlobalVariablesHook after the session starts and by Keras's callback at the start of
+// training) send once, to give every rank the root's initial weights and optimizer slots. The stall
+// check of Horovod <= 0.19 names each stalled op on its own line, "<op> [missing ranks: 1]"
+// (common/operations.cc, later stall_inspector.cc). When every op the check names is such a
+// broadcast and no step was logged, the job is still in its start-up state sync.
+bool LogAnalyzer::startup_broadcasts_stalled() const {
+  if (steps_seen()) return false;
+  int ops = 0;
+  for (const auto& e : c_.events) {
+    if (e.kind != LogKind::kDesyncMissing || e.word != "stall") continue;
+    const std::string_view t = e.text;
+    const size_t k = t.find(" [missing ranks: ");
+    if (k == std::string_view::npos) return false;
+    size_t b = t.find_last_of(" :]", k - 1);
+    b = b == std::string_view::npos ? 0 : b + 1;
+    if (t.compare(b, 17, "HorovodBroadcast_") != 0 || k - b <= 17) return false;
+    ++ops;
+  }
+  return ops > 0;
 }
 
 // What a checkpoint stall and an evaluation straggler share: a straggler found by its phase marker
@@ -271,6 +303,35 @@ bool LogAnalyzer::set_eval_straggler(const Marker& mark, const Fail* first) {
                            reason::ranks_phrase_counted(waiting_), stuck_name(),
                            r_.missing_ranks.empty() ? std::string("the evaluating rank is not named in these logs")
                                                     : fmt::format("rank {} was evaluating", mark.rank));
+  return true;
+}
+
+bool LogAnalyzer::preparing_alone(const Marker& mark) const {
+  if (mark.rank >= 0 && std::binary_search(waiting_.begin(), waiting_.end(), mark.rank)) return false;
+  return std::none_of(waiting_.begin(), waiting_.end(), [&](int w) {
+    const RankState& s = rs_[w];
+    return s.log && s.log->phase == LogKind::kDataPrep;
+  });
+}
+
+// The data-preparation counterpart of set_eval_straggler. A program that prepares its data in one
+// process (ColBERT's indexer clusters the sampled embeddings with faiss k-means on one rank, a
+// script's `if rank == 0:` tokenization or index build) sends the others straight to the next
+// collective (often a barrier: a one-element all-reduce), where they wait. The preparing library's
+// own progress line (kDataPrep) with no step after it, the ranks that report timing out, and the
+// rest of the world silent: a live rank busy preparing data for longer than the collective timeout.
+// A rank that died silently during the preparation would read the same; its exit status tells.
+bool LogAnalyzer::set_data_prep_straggler(const Marker& mark, const Fail* first) {
+  set_marker_straggler(mark, first, "slow_rank", "data");
+  note(fmt::format("a data preparation was under way (its library's own progress line) and no step line followed "
+                   "it; {} then timed out in {} while the rest of the world did not report it: a rank still "
+                   "preparing data (alone, longer than the collective timeout) holds its peers; raise the "
+                   "timeout or move the preparation before the process group's first collective",
+                   reason::ranks_phrase_counted(waiting_), stuck_name()));
+  r_.summary = fmt::format("straggler (slow_rank): a data preparation was under way when {} timed out in {}; {}",
+                           reason::ranks_phrase_counted(waiting_), stuck_name(),
+                           r_.missing_ranks.empty() ? std::string("the preparing rank is not named in these logs")
+                                                    : fmt::format("rank {} was preparing data", mark.rank));
   return true;
 }
 
