@@ -273,6 +273,17 @@ static void catalogue_over_generic(std::string_view line, LogLine& o, std::strin
   if (!apply_catalogue(line, o)) o = keep;
 }
 
+// NCCL 2.3 printed its proxy thread's error trace at WARN level ("transport.cu:153 -> 2 [Proxy thread
+// error]", transport.cu:153@v2.3.7-1), which the tables read as an NCCL error: the catalogue's
+// collective-in-flight fact instead, no failure of its own (the WARN before it is).
+static void nccl_warn_in_flight(std::string_view line, LogLine& o) {
+  const auto hit = builtin_catalogue().match(line);
+  if (!hit || hit->entry->emitter != "nccl" || !hit->entry->meaning || hit->entry->meaning->kind != "CollInFlight")
+    return;
+  o.kind = LogKind::kNone;
+  if (!apply_catalogue(line, o)) o.kind = LogKind::kNcclError;
+}
+
 static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, LogLine& o) {
   o.has_t = o.no_year = false;
   o.t = o.t_res = 0;
@@ -404,16 +415,7 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   // emitter's catalogue entry says what failed (NCCL's own words keep the tables' reading).
   else if (o.kind == LogKind::kNcclError && o.category.empty()) {
     catalogue_over_generic(body, o, /*not_of=*/"nccl");
-    // NCCL 2.3 printed its proxy thread's error trace at WARN level ("transport.cu:153 -> 2 [Proxy thread
-    // error]", transport.cu:153@v2.3.7-1): the catalogue's collective-in-flight fact, not an NCCL error of
-    // its own (the WARN before it is).
-    if (o.kind == LogKind::kNcclError && o.category.empty()) {
-      const auto hit = builtin_catalogue().match(body);
-      if (hit && hit->entry->emitter == "nccl" && hit->entry->meaning && hit->entry->meaning->kind == "CollInFlight") {
-        o.kind = LogKind::kNone;
-        if (!apply_catalogue(body, o)) o.kind = LogKind::kNcclError;
-      }
-    }
+    if (o.kind == LogKind::kNcclError && o.category.empty()) nccl_warn_in_flight(body, o);
   }
   if (o.kind == LogKind::kStoreTimeout || o.kind == LogKind::kException || o.kind == LogKind::kCommException) {
     if (o.word.empty()) o.word = exception_class(body);
