@@ -51,6 +51,7 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kDesyncLagging: return "desync_lagging";
     case LogKind::kCollMismatch: return "coll_mismatch";
     case LogKind::kCollStart: return "coll_start";
+    case LogKind::kCollInFlight: return "coll_in_flight";
     case LogKind::kCommAborted: return "comm_aborted";
     case LogKind::kNcclAsyncFailed: return "nccl_async_failed";
     case LogKind::kNcclRemoteError: return "nccl_remote_error";
@@ -134,6 +135,7 @@ LogKind log_kind_from_name(std::string_view name) {
       {"DesyncLagging", LogKind::kDesyncLagging},
       {"CollMismatch", LogKind::kCollMismatch},
       {"CollStart", LogKind::kCollStart},
+      {"CollInFlight", LogKind::kCollInFlight},
       {"CommAborted", LogKind::kCommAborted},
       {"NcclAsyncFailed", LogKind::kNcclAsyncFailed},
       {"NcclRemoteError", LogKind::kNcclRemoteError},
@@ -207,8 +209,11 @@ static bool apply_catalogue(std::string_view line, LogLine& o, std::string_view 
   // save, an evaluation), whose emitter prints it only there. It places the writer in that phase
   // as a marker line of the hand-written table does, and no failure's order depends on it.
   const LogKind kind = m.kind == "Info" ? LogKind::kNone : log_kind_from_name(m.kind);
+  // A second: a collective in flight (NCCL's proxy progress thread failing on a posted op), a fact
+  // of the phase rule ("collectives ran") like a WorkNCCL timeout, neither a failure nor a marker.
   const bool marker = m.role == "context" && (kind == LogKind::kTrainBegin || kind == LogKind::kCheckpointBegin ||
-                                              kind == LogKind::kCheckpointEnd || kind == LogKind::kEvalBegin);
+                                              kind == LogKind::kCheckpointEnd || kind == LogKind::kEvalBegin ||
+                                              kind == LogKind::kCollInFlight);
   if (m.role != "root" && m.role != "exit" && !marker) return false;
   o.catalogue = hit->entry;
   o.role = m.role;
@@ -268,6 +273,17 @@ static void catalogue_over_generic(std::string_view line, LogLine& o, std::strin
   o.kind = LogKind::kNone;
   o.category = {};
   if (!apply_catalogue(line, o)) o = keep;
+}
+
+// NCCL 2.3 printed its proxy thread's error trace at WARN level ("transport.cu:153 -> 2 [Proxy thread
+// error]", transport.cu:153@v2.3.7-1), which the tables read as an NCCL error: the catalogue's
+// collective-in-flight fact instead, no failure of its own (the WARN before it is).
+static void nccl_warn_in_flight(std::string_view line, LogLine& o) {
+  const auto hit = builtin_catalogue().match(line);
+  if (!hit || hit->entry->emitter != "nccl" || !hit->entry->meaning || hit->entry->meaning->kind != "CollInFlight")
+    return;
+  o.kind = LogKind::kNone;
+  if (!apply_catalogue(line, o)) o.kind = LogKind::kNcclError;
 }
 
 static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, LogLine& o) {
@@ -399,7 +415,10 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   else if (o.kind == LogKind::kException && o.category.empty()) catalogue_over_generic(body, o);
   // A net plugin's WARN printed through NCCL's logger reads as a generic NCCL error; its own
   // emitter's catalogue entry says what failed (NCCL's own words keep the tables' reading).
-  else if (o.kind == LogKind::kNcclError && o.category.empty()) catalogue_over_generic(body, o, /*not_of=*/"nccl");
+  else if (o.kind == LogKind::kNcclError && o.category.empty()) {
+    catalogue_over_generic(body, o, /*not_of=*/"nccl");
+    if (o.kind == LogKind::kNcclError && o.category.empty()) nccl_warn_in_flight(body, o);
+  }
   if (o.kind == LogKind::kStoreTimeout || o.kind == LogKind::kException || o.kind == LogKind::kCommException) {
     if (o.word.empty()) o.word = exception_class(body);
   }

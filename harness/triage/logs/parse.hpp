@@ -61,6 +61,9 @@ enum class LogKind : uint8_t {
                       // "[Rank 1] Running collective: CollectiveFingerPrint(SequenceNumber=3, OpType=BROADCAST,
                       // TensorShape=[1], ...)" (seq, op, numel_in = the shape's element count); not an event:
                       // the reader keeps each rank's last one (RankLog::started)
+  kCollInFlight,      // NCCL's proxy progress thread failed while moving a collective's data (its error trace
+                      // "proxy.cc:878 -> 6 [Progress Thread]", "[Proxy Thread]", 2.3's "[Proxy thread error]"):
+                      // a collective or p2p op was running; the failure is the WARN before it (catalogue)
   kCommAborted,       // "NCCL communicator was aborted"
   kNcclAsyncFailed,   // "Some NCCL operations have failed or timed out", "taking the entire process down"
   kNcclRemoteError,   // "remote process exited or there was a network error"

@@ -575,3 +575,24 @@ TEST_CASE("a catalogue line printed only after init places its writer in that ph
   // catalogue knows only as a fact of start-up is no phase marker here.
   CHECK(parse("INFO:torch.nn.parallel.distributed:Delay the AllReduce of all parameters.").kind == LogKind::kNone);
 }
+
+TEST_CASE("NCCL's proxy progress-thread error trace is a collective in flight, not an init step", "[triage_logs]") {
+  // ncclProxyProgress's loop over the ops a launched collective posted (proxy.cc:858/871@v2.18.3-1,
+  // :878/892@v2.21.5-1, :983/1002@v2.30.7-1; 2.3's per-connector proxy thread, transport.cu:153@v2.3.7-1):
+  // the catalogue's CollInFlight, a context fact, never a failure (the WARN before it is the root).
+  for (const char* line :
+       {"[15]worker-23:83:2520 [0] NCCL INFO proxy.cc:614 -> 2 [Proxy Thread]",
+        "pt-gbcg65vy-worker-0:4288:4521 [1] NCCL INFO proxy.cc:878 -> 6 [Progress Thread]",
+        "node-1:4288:4521 [1] NCCL INFO proxy.cc:983 (ncclProxyProgress) -> 6 [Progress Thread]",
+        "node-1:15:91 [3] transport.cu:153 NCCL WARN transport.cu:153 -> 2 [Proxy thread error]"}) {
+    INFO(line);
+    const auto l = parse(line);
+    CHECK(l.kind == LogKind::kCollInFlight);
+    CHECK(l.role == "context");
+    CHECK(l.category.empty());
+    CHECK(l.phase.empty());
+  }
+  // The proxy service thread's lines are connection set-up and teardown, not this fact.
+  CHECK(parse("node-1:4287:4512 [0] NCCL INFO [Service thread] Connection closed by localRank 0").kind !=
+        LogKind::kCollInFlight);
+}
