@@ -185,11 +185,18 @@ LogKind system_error_kind(sv m) {
   return LogKind::kNone;
 }
 
+// cudaErrorMemoryAllocation through c10's CUDA check: "CUDA error: " + cudaGetErrorString(err)
+// (c10/cuda/CUDAException.cpp:29-31@0e4c6cd), whose text for that error is "out of memory"; the
+// same runtime error is a CUDA OOM whichever check printed it.
+bool cuda_runtime_oom(sv m) {
+  return has(m, "CUDA error: out of memory") || has(m, "cudaErrorMemoryAllocation");
+}
+
 bool exception_lines(sv m, LogLine& o) {
   // --- exceptions (a Python traceback's last line, possibly rank-prefixed)
   if (const sv cls = exception_class(m); !cls.empty()) {
     o.word = cls;
-    if (has(cls, "OutOfMemoryError") || has(m, "CUDA out of memory")) {
+    if (has(cls, "OutOfMemoryError") || has(m, "CUDA out of memory") || cuda_runtime_oom(m)) {
       o.kind = LogKind::kCudaOom;
     } else if (const LogKind k = system_error_kind(m); k != LogKind::kNone) {
       o.kind = k;
@@ -460,6 +467,10 @@ bool torchelastic_lines(sv m, LogLine& o) {
       if (tm.size() > n && tm.compare(0, n, f) == 0 && (tm[n] == ' ' || tm[n] == ':')) {
         size_t q = skip_sp(tm, n);
         if (q < tm.size() && tm[q] == ':') {
+          // torchrun's rank field is always "rank: N (local_rank: M)" (errors/__init__.py
+          // _FAILURE_FORMAT_TEMPLATE, torch 1.9 "  rank: ${rank} (local_rank: ${local_rank})" to
+          // 2.15 "  rank      : ..."): a program's own "rank: 2, memory allocated: 0" is no field.
+          if (std::strcmp(f, "rank") == 0 && !has(tm.substr(q), "(local_rank:")) return false;
           o.kind = LogKind::kSummaryField;
           o.word = tm.substr(0, n);
           o.where = trim(tm.substr(q + 1));
@@ -618,7 +629,7 @@ bool host_lines(sv m, LogLine& o) {
     o.kind = LogKind::kStorageError;
     return true;
   }
-  if (has(m, "CUDA out of memory")) {
+  if (has(m, "CUDA out of memory") || cuda_runtime_oom(m)) {
     o.kind = LogKind::kCudaOom;
     return true;
   }

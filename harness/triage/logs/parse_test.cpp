@@ -596,3 +596,23 @@ TEST_CASE("NCCL's proxy progress-thread error trace is a collective in flight, n
   CHECK(parse("node-1:4287:4512 [0] NCCL INFO [Service thread] Connection closed by localRank 0").kind !=
         LogKind::kCollInFlight);
 }
+
+// cudaErrorMemoryAllocation as c10's CUDA check prints it ("CUDA error: " + cudaGetErrorString,
+// c10/cuda/CUDAException.cpp:29-31@0e4c6cd) is a CUDA OOM, not a generic CUDA error (gh-nnunet-593).
+TEST_CASE("the CUDA runtime's out-of-memory error is a CUDA OOM", "[triage_logs]") {
+  CHECK(parse("RuntimeError: CUDA error: out of memory").kind == LogKind::kCudaOom);
+  CHECK(parse("[rank1]: RuntimeError: CUDA error: out of memory").kind == LogKind::kCudaOom);
+  CHECK(parse("CUDA error: out of memory (cudaErrorMemoryAllocation) at src/alloc.cu:42").kind == LogKind::kCudaOom);
+  // Other CUDA errors stay generic.
+  CHECK(parse("RuntimeError: CUDA error: an illegal memory access was encountered").kind == LogKind::kCudaError);
+}
+
+// torchrun's summary writes its rank field as "rank: N (local_rank: M)" in every version: a
+// program's own "rank: 2, memory allocated: 0" print is not a summary field (gh-nnunet-593).
+TEST_CASE("a program's own 'rank: N' print is not torchrun's summary field", "[triage_logs]") {
+  CHECK(parse("rank: 2, memory allocated: 0").kind != LogKind::kSummaryField);
+  CHECK(parse("rank: 3").kind != LogKind::kSummaryField);
+  CHECK(parse("  rank      : 1 (local_rank: 1)").kind == LogKind::kSummaryField);
+  CHECK(parse("  rank: 0 (local_rank: 0)").kind == LogKind::kSummaryField);  // torch 1.9's unpadded field
+  CHECK(parse("  exitcode  : -9 (pid: 208585)").kind == LogKind::kSummaryField);
+}

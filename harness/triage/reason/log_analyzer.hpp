@@ -154,6 +154,8 @@ class LogAnalyzer : public LogTimeline {
 
   // -- log_death.cpp
   bool has_oom_evidence(const RankState& s) const;
+  // An OOM kill line that names no process (Slurm's step summary, a pod's OOMKilled), or null.
+  const LogEvent* unowned_oom_report() const;
   void set_root(const Fail& root, bool ordered);
   // A process's own failure (CUDA out of memory / a CUDA error) on a line no rank is named for,
   // taken by the rank whose Python traceback follows it: the paste shows one process (one pid

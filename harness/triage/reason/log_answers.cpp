@@ -272,13 +272,21 @@ void LogAnalyzer::build_answers() {
     a.push_back(fmt::format("Init or training: init — no rank logged a training step or a completed process-group "
                             "setup; {}",
                             r_.summary));
-  } else if (training_started_) {
+  } else if (r_.phase == "unknown") {
+    // The answer is the headline's phase: collectives without a step line show a job past init,
+    // not that it was training (start-up runs collectives too).
+    a.push_back(training_started_
+                    ? std::string("Init or training: past init; phase unknown — ranks reported collectives, but no "
+                                  "step line shows training")
+                    : std::string("Init or training: unknown — the logs show neither steps nor collectives nor init "
+                                  "errors"));
+  } else if (r_.phase != "training") {
+    a.push_back(fmt::format("Init or training: past init — the failure hit {}", r_.phase));
+  } else {
     a.push_back(fmt::format("Init or training: training — {}",
                             loggers.empty() ? std::string("ranks reported collectives (no step lines in the logs)")
                                             : fmt::format("{} logged steps (up to step {})", reason::ranks_phrase_counted(loggers),
                                                           max_step())));
-  } else {
-    a.push_back("Init or training: unknown — the logs show neither steps nor collectives nor init errors");
   }
   if (r_.scope == "none") {
     a.push_back("All or subset: none — no rank is missing or stuck");

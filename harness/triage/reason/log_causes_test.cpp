@@ -222,3 +222,35 @@ TEST_CASE("NCCL's Init COMPLETE alone does not show that training began", "[tria
   CHECK(r.category == "network");
   CHECK(r.phase == "training");
 }
+
+// Slurm's step OOM summary (every wording, 20.02-24.11 task_cgroup_memory.c) names no process; beside a
+// launcher's "exited on signal 9 (Killed)" it says why the rank was killed: an OOM kill (gh-chombo-discharge-501).
+TEST_CASE("a SIGKILL beside Slurm's step OOM summary is an OOM kill", "[triage_logs]") {
+  const char* kSummaries[] = {
+      "slurmstepd: error: Detected 88 oom_kill events in StepId=1103245.batch. Some of the step tasks have been OOM "
+      "Killed.",
+      "slurmstepd: error: Detected 1 oom_kill event in StepId=7.0. Some of the step tasks have been OOM Killed.",
+      "slurmstepd: error: Detected 2 oom-kill event(s) in StepId=191.batch. Some of your processes may have been "
+      "killed by the cgroup out-of-memory handler.",
+      "slurmstepd: error: Detected 1 oom-kill event(s) in step 191.batch cgroup. Some of your processes may have been "
+      "killed by the cgroup out-of-memory handler.",
+  };
+  for (const char* summary : kSummaries) {
+    TempDir t("slurm_oom");
+    write_file(t.dir / "job.log",
+               std::string("> mpirun noticed that process rank 5 with PID 1035144 on node b3168 exited on signal 9 "
+                           "(Killed).\n> 256 total processes killed (some possibly by mpirun during cleanup)\n> ") +
+                   summary + "\n");
+    const auto r = triage_logs({t.dir});
+    INFO(summary);
+    CHECK(r.category == "rank_exit");
+    CHECK(r.cause == "oom");
+    CHECK(r.missing_ranks == std::vector<int>{5});
+  }
+  // Without the summary the same kill stays a kill of unknown origin.
+  TempDir t("slurm_kill");
+  write_file(t.dir / "job.log",
+             "mpirun noticed that process rank 5 with PID 1035144 on node b3168 exited on signal 9 (Killed).\n");
+  const auto r = triage_logs({t.dir});
+  CHECK(r.cause == "killed");
+}

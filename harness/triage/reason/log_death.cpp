@@ -22,11 +22,28 @@ bool LogAnalyzer::has_oom_evidence(const RankState& s) const {
   return false;
 }
 
+const LogEvent* LogAnalyzer::unowned_oom_report() const {
+  for (const LogEvent* e : host_events_) {
+    if (e->kind == LogKind::kOomKill && e->pid < 0) return e;
+  }
+  return nullptr;
+}
+
 void LogAnalyzer::set_root(const Fail& root, bool ordered) {
   const RankState& s = valid_rank(root.rank) ? rs_[root.rank] : anon_;
   r_.category = root.category.empty() ? "rank_exit" : root.category;
   r_.cause = root.cause.empty() ? "nonzero_exit" : root.cause;
   if ((r_.cause == "killed" || r_.cause == "nonzero_exit") && has_oom_evidence(s)) r_.cause = "oom";
+  // A SIGKILL beside the job's own OOM report that names no process: Slurm's task/cgroup summary
+  // "Detected N oom-kill event(s) in <step> [cgroup]. Some of your processes may have been killed by
+  // the cgroup out-of-memory handler." (task_cgroup_memory.c:918@slurm-20-02-7-1, :814@slurm-20-11-9-1,
+  // :349@slurm-22-05-11-1) / "Detected N oom_kill event[s] in <step>. Some of the step tasks have been
+  // OOM Killed." (:349@slurm-23-02-8-1, :304@slurm-24-05-8-1, :302@slurm-24-11-7-1), a pod's OOMKilled:
+  // the out-of-memory handler kills with SIGKILL, so the kill is the OOM's.
+  if (r_.cause == "killed" && root.signal == 9 && unowned_oom_report()) {
+    r_.cause = "oom";
+    add_evidence(ref(*unowned_oom_report()), fmt::format("the job's OOM report: {}", short_text(unowned_oom_report()->text)));
+  }
   // A CUDA OOM that no line ties to a rank: what the logs prove is a GPU whose memory ran out (the
   // resource), not which rank's death the job failed on.
   if (r_.cause == "cuda_oom" && r_.category == "rank_exit" && !valid_rank(root.rank)) r_.category = "resource_limit";

@@ -192,3 +192,31 @@ TEST_CASE("a pod evicted for node memory pressure is an OOM kill", "[triage_logs
   CHECK(r.category == "rank_exit");
   CHECK(r.cause == "oom");
 }
+
+// Question 1 is the headline's phase: a collective timeout with no step line shows a job past init,
+// not one that was training; the answer never says "training" while the headline says unknown
+// (gh-verl-1158, gh-ofa-271).
+TEST_CASE("'Init or training' answers from the headline's phase", "[triage_logs]") {
+  TempDir t("q1_phase");
+  write_file(t.dir / "train.log",
+             "[rank7]:[E419 10:42:28.858931807 ProcessGroupNCCL.cpp:616] [Rank 7] Watchdog caught collective operation "
+             "timeout: WorkNCCL(SeqNum=4486, OpType=ALLTOALL, NumelIn=46684160, NumelOut=46684160, "
+             "Timeout(ms)=600000) ran for 600013 milliseconds before timing out.\n"
+             "[rank3]:[E419 10:42:28.883292273 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+             "timeout: WorkNCCL(SeqNum=4486, OpType=ALLTOALL, NumelIn=46684160, NumelOut=46684160, "
+             "Timeout(ms)=600000) ran for 600088 milliseconds before timing out.\n"
+             "E0419 11:01:25.597000 245 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) "
+             "local_rank: 1 (pid: 314) of binary: /usr/bin/python\n");
+  const auto r = triage_logs({t.dir});
+  REQUIRE(!r.answers.empty());
+  const std::string& q1 = r.answers.front();
+  INFO(q1 << " / phase " << r.phase);
+  REQUIRE(q1.rfind("Init or training: ", 0) == 0);
+  const std::string said = q1.substr(18, q1.find(" —") - 18);
+  if (r.phase == "unknown") {
+    CHECK(said.rfind("training", 0) != 0);
+    CHECK(said == "past init; phase unknown");
+  } else {
+    CHECK(said.rfind(r.phase, 0) == 0);
+  }
+}
