@@ -69,6 +69,19 @@ struct Marker {
   std::string text;
 };
 
+// The work a rank is busy with alone while its peers wait (set_busy_alone_straggler): the answer's
+// phase, the work ("an evaluation"), how it shows (" (its library's own progress line)" or ""),
+// what the rank is doing ("evaluating"), the word for the rank ("the evaluating rank"), and the note's
+// last sentence.
+struct BusyWork {
+  const char* phase;
+  const char* work;
+  const char* how_seen;
+  const char* doing;
+  const char* who;
+  const char* advice;
+};
+
 class LogAnalyzer : public LogTimeline {
  public:
   using LogTimeline::LogTimeline;
@@ -218,13 +231,12 @@ class LogAnalyzer : public LogTimeline {
   bool evaluating_alone(const Marker& mark) const;
   // A step or progress line, or a training-loop frame: the job is shown training.
   bool training_shown() const;
-  bool set_eval_straggler(const Marker& mark, const Fail* first);
+  bool set_busy_alone_straggler(const Marker& mark, const Fail* first, const BusyWork& w);
   // A data preparation under way (a library's own progress line, kDataPrep: faiss's k-means) that
   // no waiting rank shows as its own, while only some ranks report the stuck collective.
   bool preparing_alone(const Marker& mark) const;
   // Every op Horovod's stall check names is a TensorFlow variable's broadcast (start-up state sync).
   bool startup_broadcasts_stalled() const;
-  bool set_data_prep_straggler(const Marker& mark, const Fail* first);
   bool try_no_failure();
   // Per-step times of a rank, oldest first: its own dur_ms when it logs them, else the
   // intervals between its step lines' own clocks.

@@ -12,6 +12,36 @@
 
 namespace hanglab::plainlog {
 
+namespace {
+
+// The evaluation's counterpart of set_checkpoint_stall. Programs that evaluate during training
+// commonly do the evaluation's work, or its metric, on one process (mmengine's BaseMetric.evaluate
+// computes on rank 0 and broadcasts the result; a script's `if rank == 0: validate()`), while the
+// others go straight to the next collective and wait there. When that work outlasts the collective
+// timeout, only the waiting ranks report, and the evaluating one logs nothing: the ranks that
+// report wait in a collective, the rest of the world reports nothing, and the last phase line no
+// step followed is an evaluation's start. Had every rank been in a collective (a skipped or
+// mismatched one in the eval path), every rank's watchdog would fire; had the silent rank died,
+// its death (or its launcher's report of it) is what the other rules read first. The evaluating
+// rank is named only when the marker is its own.
+const BusyWork kEvaluating{
+    "eval", "an evaluation", "", "evaluating", "evaluating",
+    "A rank that died silently during the evaluation would read the same here; its exit status or a stack dump of "
+    "every rank tells them apart"};
+
+// The data-preparation counterpart. A program that prepares its data in one process (ColBERT's
+// indexer clusters the sampled embeddings with faiss k-means on one rank, a script's `if rank == 0:`
+// tokenization or index build) sends the others straight to the next collective (often a barrier: a
+// one-element all-reduce), where they wait. The preparing library's own progress line (kDataPrep)
+// with no step after it, the ranks that report timing out, and the rest of the world silent: a live
+// rank busy preparing data for longer than the collective timeout. A rank that died silently during
+// the preparation would read the same; its exit status tells.
+const BusyWork kPreparingData{
+    "data", "a data preparation", " (its library's own progress line)", "preparing data", "preparing",
+    "Raise the timeout or move the preparation before the process group's first collective"};
+
+}  // namespace
+
 // Every rank reported the stuck collective, but some only found their peers' sockets
 // closed, after those peers had already timed out waiting for them: they arrived late.
 bool LogAnalyzer::try_late_arrival() {
@@ -107,9 +137,9 @@ bool LogAnalyzer::try_all_waiting() {
   const bool partial = waiting_.size() < 2 || static_cast<int>(waiting_.size()) < world_;
   if (!link && mark && mark->kind == LogKind::kCheckpointBegin && partial) return set_checkpoint_stall(*mark, first);
   if (!link && mark && mark->kind == LogKind::kEvalBegin && partial && evaluating_alone(*mark))
-    return set_eval_straggler(*mark, first);
+    return set_busy_alone_straggler(*mark, first, kEvaluating);
   if (!link && mark && mark->kind == LogKind::kDataPrep && partial && preparing_alone(*mark))
-    return set_data_prep_straggler(*mark, first);
+    return set_busy_alone_straggler(*mark, first, kPreparingData);
   if (link) {
     r_.category = "network";
     r_.cause = !link->cause.empty() ? link->cause : link->kind == LogKind::kIbError ? "ib_error" : "comm_error";
@@ -282,27 +312,19 @@ bool LogAnalyzer::evaluating_alone(const Marker& mark) const {
   });
 }
 
-// The evaluation's counterpart of set_checkpoint_stall. Programs that evaluate during training
-// commonly do the evaluation's work, or its metric, on one process (mmengine's BaseMetric.evaluate
-// computes on rank 0 and broadcasts the result; a script's `if rank == 0: validate()`), while the
-// others go straight to the next collective and wait there. When that work outlasts the collective
-// timeout, only the waiting ranks report, and the evaluating one logs nothing: the ranks that
-// report wait in a collective, the rest of the world reports nothing, and the last phase line no
-// step followed is an evaluation's start. Had every rank been in a collective (a skipped or
-// mismatched one in the eval path), every rank's watchdog would fire; had the silent rank died,
-// its death (or its launcher's report of it) is what the other rules read first. The evaluating
-// rank is named only when the marker is its own.
-bool LogAnalyzer::set_eval_straggler(const Marker& mark, const Fail* first) {
-  set_marker_straggler(mark, first, "slow_rank", "eval");
-  note(fmt::format("an evaluation began and no step line followed it; {} then timed out in {} while the rest of "
-                   "the world did not report it: a rank still evaluating (alone, longer than the collective "
-                   "timeout) holds its peers. A rank that died silently during the evaluation would read the same "
-                   "here; its exit status or a stack dump of every rank tells them apart",
-                   reason::ranks_phrase_counted(waiting_), stuck_name()));
-  r_.summary = fmt::format("straggler (slow_rank): an evaluation was under way when {} timed out in {}; {}",
+// A rank busy alone in the work a marker names (an evaluation, a data preparation) holds its
+// peers: set_marker_straggler's answer, with what the work is and who did it in the note and
+// summary ("evaluation" / "evaluating", "data preparation" / "preparing data").
+bool LogAnalyzer::set_busy_alone_straggler(const Marker& mark, const Fail* first, const BusyWork& w) {
+  set_marker_straggler(mark, first, "slow_rank", w.phase);
+  note(fmt::format("{} was under way{} and no step line followed it; {} then timed out in {} while the rest of the "
+                   "world did not report it: a rank still {} (alone, longer than the collective timeout) holds its "
+                   "peers. {}",
+                   w.work, w.how_seen, reason::ranks_phrase_counted(waiting_), stuck_name(), w.doing, w.advice));
+  r_.summary = fmt::format("straggler (slow_rank): {} was under way when {} timed out in {}; {}", w.work,
                            reason::ranks_phrase_counted(waiting_), stuck_name(),
-                           r_.missing_ranks.empty() ? std::string("the evaluating rank is not named in these logs")
-                                                    : fmt::format("rank {} was evaluating", mark.rank));
+                           r_.missing_ranks.empty() ? fmt::format("the {} rank is not named in these logs", w.who)
+                                                    : fmt::format("rank {} was {}", mark.rank, w.doing));
   return true;
 }
 
@@ -312,27 +334,6 @@ bool LogAnalyzer::preparing_alone(const Marker& mark) const {
     const RankState& s = rs_[w];
     return s.log && s.log->phase == LogKind::kDataPrep;
   });
-}
-
-// The data-preparation counterpart of set_eval_straggler. A program that prepares its data in one
-// process (ColBERT's indexer clusters the sampled embeddings with faiss k-means on one rank, a
-// script's `if rank == 0:` tokenization or index build) sends the others straight to the next
-// collective (often a barrier: a one-element all-reduce), where they wait. The preparing library's
-// own progress line (kDataPrep) with no step after it, the ranks that report timing out, and the
-// rest of the world silent: a live rank busy preparing data for longer than the collective timeout.
-// A rank that died silently during the preparation would read the same; its exit status tells.
-bool LogAnalyzer::set_data_prep_straggler(const Marker& mark, const Fail* first) {
-  set_marker_straggler(mark, first, "slow_rank", "data");
-  note(fmt::format("a data preparation was under way (its library's own progress line) and no step line followed "
-                   "it; {} then timed out in {} while the rest of the world did not report it: a rank still "
-                   "preparing data (alone, longer than the collective timeout) holds its peers; raise the "
-                   "timeout or move the preparation before the process group's first collective",
-                   reason::ranks_phrase_counted(waiting_), stuck_name()));
-  r_.summary = fmt::format("straggler (slow_rank): a data preparation was under way when {} timed out in {}; {}",
-                           reason::ranks_phrase_counted(waiting_), stuck_name(),
-                           r_.missing_ranks.empty() ? std::string("the preparing rank is not named in these logs")
-                                                    : fmt::format("rank {} was preparing data", mark.rank));
-  return true;
 }
 
 bool LogAnalyzer::try_no_failure() {
