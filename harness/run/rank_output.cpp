@@ -29,6 +29,7 @@ void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, d
     on_launcher_line(line, is_err, t);
     return;
   }
+  log_pending_redraw(r, is_err);  // an earlier redraw goes first: the file stays in time order
   write_all(is_err ? r.err_log : r.out_log, iso_time(t) + " " + line + "\n");
   r.spoke = true;
   note_output_trigger(line);
@@ -56,6 +57,13 @@ void Supervisor::on_output_line(Rank& r, const std::string& line, bool is_err, d
       if (ll.kind == LogKind::kStep && ll.step > 0) r.init_done = true, r.last_step = std::max(r.last_step, ll.step);
     }
   }
+}
+
+void Supervisor::log_pending_redraw(Rank& r, bool is_err) {
+  std::string& line = is_err ? r.err_redraw : r.out_redraw;
+  if (line.empty()) return;
+  write_all(is_err ? r.err_log : r.out_log, iso_time(is_err ? r.err_redraw_t : r.out_redraw_t) + " " + line + "\n");
+  line.clear();
 }
 
 void Supervisor::note_output_trigger(const std::string& line) {
@@ -122,13 +130,20 @@ void Supervisor::drain_fd(Rank& r, int& fd, std::string& buf, int /*log_fd*/, bo
       }
       if (!newest_progress.empty() && t - r.last_redraw_t >= 1.0) {
         r.last_redraw_t = t;
+        (is_err ? r.err_redraw : r.out_redraw).clear();  // superseded by this one
         on_output_line(r, newest_progress, is_err, t);
-      } else if (!newest_progress.empty() && !r.has_trace) {
-        watchdog_->output_line(r, mono_now());  // progress all the same, only not logged again
-        if (auto pm = match_progress(newest_progress)) {
-          const long long n = pm->step ? *pm->step : pm->epoch ? static_cast<long long>(*pm->epoch) : 0;
-          r.init_done = true;
-          if (n > 0) r.last_step = std::max(r.last_step, static_cast<int>(n));
+      } else if (!newest_progress.empty()) {
+        if (!r.has_trace) {
+          watchdog_->output_line(r, mono_now());  // progress all the same, only not logged yet
+          if (auto pm = match_progress(newest_progress)) {
+            const long long n = pm->step ? *pm->step : pm->epoch ? static_cast<long long>(*pm->epoch) : 0;
+            r.init_done = true;
+            if (n > 0) r.last_step = std::max(r.last_step, static_cast<int>(n));
+          }
+        }
+        if (r.rank >= 0) {  // (a launcher's console lines are its own: on_launcher_line)
+          (is_err ? r.err_redraw : r.out_redraw) = std::move(newest_progress);
+          (is_err ? r.err_redraw_t : r.out_redraw_t) = t;
         }
       }
       buf.erase(0, last_cr + 1);
@@ -139,6 +154,7 @@ void Supervisor::drain_fd(Rank& r, int& fd, std::string& buf, int /*log_fd*/, bo
     on_output_line(r, buf, is_err, data_t > 0 ? data_t : t);
     buf.clear();
   }
+  if (flush_all) log_pending_redraw(r, is_err);
 }
 
 void Supervisor::pump_output(double timeout_s) {
@@ -160,6 +176,14 @@ void Supervisor::pump_output(double timeout_s) {
   for (auto& r : ranks_)
     if (r->alive && r->pidfd >= 0) pfds.push_back({r->pidfd, POLLIN, 0}), pidfd_owners.push_back(r.get());
   int ms = static_cast<int>(timeout_s * 1000);
+  // A redraw held back for a second is logged now, though the bar has not moved since: a
+  // stalled bar is where its rank stands.
+  const double now = unix_now();
+  for (auto& r : ranks_) {
+    if (now - r->last_redraw_t < 1.0) continue;
+    for (bool is_err : {false, true})
+      if (!(is_err ? r->err_redraw : r->out_redraw).empty()) r->last_redraw_t = now, log_pending_redraw(*r, is_err);
+  }
   int n = ::poll(pfds.data(), pfds.size(), ms);
   if (n <= 0) return;
   for (size_t i = first_pidfd; i < pfds.size(); ++i)

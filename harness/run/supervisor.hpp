@@ -106,6 +106,7 @@ class Supervisor : public Job {
   void pump_output(double timeout_s);
   void drain_fd(Rank& r, int& fd, std::string& buf, int log_fd, bool is_err, bool flush_all);
   void on_output_line(Rank& r, const std::string& line, bool is_err, double t);
+  void log_pending_redraw(Rank& r, bool is_err);  // the newest redraw not logged yet, if any
   void note_output_trigger(const std::string& line);  // at_output faults
   void tail_trace(Rank& r);
   void on_trace_event(Rank& r, const nlohmann::json& ev);

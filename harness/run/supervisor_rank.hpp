@@ -28,6 +28,13 @@ struct Supervisor::Rank : RankWatch {
   off_t trace_off = 0;
   std::string trace_partial;
   double last_redraw_t = 0;  // when the last in-place (\r) progress redraw was logged
+  // The newest in-place redraw not logged yet (redraws are logged at most once a second), per
+  // stream, and when it was read: logged once a second has passed, before the stream's next
+  // line and at its EOF. A bar that moved on in the last second before a rank died or froze
+  // (a short epoch, drawn from 0/32 to "Epoch 1: 0%" between two logged redraws) must reach
+  // the logs: it is where the job stood, and triage reads it there.
+  std::string out_redraw, err_redraw;
+  double out_redraw_t = 0, err_redraw_t = 0;
   // When bytes last arrived on stdout / stderr: an unterminated tail (a progress bar's
   // newest redraw) flushed at EOF is dated when it was written, not when the rank died.
   double out_data_t = 0, err_data_t = 0;

@@ -297,6 +297,34 @@ TEST_CASE("at_step fires in a bring-your-own rank at the step its log lines repo
   CHECK(out.find("step 3/5") == std::string::npos);
 }
 
+TEST_CASE("a progress bar's newest redraw reaches the log, though drawn within a second of the last one logged") {
+  // Redraws are logged at most once a second. A short epoch drawn from 0/32 to the next
+  // epoch's first redraw inside that second is where the job stands when a rank dies right
+  // after: it must not be dropped (lightning_kill_rank read phase init without it).
+  auto dir = fresh_dir("redraw-newest");
+  auto sc = shell_scenario(1, "printf '\\rEpoch 0:   0%%|          | 0/32 [00:00<?, ?it/s]'; sleep 0.3; "
+                              "printf '\\rEpoch 0: 100%%|##########| 32/32 [00:00<00:00, 99.0it/s]'; "
+                              "printf '\\rEpoch 1:   0%%|          | 0/32 [00:00<?, ?it/s]'; sleep 1.5; "
+                              "echo after; "
+                              "printf '\\rEpoch 1:  50%%|#####     | 16/32 [00:00<00:00, 99.0it/s]'; exit 0");
+  Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+  RunFacts f = sup.run();
+  CHECK(f.outcome == "completed");
+  std::string out = read_file(dir / "ranks/0/stdout.log");
+  INFO(out);
+  const auto first = out.find("Epoch 0:   0%");
+  const auto next = out.find("Epoch 1:   0%");   // held back, then logged before the next line
+  const auto after = out.find("Z after");
+  const auto last = out.find("Epoch 1:  50%");   // the last redraw, at EOF
+  CHECK(first != std::string::npos);
+  CHECK(next != std::string::npos);
+  CHECK(after != std::string::npos);
+  CHECK(last != std::string::npos);
+  CHECK(first < next);
+  CHECK(next < after);
+  CHECK(after < last);
+}
+
 TEST_CASE("a launcher's rank is dated at its death and its signal read from /proc, however late the launcher reaps it") {
   // A stand-in for mpirun: starts two ranks (each traces `start` with its pid and the end
   // of its init), reports nothing, and reaps nothing until 2 s after rank 1 died (waitid with
