@@ -1,6 +1,7 @@
 // Fields inside a plain log message: rank lists, signal names, exception classes, the
 // watchdog's work fields, PG tags, steps, the world size, error lines (see parse_parts.hpp).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -147,6 +148,26 @@ void parse_pg_tag(sv m, LogLine& o) {
   }
 }
 
+// "[i/N] Forward ...": a bracketed counter followed by the pass or the loss it reports (ColossalAI's
+// demos: "[3/1000] Forward GPU memory usage: ...", "[3/1000] Backward ..."). The counter alone is
+// no step: ninja prints "[1/3] c++ ..." while a JIT op builds (init), and tools count stages so.
+static bool parse_bracket_step(sv m, LogLine& o) {
+  long long s = 0, tot = 0;
+  size_t e = read_int(m, 1, &s);
+  if (e == npos || e >= m.size() || m[e] != '/') return false;
+  e = read_int(m, e + 1, &tot);
+  if (e == npos || e >= m.size() || m[e] != ']' || s < 0 || tot <= 0 || s > tot) return false;
+  const sv word = m.substr(skip_sp(m, e + 1));
+  bool training = false;
+  for (sv w : {sv("forward"), sv("backward"), sv("loss"), sv("train step"), sv("optimizer step")})
+    training = training || (istarts(word, w) && (word.size() == w.size() || !std::isalpha(static_cast<unsigned char>(word[w.size()]))));
+  if (!training) return false;
+  o.kind = LogKind::kStep;
+  o.step = static_cast<int>(s);
+  o.total_steps = static_cast<int>(tot);
+  return true;
+}
+
 // A step line: the message starts with "step N", "Step: N", "step=N", "iteration N/M",
 // "global_step=N". Fast path: the first word decides.
 bool parse_step(sv m, LogLine& o) {
@@ -157,12 +178,14 @@ bool parse_step(sv m, LogLine& o) {
     p = 4;
   } else if (c == 'i' && istarts(m, "iteration")) {
     p = 9;
-  } else if (c == 'i' && istarts(m, "iter ")) {
-    p = 4;
+  } else if (c == 'i' && istarts(m, "iter") && (m[4] == ' ' || m[4] == ':')) {
+    p = 4;  // "iter 12", and "iter:  130/3000 | loss: ..." (ArcticTraining)
   } else if (c == 'g' && istarts(m, "global_step")) {
     p = 11;
   } else if (c == '[' && istarts(m, "[step ")) {
     p = 5;
+  } else if (c == '[') {
+    return parse_bracket_step(m, o);
   } else {
     return false;
   }

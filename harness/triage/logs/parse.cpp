@@ -286,6 +286,19 @@ static void nccl_warn_in_flight(std::string_view line, LogLine& o) {
   if (!apply_catalogue(line, o)) o.kind = LogKind::kNcclError;
 }
 
+// NCCL's CUDACHECK ("Cuda failure %d '%s'", cudawrap.h/checks.h in every 2.x): a CUDA call of the
+// line's own process failed, which the tables read as a generic NCCL error (most NCCL WARNs are a
+// peer's failure seen from here): the catalogue's meaning, a CUDA error (or OOM) of that process.
+static void nccl_cuda_failure(std::string_view line, LogLine& o) {
+  const auto hit = builtin_catalogue().match(line);
+  if (!hit || hit->entry->emitter != "nccl" || !hit->entry->meaning || hit->entry->meaning->role != "root" ||
+      (hit->entry->meaning->kind != "CudaError" && hit->entry->meaning->kind != "CudaOom"))
+    return;
+  const LogLine keep = o;
+  o.kind = LogKind::kNone;
+  if (!apply_catalogue(line, o)) o = keep;
+}
+
 static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, LogLine& o) {
   o.has_t = o.no_year = false;
   o.t = o.t_res = 0;
@@ -418,6 +431,7 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   else if (o.kind == LogKind::kNcclError && o.category.empty()) {
     catalogue_over_generic(body, o, /*not_of=*/"nccl");
     if (o.kind == LogKind::kNcclError && o.category.empty()) nccl_warn_in_flight(body, o);
+    if (o.kind == LogKind::kNcclError && o.category.empty()) nccl_cuda_failure(body, o);
   }
   if (o.kind == LogKind::kStoreTimeout || o.kind == LogKind::kException || o.kind == LogKind::kCommException) {
     if (o.word.empty()) o.word = exception_class(body);

@@ -447,6 +447,30 @@ TEST_CASE("launchers, tracebacks, kernel and exit statuses", "[triage_logs]") {
   }
 }
 
+TEST_CASE("step counters of trainers: 'iter: i/N | loss', '[i/N] Forward ...'; a build's '[i/N]' is no step",
+          "[triage_logs]") {
+  // ArcticTraining's per-iteration report (arctic_training/trainer/trainer.py: "iter: {i}/{n} ... | loss: ...").
+  const auto a = parse("iter:  130/3000   4% | loss: 16.5469 | iter time: 1.038s | iter tflops: 909.8 | lr: 8.667E-04");
+  CHECK(a.kind == LogKind::kStep);
+  CHECK(a.step == 130);
+  CHECK(a.total_steps == 3000);
+  CHECK(parse("iter: 7 loss 2.5").kind == LogKind::kStep);
+  // ColossalAI's GPT demo (examples/language/gpt/gemini/train_gpt_demo.py: logger.info(f"[{n + 1}/{NUM_STEPS}]
+  // Forward ...") through its rich logging handler): a step counter before the pass it is in.
+  const auto c = parse("                    INFO     colossalai - colossalai - INFO: [3/1000] Forward GPU memory usage: "
+                       "8367.72 MB, CPU memory usage: 44096.98 MB");
+  CHECK(c.kind == LogKind::kStep);
+  CHECK(c.step == 3);
+  CHECK(c.total_steps == 1000);
+  CHECK(parse("[12/200] Backward GPU memory usage: 1605.80 MB").kind == LogKind::kStep);
+  CHECK(parse("[4/50] loss=0.25").kind == LogKind::kStep);
+  // A bracketed counter is also ninja's build progress (DeepSpeed's and apex's JIT op builds, in init) and
+  // many tools' stage counters: without a training word after it, it is no step.
+  CHECK(parse("[1/3] c++ -MMD -MF cpu_adam.o.d -DTORCH_EXTENSION_NAME=cpu_adam -c cpu_adam.cpp").kind != LogKind::kStep);
+  CHECK(parse("[2/5] Building CXX object CMakeFiles/foo.dir/foo.cpp.o").kind != LogKind::kStep);
+  CHECK(parse("iterator exhausted after 3 batches").kind != LogKind::kStep);
+}
+
 TEST_CASE("a save line: the verb, then 'checkpoint' within a few words", "[triage_logs]") {
   CHECK(parse("2026-02-18 10:28:25,496 - root - INFO - Saving latest checkpoint model trained for 3 epochs").kind ==
         LogKind::kCheckpointBegin);

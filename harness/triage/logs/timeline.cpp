@@ -228,6 +228,14 @@ void LogTimeline::attach() {
   for (const auto& e : c_.events) {
     if ((e.kind == LogKind::kMpiExit) && e.pid > 0 && e.other_rank >= 0) pid_rank_.emplace(e.pid, e.other_rank);
   }
+  // On one node, torchrun's summary "local_rank: 0 (pid: 48)" names the process of rank 0: the
+  // lines that process printed under its pid (NCCL's "host:48:48 [0] NCCL WARN Cuda failure ...")
+  // are rank 0's, though they name no rank. Across nodes a pid names nothing without its host.
+  if (single_node_)
+    for (const auto& e : c_.events)
+      if (e.kind == LogKind::kLauncherExit && e.pid > 0 && e.local_rank >= 0 && e.local_rank < 4096 &&
+          valid_rank(e.local_rank))
+        pid_rank_.emplace(e.pid, e.local_rank);
   bool any_seen = false;
   for (const auto& s : rs_) any_seen |= s.seen();
   for (const auto& e : c_.events) {
@@ -251,6 +259,10 @@ void LogTimeline::attach() {
         if (e.kind == LogKind::kLauncherExit && rank < 0 && single_node_ && e.local_rank >= 0) rank = e.local_rank;
         break;
       default:
+        // A line under a process's pid (NCCL's "host:pid:tid" prefix) whose pid torchrun's
+        // summary named, on one node (above).
+        if (rank < 0 && e.pid > 0 && e.rank < 0 && single_node_)
+          if (auto it = pid_rank_.find(e.pid); it != pid_rank_.end()) rank = it->second;
         break;
     }
     if (e.kind == LogKind::kDataLoaderKilled && e.rank >= 0 && !dropped(e.rank)) rank = e.rank;

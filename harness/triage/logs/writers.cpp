@@ -280,9 +280,10 @@ sv strip_level(sv m) {
       if (!hit) break;
       k = static_cast<size_t>(static_cast<const char*>(hit) - m.data());
       size_t e = 0;
+      // "... - INFO - msg", and "name - INFO: msg" (ColossalAI's "colossalai - colossalai - INFO: msg")
       if ((k == 0 || m[k - 1] == ' ') && k + 1 < m.size() && m[k + 1] == ' ' && level_word(m, k + 2, &e) &&
-          m.compare(e, 3, " - ") == 0) {
-        m = trim(m.substr(e + 3));
+          (m.compare(e, 3, " - ") == 0 || m.compare(e, 2, ": ") == 0)) {
+        m = trim(m.substr(e + (m[e] == ':' ? 2 : 3)));
         cut = true;
         break;
       }

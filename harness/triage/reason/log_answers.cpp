@@ -74,6 +74,8 @@ void LogAnalyzer::finish() {
     r_.scope = "none";
   } else if (shared_setting_cause(r_.category, r_.cause)) {
     r_.scope = "all";
+  } else if (world_stated_ && world_ == 1) {
+    r_.scope = "all";  // a job of one process (NCCL's "nranks 1", world_size=1): what failed is all of it
   } else if (!r_.missing_ranks.empty()) {
     // "all" needs the world: a lone rank in a paste is one of an unknown number.
     r_.scope = static_cast<int>(r_.missing_ranks.size()) >= world_ && (world_stated_ || world_ >= 2) ? "all" : "subset";

@@ -80,3 +80,44 @@ TEST_CASE("no rank for a process's CUDA OOM unless one process, one rank, its de
     CHECK(r.missing_ranks.empty());
   }
 }
+
+TEST_CASE("a line under a pid is the rank's whose pid torchrun's summary names, on one node", "[triage_logs]") {
+  // NCCL's WARN under the process's pid ("host:pid:tid [dev]"), then torchrun's summary of the
+  // same pid ("local_rank: 1 (pid: 4243)"): on one node local rank 1 is rank 1, and its exit is
+  // a CUDA error, not a bare non-zero exit.
+  const std::string nccl = "gpu-node-1:4243:4243 [1] include/alloc.h:125 NCCL WARN Cuda failure 500 'named symbol not found'\n";
+  const std::string summary =
+      "[2024-05-30 23:12:45,728] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) "
+      "local_rank: 1 (pid: 4243) of binary: /opt/conda/bin/python\n";
+  SECTION("one node") {
+    TempDir t("owner_pid_join");
+    write_file(t.dir / "train.log", nccl + summary);
+    auto r = triage_logs({t.dir});
+    CHECK(r.category == "rank_exit");
+    CHECK(r.cause == "cuda_error");
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 1);
+    check_refs(t.dir, r);
+  }
+  SECTION("two hosts: a pid names no process without its host") {
+    TempDir t("owner_pid_hosts");
+    write_file(t.dir / "train.log",
+               nccl + "gpu-node-2:4243:4243 [1] NCCL INFO comm 0x55 rank 9 nranks 16 cudaDev 1 busId 1c000 - Init COMPLETE\n" +
+                   summary);
+    auto r = triage_logs({t.dir});
+    CHECK(r.cause == "cuda_error");  // NCCL's CUDACHECK: some process's own CUDA error
+    CHECK(r.missing_ranks.empty());  // ...whose rank the pid does not give without its host
+    CHECK((!r.first_failure || r.first_failure->rank < 0));
+  }
+}
+
+TEST_CASE("a job of one process: whatever failed, failed for all of it", "[triage_logs]") {
+  TempDir t("one_process_scope");
+  write_file(t.dir / "train.log",
+             "node:48:48 [0] NCCL INFO comm 0x55cd529909c0 rank 0 nranks 1 cudaDev 0 busId 21000 - Init COMPLETE\n"
+             "node:48:48 [0] include/alloc.h:125 NCCL WARN Cuda failure 500 'named symbol not found'\n"
+             "failed (exitcode: 1) local_rank: 0 (pid: 48) of binary: /opt/conda/bin/python\n");
+  auto r = triage_logs({t.dir});
+  CHECK(r.world_size == 1);
+  CHECK(r.scope == "all");
+}

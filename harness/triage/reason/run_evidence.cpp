@@ -320,11 +320,19 @@ void apply_verdict(const ByoVerdict& v, std::map<int, Seen>& seen, TriageResult&
 void byo_phase(const ByoVerdict& v, std::map<int, Seen>& seen, TriageResult& r, bool traced) {
   const auto& culprits = v.culprits;
   const double fail_t = v.fail_t;
-  // Phase: what the culprit's stack shows, else progress printed before the failure.
+  // Phase: what the culprit's stack shows, else progress printed before the failure. A
+  // stack sampled before the job's first progress line shows the culprit before training
+  // began (the liveness watch samples a rank that is quiet while it starts), not where it
+  // failed: ranks print progress only once every rank is past init, the culprit too.
+  double first_progress_t = 0;
+  for (const auto& [rank, s] : seen)
+    if (s.o->progress && (fail_t == 0 || s.o->progress->first_t <= fail_t) &&
+        (first_progress_t == 0 || s.o->progress->first_t < first_progress_t))
+      first_progress_t = s.o->progress->first_t;
   std::string phase;
   if (!culprits.empty()) {
     const Seen& c = seen[culprits.front()];
-    if (const auto* st = c.stack()) {
+    if (const auto* st = c.stack(); st && !(st->t && first_progress_t > 0 && *st->t < first_progress_t)) {
       if (st->klass == "io" && st->klass_what == "a checkpoint save") phase = "checkpoint";
       else if (st->klass == "data") phase = "data";
       else if (st->klass == "init") phase = "init";

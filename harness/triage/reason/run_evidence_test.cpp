@@ -84,6 +84,33 @@ TEST_CASE("a SIGKILLed bring-your-own rank: culprit from the supervisor, trainin
   CHECK(f.r.first_failure->evidence == "harness.jsonl:40");
 }
 
+TEST_CASE("a culprit's stack sampled before the job's first progress line does not name the phase it died in") {
+  // lightning_kill_rank: the liveness watch sampled the quiet culprit while it was still
+  // building DistributedDataParallel (init), 2 s before rank 0's bar began; it was killed
+  // in training. Progress lines come after every rank is past init, the culprit too.
+  Fixture f;
+  for (int k : {1, 2}) f.in.ranks[k].progress.reset();
+  f.stack(1, "S", {"_verify_param_shape_across_processes (torch/distributed/utils.py:299)",
+                   "DistributedDataParallel.__init__ (torch/nn/parallel/distributed.py:867)",
+                   "DDPStrategy._setup_model (lightning/pytorch/strategies/ddp.py:120)"}, true, 1003.0);
+  f.exit(1, 1012.5, std::nullopt, 9, false, 40);
+  f.exit(0, 1012.6, 1, std::nullopt, false, 41);
+  f.exit(2, 1012.6, 1, std::nullopt, false, 42);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.missing_ranks == std::vector<int>{1});
+  CHECK(f.r.phase == "training");
+  // The same stack sampled after the progress began is where the culprit stood: init.
+  Fixture g;
+  for (int k : {1, 2}) g.in.ranks[k].progress.reset();
+  g.stack(1, "S", {"_verify_param_shape_across_processes (torch/distributed/utils.py:299)",
+                   "DistributedDataParallel.__init__ (torch/nn/parallel/distributed.py:867)"}, true, 1006.0);
+  g.exit(1, 1012.5, std::nullopt, 9, false, 40);
+  g.exit(0, 1012.6, 1, std::nullopt, false, 41);
+  g.exit(2, 1012.6, 1, std::nullopt, false, 42);
+  apply_run_evidence(g.in, g.r, false);
+  CHECK(g.r.phase == "init");
+}
+
 TEST_CASE("a SIGKILLed rank of a program that prints no progress: the phase from its peers' tracebacks") {
   // accelerate 1.15's test_script: rank 0's traceback runs through training_check.
   Fixture f;
