@@ -245,6 +245,19 @@ bool parse_data_prep(sv m, LogLine& o) {
 // An eval step is no training step: it marks the writer evaluating (RETURNN evaluates on rank 0 alone
 // while the other ranks wait in a broadcast, engine.py:835).
 bool parse_eval_progress(sv m, LogLine& o) {
+  // Lightning's evaluation bars (lightning/pytorch/callbacks/progress/tqdm_progress.py@2.6.6:
+  // set_description(f"{desc} DataLoader {dataloader_idx}") with progress_bar.py's descriptions "Validation",
+  // "Sanity Checking" (the validation steps run before the first epoch), "Testing", "Predicting"): the
+  // loop evaluating, not training ("Epoch N" is its training bar).
+  for (sv d : {sv("Validation DataLoader "), sv("Sanity Checking DataLoader "), sv("Testing DataLoader "),
+               sv("Predicting DataLoader ")}) {
+    if (!starts(m, d)) continue;
+    long long idx = 0;
+    const size_t e = read_int(m, d.size(), &idx);
+    if (e == npos || e >= m.size() || m[e] != ':') return false;
+    o.kind = LogKind::kEvalBegin;
+    return true;
+  }
   size_t p;
   if (starts(m, "ep ")) p = 3;
   else if (starts(m, "epoch ")) p = 6;
@@ -256,6 +269,44 @@ bool parse_eval_progress(sv m, LogLine& o) {
   if (k == npos || k > 160) return false;
   if (read_int(m, k + 12, &v) == npos) return false;
   o.kind = LogKind::kEvalBegin;
+  return true;
+}
+
+// mmengine (the runner of mmdetection/mmsegmentation/mmpretrain 1.x and the other OpenMMLab 2.0 projects),
+// LogProcessor (mmengine/runner/log_processor.py@1032279): get_log_after_iter prints
+// f"Epoch({mode}){epoch}[{iter}/{dataloader_len}]  " by epoch (iter counts batches of that epoch; test has
+// no epoch) and f"Iter({mode}) [{iter}/{max_iters}]  " by iteration (a run-wide count in train);
+// get_log_after_epoch prints the same headers for val/test with their metrics. Mode train is a training
+// step (a run-wide one only for Iter(train)); val and test are an evaluation under way.
+bool parse_mmengine(sv m, LogLine& o) {
+  size_t p;
+  bool by_iter;
+  if (starts(m, "Epoch(")) p = 6, by_iter = false;
+  else if (starts(m, "Iter(")) p = 5, by_iter = true;
+  else return false;
+  const size_t close = m.find(')', p);
+  if (close == npos || close - p > 5) return false;
+  const sv mode = m.substr(p, close - p);
+  // The bracketed counter must follow: "[2][3400/7330]" or "[ 5/10000]".
+  const size_t open = m.find('[', close);
+  if (open == npos || open > close + 8) return false;
+  if (mode == "val" || mode == "test") {
+    o.kind = LogKind::kEvalBegin;
+    return true;
+  }
+  if (mode != "train") return false;
+  if (!by_iter) {
+    o.kind = LogKind::kProgress;
+    return true;
+  }
+  long long it = 0, tot = 0;
+  size_t e = read_int(m, skip_sp(m, open + 1), &it);
+  if (e == npos || e >= m.size() || m[e] != '/') return false;
+  e = read_int(m, e + 1, &tot);
+  if (e == npos || e >= m.size() || m[e] != ']' || it < 0) return false;
+  o.kind = LogKind::kStep;
+  o.step = static_cast<int>(it);
+  o.total_steps = tot > 0 && tot < (1LL << 31) ? static_cast<int>(tot) : -1;
   return true;
 }
 

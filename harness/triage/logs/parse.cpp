@@ -380,7 +380,8 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
 
   // The common case first: a step line.
   const sv body = strip_level(m);
-  if (parse_data_prep(body, o) || parse_eval_progress(body, o) || parse_step(body, o)) return true;
+  if (parse_data_prep(body, o) || parse_eval_progress(body, o) || parse_mmengine(body, o) || parse_step(body, o))
+    return true;
 
   // NCCL's own prefix "host:pid:tid [dev] NCCL ..."
   if (const size_t nk = body.find(" NCCL "); nk != npos && nk < 120) {

@@ -56,6 +56,9 @@ bool parse_data_prep(sv m, LogLine& o);
 // A framework's per-step report whose label says the step is an evaluation's (kEvalBegin: an
 // evaluation under way), e.g. RETURNN's "ep 1 dev eval, step 97, ...". Read before parse_step.
 bool parse_eval_progress(sv m, LogLine& o);
+// mmengine's per-iteration header (LogProcessor.get_log_after_iter/_epoch): "Epoch(train) [e][i/N]" and
+// "Iter(train) [i/N]" are training, "Epoch(val)", "Epoch(test)", "Iter(val)", "Iter(test)" an evaluation.
+bool parse_mmengine(sv m, LogLine& o);
 void set_world(sv m, LogLine& o);
 // hanglab workloads: "ERROR (comm) in backward at step 6: <what> (in allreduce seq 12, numel 4225)"
 bool parse_harness_error(sv m, LogLine& o);

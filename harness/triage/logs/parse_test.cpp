@@ -471,6 +471,31 @@ TEST_CASE("step counters of trainers: 'iter: i/N | loss', '[i/N] Forward ...'; a
   CHECK(parse("iterator exhausted after 3 batches").kind != LogKind::kStep);
 }
 
+TEST_CASE("mmengine's iteration headers: train is training, val and test an evaluation", "[triage_logs]") {
+  // mmengine/runner/log_processor.py get_log_after_iter / get_log_after_epoch.
+  const auto e = parse("2023/10/26 11:20:02 - mmengine - INFO - Epoch(train)  [2][3400/7330]  lr: 1.0000e-04  eta: 1 "
+                       "day, 2:03:04  time: 0.5120  data_time: 0.0040  memory: 20000  loss: 0.3125");
+  CHECK(e.kind == LogKind::kProgress);  // iter counts the batches of epoch 2: no run-wide step
+  const auto i = parse("05/01 10:00:00 - mmengine - INFO - Iter(train) [  500/80000]  lr: 1.0000e-02  eta: 3:00:00");
+  CHECK(i.kind == LogKind::kStep);
+  CHECK(i.step == 500);
+  CHECK(i.total_steps == 80000);
+  CHECK(parse("05/01 10:00:00 - mmengine - INFO - Epoch(val)  [1][ 50/500]    eta: 0:01:00  time: 0.1").kind ==
+        LogKind::kEvalBegin);
+  CHECK(parse("05/01 10:00:00 - mmengine - INFO - Epoch(test) [100/500]    eta: 0:01:00").kind == LogKind::kEvalBegin);
+  CHECK(parse("05/01 10:00:00 - mmengine - INFO - Iter(val) [2000/2000]    mIoU: 40.1  data_time: 0.01").kind ==
+        LogKind::kEvalBegin);
+  CHECK(parse("Epoch(unknown) is not a header").kind != LogKind::kEvalBegin);
+}
+
+TEST_CASE("Lightning's evaluation bars are an evaluation under way, its epoch bar training", "[triage_logs]") {
+  CHECK(parse("Validation DataLoader 0:  45%|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x8c     | 45/100 "
+              "[00:10<00:12,  4.50it/s]").kind == LogKind::kEvalBegin);
+  CHECK(parse("\rSanity Checking DataLoader 0:   0%|          | 0/2 [00:00<?, ?it/s]").kind == LogKind::kEvalBegin);
+  CHECK(parse("Testing DataLoader 1: 100%|##########| 8/8 [00:01<00:00,  7.1it/s]").kind == LogKind::kEvalBegin);
+  CHECK(parse("Validation DataLoader is slow").kind != LogKind::kEvalBegin);
+}
+
 TEST_CASE("a save line: the verb, then 'checkpoint' within a few words", "[triage_logs]") {
   CHECK(parse("2026-02-18 10:28:25,496 - root - INFO - Saving latest checkpoint model trained for 3 epochs").kind ==
         LogKind::kCheckpointBegin);
