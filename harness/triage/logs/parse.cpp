@@ -299,13 +299,32 @@ static void nccl_cuda_failure(std::string_view line, LogLine& o) {
   if (!apply_catalogue(line, o)) o = keep;
 }
 
+// An entry of Horovod's stall report after "Missing ranks:" (horovod/common/stall_inspector.cc@2626dc8,
+// 0.20 on): "<global rank>[!]: [<tensor>, <tensor> ...]", '!' where the rank is past the shutdown time.
+// The rank never submitted those tensors while its peers wait on them (word "stall", as the one-line
+// "<op> [missing ranks: N]" of earlier releases); `op` keeps the first tensor's name.
+static bool parse_hvd_missing_entry(std::string_view m, LogLine& o) {
+  long long v = 0;
+  size_t e = read_int(m, 0, &v);
+  if (e == npos || v < 0) return false;
+  if (e < m.size() && m[e] == '!') ++e;
+  if (m.compare(e, 3, ": [") != 0 || m.back() != ']') return false;
+  o.kind = LogKind::kDesyncMissing;
+  o.word = "stall";
+  o.report_entry = true;
+  o.ranks.push_back(bounded_rank(v));
+  const sv names = m.substr(e + 3, m.size() - e - 4);
+  o.op = names.substr(0, std::min(names.find(','), names.size()));
+  return true;
+}
+
 static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, LogLine& o) {
   o.has_t = o.no_year = false;
   o.t = o.t_res = 0;
   o.rank = o.local_rank = o.pg_rank = -1;
   o.rank_src = RankSource::kNone;
   o.pg = o.host = o.msg = o.op = o.word = o.where = {};
-  o.pg_default = o.peer_closed = o.torch_rendezvous = false;
+  o.pg_default = o.peer_closed = o.torch_rendezvous = o.report_entry = false;
   o.pid = -1;
   o.nccl_dev = -1;
   o.kind = LogKind::kNone;
@@ -413,6 +432,8 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   bool read = true;
   if (fk != LogKind::kNone) {
     o.kind = fk;
+  } else if (ctx.hvd_missing_ranks && (parse_hvd_missing_entry(body, o) || parse_hvd_missing_entry(trim(line), o))) {
+    // One entry of Horovod's stall report (the line before was its header or another entry).
   } else if (ctx.nccl_last_error && apply_catalogue(body, o, "nccl")) {
     // NCCL's own words for the failure the line before reported: its catalogue meaning first.
   } else if (catalogue_benign(body)) {

@@ -191,6 +191,9 @@ struct LogLine {
   // A rendezvous error of torchrun's rendezvous ("RendezvousTimeoutError", "Rendezvous ... failed"),
   // not only of the store under it.
   bool torch_rendezvous = false;
+  // One entry of a stall report that lists a missing rank per line (Horovod 0.20 on: "1: [tensor, ...]"):
+  // the report is the run of such lines.
+  bool report_entry = false;
   // The message catalogue's entry for the line (logs/catalogue.hpp), when its meaning was applied:
   // role (root | echo | exit | benign | context) and phase are the entry's, and category/cause too
   // unless the pattern table proved them. Null: the hand-written checks alone read the line.
@@ -204,6 +207,9 @@ struct LogLineContext {
   // The line before ended with c10d's "Last error:": this one is the text of NCCL's last WARN
   // (ncclGetLastError(), quoted by ProcessGroupNCCL's exception without NCCL's line prefix).
   bool nccl_last_error = false;
+  // Inside Horovod's stall report after its "Missing ranks:" line (stall_inspector.cc, 0.20 on):
+  // this line may be one entry "<rank>[!]: [<tensor>, ...]".
+  bool hvd_missing_ranks = false;
 };
 
 // Parses one line (without its newline). Always fills msg; returns kind != kNone.

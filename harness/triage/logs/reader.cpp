@@ -198,6 +198,7 @@ class FileScanner {
   uint32_t terminate_line_ = 0;
   // The line before ended with "Last error:" (LogLineContext::nccl_last_error).
   bool after_last_error_ = false;
+  bool in_hvd_missing_ = false;  // LogLineContext::hvd_missing_ranks
   FrameMarkers frame_markers_;  // an innermost-first dump's outer frames say nothing more
 
   // A tqdm bar redraw: the writer's bar counts further, or a new bar (another description) begins.
@@ -487,6 +488,7 @@ class FileScanner {
     e.phase = l_.phase;
     e.peer_closed = l_.peer_closed;
     e.torch_rendezvous = l_.torch_rendezvous;
+    e.report_entry = l_.report_entry;
     e.ranks = l_.ranks;
     if (e.kind == LogKind::kCrash && e.signal == 7) {
       bus_ev_ = out_.events.size();
@@ -529,12 +531,16 @@ class FileScanner {
     ++line_no_;
     ++out_.info.lines;
     ctx_.nccl_last_error = after_last_error_;
+    ctx_.hvd_missing_ranks = in_hvd_missing_;
     parse_log_line(text, ctx_, l_);
     ctx_.nccl_last_error = false;
     {
       std::string_view t = text;
       while (!t.empty() && (t.back() == ' ' || t.back() == '\r' || t.back() == '\t')) t.remove_suffix(1);
       after_last_error_ = t.size() >= 11 && t.substr(t.size() - 11) == "Last error:";
+      // Horovod's report lists one missing rank per line after its header, until another line.
+      const bool entry = in_hvd_missing_ && l_.kind == LogKind::kDesyncMissing && l_.word == "stall";
+      in_hvd_missing_ = entry || (t.size() >= 14 && t.substr(t.size() - 14) == "Missing ranks:");
     }
     if (!frame_markers_.keep(l_.msg, l_.kind)) l_.kind = LogKind::kNone;
     if (bus_ev_ != SIZE_MAX) {

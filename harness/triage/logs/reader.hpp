@@ -74,6 +74,7 @@ struct LogEvent {
   std::string_view role, phase;
   bool peer_closed = false;       // LogLine::peer_closed
   bool torch_rendezvous = false;  // LogLine::torch_rendezvous
+  bool report_entry = false;      // LogLine::report_entry
   // An exception the program handled: its traceback goes on "During handling of the above
   // exception, another exception occurred" to the one the process raised (Python's implicit
   // chaining), so it is context, not the failure.

@@ -632,6 +632,41 @@ TEST_CASE("Horovod's stall check over TF variables' broadcasts only: the start-u
   }
 }
 
+TEST_CASE("Horovod's stall report of 0.20 on: one missing rank per line after 'Missing ranks:'", "[triage_logs]") {
+  // horovod/common/stall_inspector.cc: the warning, std::endl, "Missing ranks:", then per missing rank
+  // std::endl << global rank << ('!' past the shutdown time) << ": [" << up to 6 tensor names << "]".
+  const std::string head =
+      "[2021-06-01 10:00:00.000000: W /tmp/pip-req-build/horovod/common/stall_inspector.cc:107] One or more "
+      "tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for "
+      "remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit "
+      "different tensors or that only subset of ranks is submitting tensors, which will cause deadlock. \n"
+      "Missing ranks:\n";
+  {
+    TempDir t("hvd_stall_block");
+    write_file(t.dir / "train.log", "step 40 loss 0.3\n" + head +
+                                        "1: [allreduce.grad.fc1.weight, allreduce.grad.fc1.bias]\n"
+                                        "3!: [allreduce.grad.fc1.weight]\n"
+                                        "an unrelated line after the report\n"
+                                        "7: [not a report entry]\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "unknown");
+    CHECK(r.missing_ranks == std::vector<int>{1, 3});
+    CHECK(r.scope == "subset");
+    CHECK(r.phase == "training");
+  }
+  {
+    // The start-up broadcast of TF variables, in the new form: init.
+    TempDir t("hvd_stall_block_bcast");
+    write_file(t.dir / "train.log", head + "1: [HorovodBroadcast_dense_kernel_0, HorovodBroadcast_dense_bias_0]\n");
+    const auto r = triage_logs({t.dir});
+    CHECK(r.missing_ranks == std::vector<int>{1});
+    CHECK(r.phase == "init");
+  }
+  // Without the header such a line is nothing.
+  CHECK(parse("1: [allreduce.grad.fc1.weight]").kind != LogKind::kDesyncMissing);
+}
+
 TEST_CASE("torchrun's SIGKILL of a rank it had sent SIGTERM (a frozen rank) is its teardown, not the root",
           "[triage_logs]") {
   TempDir t("torchrun_frozen");

@@ -191,6 +191,16 @@ bool LogAnalyzer::try_stall_check() {
   std::vector<int> missing;
   for (int r : last->ranks)
     if (valid_rank(r) && std::find(missing.begin(), missing.end(), r) == missing.end()) missing.push_back(r);
+  // Horovod 0.20 on lists one missing rank per line after "Missing ranks:" (parse.cpp
+  // parse_hvd_missing_entry): the report is the run of such entries that ends with the last.
+  if (last->report_entry)
+    for (const LogEvent* e = last; e != c_.events.data() && (e - 1)->kind == LogKind::kDesyncMissing &&
+                                   (e - 1)->report_entry && (e - 1)->file == e->file &&
+                                   (e - 1)->line + 1 == e->line;) {
+      --e;
+      for (int r : e->ranks)
+        if (valid_rank(r) && std::find(missing.begin(), missing.end(), r) == missing.end()) missing.push_back(r);
+    }
   // With wait_all_ranks, rank 0 logs one "Rank N failed to pass" line per absent rank before
   // its summary: every such verdict counts (a stall warning, by contrast, is replaced by the next).
   if (last->word == "monitored_barrier")
@@ -244,6 +254,19 @@ bool LogAnalyzer::startup_broadcasts_stalled() const {
   for (const auto& e : c_.events) {
     if (e.kind != LogKind::kDesyncMissing || e.word != "stall") continue;
     const std::string_view t = e.text;
+    if (e.report_entry) {  // an entry of the 0.20+ report: "1: [HorovodBroadcast_a_0, HorovodBroadcast_b_0]"
+      const size_t open = t.find('[');
+      if (open == std::string_view::npos) return false;
+      for (size_t b = open + 1; b < t.size();) {
+        while (b < t.size() && t[b] == ' ') ++b;
+        if (t.compare(b, 3, "...") == 0 || t[b] == ']') break;
+        if (t.compare(b, 17, "HorovodBroadcast_") != 0) return false;
+        const size_t comma = t.find(',', b);
+        b = comma == std::string_view::npos ? t.size() : comma + 1;
+      }
+      ++ops;
+      continue;
+    }
     const size_t k = t.find(" [missing ranks: ");
     if (k == std::string_view::npos) return false;
     size_t b = t.find_last_of(" :]", k - 1);
