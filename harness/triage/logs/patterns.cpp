@@ -456,9 +456,22 @@ static std::vector<LinePattern> limit_and_phase_patterns() {
       // of data while its peers may still hold batches (gh-elasticdl-1895).
       {{"No tasks for now"}, {}, LogKind::kDataExhausted, "", "", PatternFields::kNone,
        "[2020-07-15 06:29:15,255] [INFO] [task_data_service.py:220:_gen] No tasks for now, maybe more later"},
+      // ProcessGroupNCCL's exit-time warning as torch 2.4-2.6 words it (~ProcessGroupNCCL, TORCH_WARN_ONCE
+      // "WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL. ...", printed
+      // with TORCH_WARN's " (function operator())" suffix; 2.7 on: the entry below). The destructor of a
+      // group still alive runs at interpreter exit, after the program's work (gh-dmlcloud-61). A process
+      // killed by a signal (a launcher's SIGTERM, the OOM killer) runs no destructor and prints neither.
+      {{"process group has NOT been destroyed before we destruct ProcessGroupNCCL"}, {}, LogKind::kShutdown, "", "",
+       PatternFields::kProcessExit,
+       "[rank0]:[W227 10:54:51.986111855 ProcessGroupNCCL.cpp:1374] Warning: WARNING: process group has NOT been "
+       "destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call "
+       "destroy_process_group to ensure that any pending NCCL operations have finished in this process. In rare "
+       "cases this process can exit before this point and block the progress of another member of the process "
+       "group. This constraint has always been present,  but this warning has only been added since PyTorch 2.4 "
+       "(function operator())"},
       // PyTorch's exit-time warning: the program is past its work and exiting (gh-megatron-lm-1874).
       {{"destroy_process_group() was not called before program exit"}, {}, LogKind::kShutdown, "", "",
-       PatternFields::kNone,
+       PatternFields::kProcessExit,
        "[rank0]:[W1019 08:16:22.397556647 ProcessGroupNCCL.cpp:1477] Warning: WARNING: destroy_process_group() was "
        "not called before program exit, which can leak resources."},
       // Epoch progress (Keras "Epoch 1/1", "Epoch: [0][415/1736]", "Starting epoch 1: ..."): training
@@ -645,6 +658,9 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
         if (w > 0) o.world = bounded_world(w);
         break;
       }
+      case PatternFields::kProcessExit:
+        o.word = "process_exit";
+        break;
       case PatternFields::kNone:
       case PatternFields::kEpoch:
       case PatternFields::kCountBefore:

@@ -36,6 +36,8 @@ enum class PatternFields : uint8_t {
   kStopSignal,    // a signal a launcher received and passes on, by name (SIGTERM, Signals.SIGHUP, "Terminated")
                   // or number, after the entry's first needle's "Received " / "SIGNAL " / "signal "; word =
                   // the launcher (its name before ": " or the entry's)
+  kProcessExit,   // printed only while the process exits normally (a destructor at interpreter exit, after the
+                  // program's work): word "process_exit", the writer's normal end when nothing failed on it
 };
 
 struct LinePattern {

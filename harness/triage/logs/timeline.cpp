@@ -387,6 +387,16 @@ void LogTimeline::derive() {
           s.end_t = e->t;
           s.end_has_t = e->has_t;
           continue;
+        case LogKind::kShutdown:
+          // The process exiting normally (patterns.hpp kProcessExit): its end, unless a failure on it
+          // says otherwise (the reasoning reads failures first; megatron's crash after this warning).
+          if (e->word == "process_exit" && !s.clean_end) {
+            s.clean_end = s.exit_warning = true;
+            s.end_ref = ref(*e);
+            s.end_t = e->t;
+            s.end_has_t = e->has_t;
+          }
+          break;
         case LogKind::kLeftLoop:
           if (!s.left_loop) {
             s.left_loop = true;

@@ -59,6 +59,7 @@ struct RankState {
   std::vector<const LogEvent*> evs;
   std::vector<Fail> fails;  // time order
   bool clean_end = false;
+  bool exit_warning = false;  // clean_end from a warning printed only at a normal exit (no "done" line)
   bool left_loop = false;  // alive after leaving the training loop
   int end_step = -1;
   int end_total = -1;

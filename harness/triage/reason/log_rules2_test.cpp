@@ -514,3 +514,50 @@ TEST_CASE("an init failure's headline always says what happened, also for causes
   REQUIRE(r.summary.rfind(head, 0) == 0);
   CHECK(r.summary.size() > head.size() + 10);
 }
+
+TEST_CASE("ProcessGroupNCCL's warning at exit is the writer's normal end, in its shutdown; not where another failed",
+          "[triage_logs]") {
+  // torch 2.4-2.6 (~ProcessGroupNCCL) and 2.7 on: printed by the destructor at interpreter exit.
+  const std::string w26 =
+      "[rank{0}]:[W227 10:54:51.986111855 ProcessGroupNCCL.cpp:1374] Warning: WARNING: process group has NOT been "
+      "destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call "
+      "destroy_process_group to ensure that any pending NCCL operations have finished in this process. (function "
+      "operator())\n";
+  const std::string w27 =
+      "[rank{0}]:[W1019 08:16:22.397556647 ProcessGroupNCCL.cpp:1477] Warning: WARNING: destroy_process_group() was "
+      "not called before program exit, which can leak resources. (function operator())\n";
+  {
+    TempDir t("exit_warning_only");
+    write_file(t.dir / "train.log", fmt::format(fmt::runtime(w26), 0));
+    const auto r = triage_logs({t.dir});
+    CHECK(r.category == "none");
+    CHECK(r.phase == "shutdown");
+  }
+  {
+    TempDir t("exit_warning_both");
+    write_file(t.dir / "train.log", fmt::format(fmt::runtime(w27), 0) + fmt::format(fmt::runtime(w27), 1));
+    TriageOptions o;
+    o.world_size = 2;
+    const auto r = triage_logs({t.dir}, o);
+    CHECK(r.category == "none");
+  }
+  {
+    // Rank 1 silent in a world of 2: its end is not in the logs.
+    TempDir t("exit_warning_one_of_two");
+    write_file(t.dir / "train.log", fmt::format(fmt::runtime(w27), 0));
+    TriageOptions o;
+    o.world_size = 2;
+    const auto r = triage_logs({t.dir}, o);
+    CHECK(r.category != "none");
+  }
+  {
+    // A crash after the warning (gh-megatron-lm-1874's shape): the crash decides.
+    TempDir t("exit_warning_then_crash");
+    write_file(t.dir / "train.log", fmt::format(fmt::runtime(w27), 0) +
+                                        "terminate called without an active exception\n"
+                                        "E1019 08:21:39.599000 3036 torch/distributed/elastic/multiprocessing/api.py:874] "
+                                        "failed (exitcode: -6) local_rank: 0 (pid: 3042) of binary: /usr/bin/python\n");
+    const auto r = triage_logs({t.dir});
+    CHECK(r.category == "rank_exit");
+  }
+}

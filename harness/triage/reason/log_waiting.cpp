@@ -390,10 +390,18 @@ bool LogAnalyzer::try_no_failure() {
     r_.category = "none";
     r_.cause = "none";
     r_.confidence = "high";
-    r_.phase = "training";
     const auto& s = rs_[done.front()];
-    add_evidence(s.end_ref, fmt::format("every rank logged its normal end (rank {}: step {})", s.rank, s.end_step));
-    r_.summary = fmt::format("none: all {} ranks finished normally", world_);
+    // An end known only from a warning printed at exit (ProcessGroupNCCL's destructor) places the
+    // rank in its shutdown; a "done" line, at the end of training.
+    const bool exiting = std::all_of(done.begin(), done.end(), [&](int k) { return rs_[k].exit_warning; });
+    r_.phase = exiting ? "shutdown" : "training";
+    add_evidence(s.end_ref, exiting ? fmt::format("every rank logged a warning printed only as it exits normally "
+                                                  "(rank {}: the process group's destructor at exit)",
+                                                  s.rank)
+                                    : fmt::format("every rank logged its normal end (rank {}: step {})", s.rank,
+                                                  s.end_step));
+    r_.summary = world_ == 1 ? std::string("none: the job's one rank finished normally")
+                             : fmt::format("none: all {} ranks finished normally", world_);
     return true;
   }
   // A rank whose steps fall behind while everyone still runs.
