@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "triage/logs/catalogue.hpp"
+#include "triage/logs/progress.hpp"
 #include "triage/logs/parse_parts.hpp"
 #include "triage/logs/frames.hpp"
 #include "triage/logs/patterns.hpp"
@@ -318,6 +319,20 @@ static bool parse_hvd_missing_entry(std::string_view m, LogLine& o) {
   return true;
 }
 
+// Whether a line no table read is a progress line of logs/progress.cpp's table. Its regexes are
+// run only on lines with a word every one of its shapes has ("step", "iter", "epoch", "loss",
+// "batch", a tqdm bar's "%|"): most lines of a long log have none, and this is the hot path.
+// A line that names an evaluation ("[eval] global_step = 0", "eval_loss", "validation") reports on one
+// and is no training progress, whatever counter it carries.
+static bool progress_shape(std::string_view m) {
+  if (m.size() < 8 || m.size() > 4096) return false;
+  bool hint = m.find("%|") != npos;
+  for (sv w : {sv("step"), sv("iter"), sv("epoch"), sv("loss"), sv("batch")})
+    hint = hint || ifind(m, w) != npos;
+  if (!hint || ifind(m, "eval") != npos || ifind(m, "valid") != npos) return false;
+  return match_progress(m).has_value();
+}
+
 static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, LogLine& o) {
   o.has_t = o.no_year = false;
   o.t = o.t_res = 0;
@@ -446,8 +461,15 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   // A failed connect to a peer's loopback address is its interface choice, whatever the
   // exception around it is called (peer_connect.cpp).
   if (o.kind != LogKind::kCrash && loopback_peer_connect(body, o)) read = true;
-  if (!read) apply_catalogue(body, o);
-  else if (o.kind == LogKind::kException && o.category.empty()) catalogue_over_generic(body, o);
+  if (!read) read = apply_catalogue(body, o);
+  if (!read && progress_shape(body)) {
+    // A training loop's progress line the tables above do not know: the supervisor's progress table
+    // (logs/progress.cpp: DCGAN's "[1/5][20/469] Loss_D", DeepSpeed's "steps: 20 loss:", a JSON or
+    // key=value log) is the one knowledge of them. Training had begun (no step: a table's step may
+    // count the batches of an epoch).
+    o.kind = LogKind::kProgress;
+    read = true;
+  } else if (o.kind == LogKind::kException && o.category.empty()) catalogue_over_generic(body, o);
   // A net plugin's WARN printed through NCCL's logger reads as a generic NCCL error; its own
   // emitter's catalogue entry says what failed (NCCL's own words keep the tables' reading).
   else if (o.kind == LogKind::kNcclError && o.category.empty()) {

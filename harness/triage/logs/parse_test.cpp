@@ -13,6 +13,7 @@
 #include "triage/log_test_support.hpp"
 #include "triage/logs/parse.hpp"
 #include "triage/logs/patterns.hpp"
+#include "triage/logs/progress.hpp"
 #include "triage/logs/reader.hpp"
 #include "triage/reason/log.hpp"
 #include "triage/triage.hpp"
@@ -664,4 +665,18 @@ TEST_CASE("a program's own 'rank: N' print is not torchrun's summary field", "[t
   CHECK(parse("  rank      : 1 (local_rank: 1)").kind == LogKind::kSummaryField);
   CHECK(parse("  rank: 0 (local_rank: 0)").kind == LogKind::kSummaryField);  // torch 1.9's unpadded field
   CHECK(parse("  exitcode  : -9 (pid: 208585)").kind == LogKind::kSummaryField);
+}
+
+TEST_CASE("every progress shape the supervisor reads is training progress to the plain-log reader too", "[triage_logs]") {
+  // One knowledge of what a training loop prints: a run directory's progress table (logs/progress.cpp) and a
+  // plain log's reading must not disagree on a line (mmengine's headers were in the first only).
+  for (const auto& p : progress_patterns()) {
+    if (p.example.empty()) continue;
+    INFO(p.name << ": " << p.example);
+    const auto l = parse(std::string(p.example));
+    CHECK((l.kind == LogKind::kStep || l.kind == LogKind::kProgress || l.kind == LogKind::kTrainBegin));
+  }
+  // A report of an evaluation is no training progress, whatever counter it carries.
+  CHECK(parse("  [eval] global_step = 0").kind != LogKind::kProgress);
+  CHECK(parse("{'eval_loss': 0.52, 'eval_runtime': 3.1, 'epoch': 1.0}").kind != LogKind::kProgress);
 }
