@@ -527,9 +527,42 @@ class FileScanner {
     out_.events.push_back(std::move(e));
   }
 
+  // A progress bar that never ended its line (tqdm ends it only when the bar closes) runs into the
+  // next writer's line: "  2%|##  | 13/620 [01:17<58:26,  5.78s/it][rank1]:[E1123 ...] Watchdog caught
+  // ...". Where a tqdm bar's closing "[elapsed<remaining, rate]" is followed by more text, that text is
+  // a line of its own (the same line number in the file).
+  static size_t after_progress_bar(std::string_view text) {
+    const size_t cr = text.rfind('\r');
+    const size_t from = cr == std::string_view::npos ? 0 : cr + 1;
+    const size_t bar = text.find("%|", from);
+    if (bar == std::string_view::npos) return std::string_view::npos;
+    const size_t open = text.find(" [", bar + 2);
+    if (open == std::string_view::npos || open - bar > 400) return std::string_view::npos;
+    const size_t close = text.find(']', open + 2);
+    if (close == std::string_view::npos || close - open > 200) return std::string_view::npos;
+    const std::string_view inside = text.substr(open + 2, close - open - 2);
+    if (inside.find('<') == std::string_view::npos ||
+        (inside.find("it/s") == std::string_view::npos && inside.find("s/it") == std::string_view::npos))
+      return std::string_view::npos;
+    const size_t rest = text.find_first_not_of(" \t", close + 1);
+    return rest == std::string_view::npos ? std::string_view::npos : close + 1;
+  }
+
   void line(std::string_view text, bool partial) {
-    ++line_no_;
-    ++out_.info.lines;
+    if (const size_t cut = after_progress_bar(text); cut != std::string_view::npos) {
+      one_line(text.substr(0, cut), false, true);
+      one_line(text.substr(cut), partial, false);
+      return;
+    }
+    one_line(text, partial, true);
+  }
+
+  // `counts`: a line of the file (false for the second part of a line split above).
+  void one_line(std::string_view text, bool partial, bool counts) {
+    if (counts) {
+      ++line_no_;
+      ++out_.info.lines;
+    }
     ctx_.nccl_last_error = after_last_error_;
     ctx_.hvd_missing_ranks = in_hvd_missing_;
     parse_log_line(text, ctx_, l_);

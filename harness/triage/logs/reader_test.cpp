@@ -107,3 +107,26 @@ TEST_CASE("the line after c10d's 'Last error:' is NCCL's last WARN, read by NCCL
   write_file(d.dir / "train.log", head + "the docs say that Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000\n");
   CHECK(triage_logs({d.dir / "train.log"}).cause != "duplicate_gpu");
 }
+
+TEST_CASE("a progress bar that never ended its line: the text after its closing bracket is a line of its own",
+          "[triage_logs]") {
+  // tqdm ends a bar's line only when the bar closes; the next writer's line runs into it. A terminal-wide
+  // bar puts that line's "[rank1]" past where a message's rank tag is looked for (gh-llamafactory-74).
+  const std::string to = "[rank{0}]:[E1123 16:02:10.083090635 ProcessGroupNCCL.cpp:607] [Rank {0}] Watchdog caught "
+                         "collective operation timeout: WorkNCCL(SeqNum={1}, OpType=ALLREDUCE, NumelIn={2}, "
+                         "NumelOut={2}, Timeout(ms)=600000) ran for 600033 milliseconds before timing out.\n";
+  TempDir d("bar_runs_on");
+  write_file(d.dir / "train.log",
+             "  2%|\xe2\x96\x88\xe2\x96\x88" + std::string(100, ' ') + "| 13/620 [01:17<58:26,  5.78s/it]" +
+                 fmt::format(fmt::runtime(to), 1, 1517, 1) +
+                 fmt::format(fmt::runtime(to), 0, 1516, 25427968));
+  const auto r = triage_logs({d.dir / "train.log"});
+  INFO(render_text(r));
+  CHECK(r.category == "collective_mismatch");  // rank 1 in #1517 (done with #1516), rank 0 still in #1516
+  CHECK(r.missing_ranks.empty());
+  CHECK(r.phase == "training");
+  // The bar alone, or a bar followed by spaces, stays one line.
+  write_file(d.dir / "train.log", "  2%|##       | 13/620 [01:17<58:26,  5.78s/it]   \n" +
+                                      fmt::format(fmt::runtime(to), 0, 1516, 25427968));
+  CHECK(triage_logs({d.dir / "train.log"}).category != "collective_mismatch");
+}
