@@ -69,6 +69,10 @@ void LogTimeline::setup_world() {
     if (e.kind != LogKind::kDesyncMissing || (e.word != "stall" && e.word != "monitored_barrier")) continue;
     for (int r : e.ranks) max_rank = std::max(max_rank, r);
   }
+  // srun's "tasks 8-15: Terminated" names every task of its list (the parser bounds them too).
+  for (const auto& e : c_.events)
+    if (e.kind == LogKind::kSrunTask)
+      for (int r : e.ranks) max_rank = std::max(max_rank, r);
   // One node (at most one host named anywhere): torchrun's "local_rank: N" is rank N.
   {
     std::set<std::string> hosts;

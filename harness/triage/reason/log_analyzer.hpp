@@ -261,6 +261,7 @@ class LogAnalyzer : public LogTimeline {
   // stopped from outside (rank_exit/external_signal; a Ctrl-C is a person's reaction: unknown).
   const LogEvent* stop_notice() const;
   bool try_external_stop();
+  bool try_job_limit();
   std::string forced_scope_;  // a rule's own scope ("all": a stop of the whole job), else finish() decides
 
   // -- log_answers.cpp

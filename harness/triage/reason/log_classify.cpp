@@ -28,6 +28,7 @@ void LogAnalyzer::classify() {
   set_stuck();
   if (try_duplicate()) return;
   if (try_external_stop()) return;
+  if (try_job_limit()) return;
   // The init rules read a job that never got through set-up: not one that trained, nor one whose
   // init-done line says every rank joined (what failed after it is read by the rules below).
   const bool past_init = training_started_ || init_done_;

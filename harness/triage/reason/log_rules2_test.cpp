@@ -561,3 +561,30 @@ TEST_CASE("ProcessGroupNCCL's warning at exit is the writer's normal end, in its
     CHECK(r.category == "rank_exit");
   }
 }
+
+TEST_CASE("Slurm's time limit ends the job even where srun names the tasks it then terminated", "[triage_logs]") {
+  const std::string limit = "slurmstepd: error: *** STEP 32233190.0 ON nid01934 CANCELLED AT 2020-07-03T02:59:56 DUE "
+                            "TO TIME LIMIT ***\n";
+  const std::string tasks = "srun: error: nid01934: tasks 2,4-5,7: Terminated\n"
+                            "srun: error: nid01935: tasks 8-15: Terminated\n"
+                            "srun: error: nid01934: tasks 0-1,3,6: Terminated\n";
+  {
+    TempDir t("slurm_limit_tasks");
+    write_file(t.dir / "srun.log", "srun: Force Terminated job 32233190\n" + limit + tasks);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "resource_limit");
+    CHECK(r.cause == "time_limit");
+    CHECK(r.scope == "all");
+    CHECK(r.missing_ranks.empty());
+    CHECK(r.world_size == 16);  // "tasks 8-15" names tasks up to 15
+  }
+  {
+    // A rank that failed of its own before the limit: the job may have hung on it; the limit does not decide.
+    TempDir t("slurm_limit_after_failure");
+    write_file(t.dir / "srun.log", "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\n" +
+                                       limit + tasks);
+    const auto r = triage_logs({t.dir});
+    CHECK(r.cause != "time_limit");
+  }
+}

@@ -253,4 +253,25 @@ bool LogAnalyzer::try_external_stop() {
   return true;
 }
 
+// The scheduler ended the whole job at its limit (Slurm's "*** STEP|JOB N ON host CANCELLED AT t DUE TO TIME
+// LIMIT ***" / "DUE TO PREEMPTION", slurmstepd req.c): a notice about the job, not about a rank, so it decides
+// even where srun names the ranks it then terminated ("tasks 8-15: Terminated": the limit's teardown) and the
+// notice itself carries no rank. Not when a rank failed of its own before it (the job may have hung on that).
+bool LogAnalyzer::try_job_limit() {
+  if (use_anon_) return false;  // the ordinary rules read unattributed lines then
+  const Fail* limit = nullptr;
+  for (const auto& f : anon_.fails)
+    if (!f.aftermath && (f.role == Role::kRoot || f.role == Role::kExit) && f.category == "resource_limit" &&
+        (f.cause == "time_limit" || f.cause == "preemption")) {
+      limit = &f;
+      break;
+    }
+  if (!limit) return false;
+  for (const auto& s : rs_)
+    for (const auto& f : s.fails)
+      if (f.role == Role::kRoot && !f.aftermath && before(f, *limit)) return false;
+  set_root(*limit, true);
+  return true;
+}
+
 }  // namespace hanglab::plainlog
