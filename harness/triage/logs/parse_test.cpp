@@ -680,3 +680,13 @@ TEST_CASE("every progress shape the supervisor reads is training progress to the
   CHECK(parse("  [eval] global_step = 0").kind != LogKind::kProgress);
   CHECK(parse("{'eval_loss': 0.52, 'eval_runtime': 3.1, 'epoch': 1.0}").kind != LogKind::kProgress);
 }
+
+TEST_CASE("NCCL's bind failing with EADDRINUSE is its transport's address in use, not the store's", "[triage_logs]") {
+  const auto l = parse("42692884fcba:140:140 [0] include/socket.h:333 NCCL WARN Call to bind failed : Address already in use");
+  CHECK(l.kind == LogKind::kAddressInUse);
+  CHECK(l.category == "network");
+  CHECK(l.cause == "address_in_use");
+  // Another errno of the same SYSCHECK is no address in use.
+  CHECK(parse("node:140:140 [0] include/socket.h:333 NCCL WARN Call to bind failed : Cannot assign requested address")
+            .cause != "address_in_use");
+}

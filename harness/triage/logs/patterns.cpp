@@ -338,6 +338,13 @@ static std::vector<LinePattern> membership_and_stop_patterns() {
 // The table, part: limits, storage, phases and progress.
 static std::vector<LinePattern> limit_and_phase_patterns() {
   return {
+      // NCCL's SYSCHECK on bind (src/include/checks.h SYSCHECK: WARN("Call to " name " failed : %s",
+      // strerror(errno)); ncclSocketListen's bind in socket.cc, 2.12 on) with EADDRINUSE: the bootstrap's or a
+      // transport's listening socket found its address taken (a fixed NCCL port range, a port another process
+      // holds): the transport could not bind, not a generic system error (gh-nccl-293).
+      {{"Call to bind failed", "Address already in use"}, {}, LogKind::kAddressInUse, "network", "address_in_use",
+       PatternFields::kNone,
+       "42692884fcba:140:140 [0] include/socket.h:333 NCCL WARN Call to bind failed : Address already in use"},
       // Slurm cancelled the job at its time limit (gh-zetta_utils-671).
       {{"DUE TO TIME LIMIT"}, {"CANCELLED"}, LogKind::kResourceLimit, "resource_limit", "time_limit",
        PatternFields::kNone,
