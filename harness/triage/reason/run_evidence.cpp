@@ -167,6 +167,19 @@ ByoVerdict decide_culprits(const RunObservations& in, std::map<int, Seen>& seen,
   // closed" as echo, collective sequences that diverge): an exit code alone does not
   // outrank that, since echoes exit non-zero too and in any order; a signal death does.
   const bool log_decided = !r.missing_ranks.empty() && r.category != "unknown" && r.category != "none";
+  // A rank whose own log already showed it failing as an echo of the logs' culprit (its
+  // "Connection closed by peer" traceback, NCCL's watchdog timeout) and that then died of a
+  // signal was ending of that error: the abort came in its exit path (torch 2.x's Gloo
+  // worker thread and Py_FinalizeEx: "terminate called without an active exception" after
+  // the traceback; NCCL's watchdog takes the process down with SIGABRT by design). Its signal
+  // is not a death of its own and does not outrank the logs.
+  const auto ends_echo = [&](const Seen* d) {
+    if (!log_decided || !d->exit->signal) return false;
+    if (std::find(r.missing_ranks.begin(), r.missing_ranks.end(), d->rank) != r.missing_ranks.end()) return false;
+    return std::any_of(r.echoes.begin(), r.echoes.end(),
+                       [&](const Failure& e) { return e.rank == d->rank && e.t <= d->exit->t; });
+  };
+  const auto own_signal = [&](const Seen* d) { return d->exit->signal && !ends_echo(d); };
   std::vector<int> stopped;
   for (const auto& [rank, s] : seen)
     if (s.klass() == "stopped" && !(s.exit && !s.teardown)) stopped.push_back(rank);
@@ -199,7 +212,7 @@ ByoVerdict decide_culprits(const RunObservations& in, std::map<int, Seen>& seen,
                const Seen* first = dead.front();
                for (const Seen* d : dead) {
                  if (d->exit->t > first->exit->t + reason::kExitReportSlackS) break;
-                 if (d->exit->signal) return true;
+                 if (own_signal(d)) return true;
                }
                return !log_decided;
              }()) {
@@ -209,7 +222,7 @@ ByoVerdict decide_culprits(const RunObservations& in, std::map<int, Seen>& seen,
     const Seen* first = dead.front();
     for (const Seen* d : dead) {
       if (d->exit->t > first->exit->t + reason::kExitReportSlackS) break;
-      if ((d->exit->signal && !first->exit->signal) || (d->exit->signal && terminated(first) && !terminated(d))) {
+      if ((own_signal(d) && !own_signal(first)) || (own_signal(d) && terminated(first) && !terminated(d))) {
         first = d;
         break;
       }

@@ -197,6 +197,50 @@ TEST_CASE("exit codes alone do not overturn a culprit the logs named; a signal d
   CHECK(f.r.missing_ranks == std::vector<int>{2});
 }
 
+TEST_CASE("a signal death in the exit path of an error the logs counted as an echo does not overturn them") {
+  // python_ddp_skip_backward under torch 2.15: rank 1 finished and left; rank 0 raised "Connection
+  // closed by peer" (an echo), printed its traceback, then aborted in Py_FinalizeEx (SIGABRT).
+  Fixture f;
+  f.r.category = "collective_mismatch";
+  f.r.cause = "skipped_collective";
+  f.r.missing_ranks = {1};
+  f.r.echoes.push_back(Failure{0, 1012.05, "RuntimeError: ... Connection closed by peer", "ranks/0/stderr.log:21"});
+  f.r.echoes.push_back(Failure{2, 1012.06, "RuntimeError: ... Connection closed by peer", "ranks/2/stderr.log:21"});
+  f.exit(1, 1012.04, 0, std::nullopt, false, 40);
+  f.exit(0, 1012.07, std::nullopt, 6, false, 41);
+  f.exit(2, 1013.0, 1, std::nullopt, false, 42);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.category == "collective_mismatch");
+  CHECK(f.r.cause == "skipped_collective");
+  CHECK(f.r.missing_ranks == std::vector<int>{1});
+  CHECK(*f.rank(0).signal == 6);
+  CHECK(f.rank(0).liveness == "dead");
+  // The same abort with no error of its own logged before it is a death of its own.
+  Fixture g;
+  g.r.category = "collective_mismatch";
+  g.r.cause = "skipped_collective";
+  g.r.missing_ranks = {1};
+  g.r.echoes.push_back(Failure{0, 1012.50, "RuntimeError: ... Connection closed by peer", "ranks/0/stderr.log:21"});
+  g.exit(1, 1012.04, 0, std::nullopt, false, 40);
+  g.exit(0, 1012.07, std::nullopt, 6, false, 41);
+  apply_run_evidence(g.in, g.r, false);
+  CHECK(g.r.category == "rank_exit");
+  CHECK(g.r.cause == "crashed");
+  CHECK(g.r.missing_ranks == std::vector<int>{0});
+  // A peer's SIGKILL reported after such an abort is still the death that decides.
+  Fixture k;
+  k.r.category = "network";
+  k.r.cause = "connection_lost";
+  k.r.missing_ranks = {1};
+  k.r.echoes.push_back(Failure{0, 1012.05, "RuntimeError: ... Connection closed by peer", "ranks/0/stderr.log:21"});
+  k.exit(0, 1012.07, std::nullopt, 6, false, 41);
+  k.exit(2, 1012.10, std::nullopt, 9, false, 42);
+  apply_run_evidence(k.in, k.r, false);
+  CHECK(k.r.category == "rank_exit");
+  CHECK(k.r.cause == "killed");
+  CHECK(k.r.missing_ranks == std::vector<int>{2});
+}
+
 TEST_CASE("a rank that exited of a cause its own log named keeps the cause (wrong socket interface)") {
   // A Python rank's init_process_group raised "Unable to find address for: hanglab_none0": the
   // plain-log reading says network/wrong_ifname, rank 1 (no missing ranks: the logs cannot tell
