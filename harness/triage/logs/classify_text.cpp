@@ -712,8 +712,12 @@ bool classify_text(sv m, LogLine& o) {
     o.kind = LogKind::kDataWait;
     return true;
   }
-  if (ihas(m, "training completed") || ihas(m, "training finished") || ihas(m, "finished training") ||
-      ihas(m, "training done")) {
+  // HF Trainer's end-of-training metrics, logged once after its loop (trainer.py
+  // _inner_training_loop: metrics = speed_metrics("train", ...); self.log(metrics), printed as a
+  // dict by ProgressCallback/PrinterCallback): {'train_runtime': ..., 'train_loss': ...}. Its
+  // evaluations log 'eval_runtime' instead, which is not this.
+  if (has(m, "'train_runtime':") || has(m, "\"train_runtime\":") || ihas(m, "training completed") ||
+      ihas(m, "training finished") || ihas(m, "finished training") || ihas(m, "training done")) {
     o.kind = LogKind::kDone;
     return true;
   }

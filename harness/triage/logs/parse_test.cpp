@@ -679,6 +679,11 @@ TEST_CASE("every progress shape the supervisor reads is training progress to the
   // A report of an evaluation is no training progress, whatever counter it carries.
   CHECK(parse("  [eval] global_step = 0").kind != LogKind::kProgress);
   CHECK(parse("{'eval_loss': 0.52, 'eval_runtime': 3.1, 'epoch': 1.0}").kind != LogKind::kProgress);
+  // HF Trainer's end-of-training metrics (speed_metrics("train", ...), logged once after its loop):
+  // the loop's end, not a step of it; as a JSON line (a logging callback) too.
+  CHECK(parse("{'train_runtime': 125460.4448, 'train_samples_per_second': 0.623, 'train_loss': 0.358, "
+              "'epoch': 1.0}").kind == LogKind::kDone);
+  CHECK(parse("{\"train_runtime\": 12.5, \"train_loss\": 0.4, \"epoch\": 3.0}").kind == LogKind::kDone);
 }
 
 TEST_CASE("NCCL's bind failing with EADDRINUSE is its transport's address in use, not the store's", "[triage_logs]") {

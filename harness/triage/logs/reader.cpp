@@ -402,7 +402,7 @@ class FileScanner {
     if (rank < 0 && (l_.kind == LogKind::kCheckpointBegin || l_.kind == LogKind::kCheckpointEnd ||
                      l_.kind == LogKind::kEvalBegin || l_.kind == LogKind::kEvalEnd ||
                      l_.kind == LogKind::kDataWait || l_.kind == LogKind::kDataPrep ||
-                     l_.kind == LogKind::kShutdown ||
+                     l_.kind == LogKind::kShutdown || l_.kind == LogKind::kDone ||
                      l_.kind == LogKind::kInitBegin || l_.kind == LogKind::kTrainBegin)) {
       out_.unattributed_phase = l_.kind;
       out_.unattributed_phase_line = line_no_;
@@ -609,10 +609,19 @@ class FileScanner {
       // A training loop's bar (HF Trainer's, an epoch's) is progress of training, as a step line is.
       if (l_.kind == LogKind::kNone && bar.seen() && bar.line == line_no_ && bar.phase == "training")
         ++out_.progress_lines;
+      // A bar redraw after the training loop's end (kDone) is work after it, unless it is that
+      // loop's bar closing at its total (tqdm's close: "100%| 9771/9771 [...]").
+      if (out_.unattributed_phase == LogKind::kDone &&
+          !(bar.line == line_no_ && bar.total > 0 && bar.last_n >= bar.total))
+        out_.unattributed_phase_stepped = true;
     }
     if (l_.kind == LogKind::kNone && !l_.msg.empty() && l_.msg.size() <= 200 && l_.msg.find('|') == std::string_view::npos)
       said_.assign(l_.msg);
-    if (l_.kind == LogKind::kStep && out_.unattributed_phase != LogKind::kNone) out_.unattributed_phase_stepped = true;
+    // A step line after a marker is work after it; after the training loop's end (kDone), the bar's
+    // closing redraw at its total ("100%| 9771/9771 [...]", tqdm's close) is that same end.
+    if (l_.kind == LogKind::kStep && out_.unattributed_phase != LogKind::kNone &&
+        !(out_.unattributed_phase == LogKind::kDone && l_.total_steps > 0 && l_.step >= l_.total_steps))
+      out_.unattributed_phase_stepped = true;
     if (rank >= 0 && note_rank_line(rank, src, have_t, cur_t)) return;
     note_event(rank, src, launcher, have_t, exact, cur_t, cur_res, partial, text);
   }

@@ -28,6 +28,7 @@ namespace hanglab::plainlog {
 using hanglab::Role;  // model/observations.hpp: one role vocabulary for both reasoners
 
 using hanglab::signal_name;  // signal_name.hpp: the one signal naming
+using hanglab::is_crash_signal;
 
 inline std::string pg_key(const LogEvent& e) {
   if (e.pg.empty() || e.pg_default) return "default";

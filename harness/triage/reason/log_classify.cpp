@@ -243,6 +243,9 @@ std::string LogAnalyzer::marker_phase(LogKind k) {
     case LogKind::kEvalBegin: return "eval";
     case LogKind::kDataWait:
     case LogKind::kDataPrep: return "data";
+    // The training loop's end (HF Trainer's 'train_runtime' summary, "Training completed") with no
+    // step after it: what failed came after the work, while the program was ending.
+    case LogKind::kDone:
     case LogKind::kShutdown: return "shutdown";
     case LogKind::kInitBegin: return "init";
     default: return "training";

@@ -105,8 +105,11 @@ void LogAnalyzer::set_root(const Fail& root, bool ordered) {
   // init_process_group has returned. Only a step line before it shows a communicator made mid-run.
   if (root.ev && root.ev->phase == "init" && !steps_seen() && (r_.phase == "training" || r_.phase == "unknown"))
     r_.phase = "init";
-  // A crash while exiting, after the work was done: no rank is missing from the work.
-  if (r_.phase == "shutdown") r_.missing_ranks.clear();
+  // A crash while exiting, after the work was done: no rank is missing from the work. A rank
+  // killed from outside then (SIGKILL, SIGTERM: the OOM killer, an operator, a scheduler) did not
+  // end of its own: it is the one the failure is about.
+  const bool killed = root.signal != 0 && !is_crash_signal(root.signal);
+  if (r_.phase == "shutdown" && !killed) r_.missing_ranks.clear();
   // DataLoader workers feed the training loop: their deaths are in training.
   if (r_.phase == "unknown" && root.ev &&
       (root.ev->kind == LogKind::kDataLoaderKilled || root.ev->kind == LogKind::kShmBusError))

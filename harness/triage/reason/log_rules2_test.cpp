@@ -588,3 +588,54 @@ TEST_CASE("Slurm's time limit ends the job even where srun names the tasks it th
     CHECK(r.cause != "time_limit");
   }
 }
+
+TEST_CASE("HF Trainer's end-of-training summary: what fails after it fails in the program's end", "[triage_logs]") {
+  // trainer.py logs speed_metrics("train", ...) once, after its loop; tqdm's close redraws the bar at its total.
+  const std::string summary =
+      "{'train_runtime': 125460.4448, 'train_samples_per_second': 0.623, 'train_steps_per_second': 0.078, "
+      "'train_loss': 0.3584188134920852, 'epoch': 1.0}\n"
+      "100%|##########| 9771/9771 [34:51:00<00:00, 12.84s/it]\n";
+  const auto killed = [](int code) {
+    return fmt::format("[2025-05-09 11:39:06,552] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+                       "(exitcode: {}) local_rank: 0 (pid: 3831415) of binary: /usr/bin/python3.10\n",
+                       code);
+  };
+  {
+    TempDir t("hf_summary_then_kill");
+    write_file(t.dir / "train.log", summary + killed(-9));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "rank_exit");
+    CHECK(r.cause == "killed");
+    CHECK(r.phase == "shutdown");
+    CHECK(r.missing_ranks == std::vector<int>{0});  // killed from outside: the rank the failure is about
+  }
+  {
+    // Its own crash in the exit path: the work was done, no rank is missing from it.
+    TempDir t("hf_summary_then_crash");
+    write_file(t.dir / "train.log", summary + killed(-11));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.phase == "shutdown");
+    CHECK(r.missing_ranks.empty());
+  }
+  {
+    // Steps after it (a second train() call): training again.
+    TempDir t("hf_summary_then_steps");
+    write_file(t.dir / "train.log", summary + " 10%|#         | 12/120 [00:30<04:30,  2.50s/it]\n" + killed(-9));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.phase == "training");
+  }
+  {
+    // An evaluation's summary ('eval_runtime') is no end of training.
+    TempDir t("hf_eval_summary_then_kill");
+    write_file(t.dir / "train.log",
+               " 50%|#####     | 60/120 [02:30<02:30,  2.50s/it]\n"
+               "{'eval_loss': 0.41, 'eval_runtime': 12.5, 'eval_samples_per_second': 8.0, 'epoch': 0.5}\n" +
+                   killed(-9));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.phase != "shutdown");
+  }
+}

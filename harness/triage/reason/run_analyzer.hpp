@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "signal_name.hpp"
 #include "triage/model/observations.hpp"
 #include "triage/model/result.hpp"
 #include "triage/reason/next_steps.hpp"
@@ -60,7 +61,7 @@ constexpr double kFrozenPeriods = 3.0;
 // A rank whose per-step compute is this many times the others' median is slow.
 constexpr double kSlowRatio = 2.0;
 
-bool is_crash_signal(int sig);
+using hanglab::is_crash_signal;  // signal_name.hpp
 std::string exit_code_meaning(int code);
 std::string join_ranks(const std::vector<int>& ranks);
 // "phase backward of step 6" / "end of phase backward of step 3"

@@ -12,7 +12,6 @@
 
 namespace hanglab::reason {
 
-bool is_crash_signal(int sig) { return sig == 4 || sig == 6 || sig == 7 || sig == 8 || sig == 11; }
 
 std::string exit_code_meaning(int code) {
   for (const auto& info : exit_code_table()) {
