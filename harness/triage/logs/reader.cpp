@@ -570,6 +570,7 @@ class FileScanner {
     {
       std::string_view t = text;
       while (!t.empty() && (t.back() == ' ' || t.back() == '\r' || t.back() == '\t')) t.remove_suffix(1);
+      if (!t.empty()) out_.info.last_text_line = line_no_;
       after_last_error_ = t.size() >= 11 && t.substr(t.size() - 11) == "Last error:";
       // Horovod's report lists one missing rank per line after its header, until another line.
       const bool entry = in_hvd_missing_ && l_.kind == LogKind::kDesyncMissing && l_.word == "stall";

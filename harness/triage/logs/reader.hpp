@@ -30,6 +30,7 @@ struct LogFileInfo {
   int file_rank = -1;     // rank from the file's name, -1 when none
   uint64_t bytes = 0;
   uint64_t lines = 0;
+  uint64_t last_text_line = 0;  // the last line with any text (pastes end in blank lines)
   bool ends_mid_line = false;  // the last line has no newline: truncated (or still being written)
   bool any_clock = false;
   bool no_year_clock = false;  // glog/syslog stamps dated with the corpus year

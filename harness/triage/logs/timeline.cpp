@@ -352,6 +352,7 @@ void LogTimeline::derive() {
     f.line = l.line;
     f.ref = ref(l.file, l.line);
     f.host = l.host;
+    f.launcher_root = l.root_claim;
     exit_meaning(l.signal, l.code, f);
     // A death by signal of a pid the launcher had sent SIGTERM ("Sending process N closing
     // signal SIGTERM", then SIGKILL when it would not stop: a frozen rank) is its teardown,

@@ -52,6 +52,7 @@ std::string short_text(const std::string& s, size_t n = 160);
 // A failure attributed to a rank.
 struct Fail : Observation {
   const LogEvent* ev = nullptr;  // the line (null for torchrun summary entries)
+  bool launcher_root = false;    // torchrun's summary entry under "Root Cause (first observed failure)"
 };
 
 struct RankState {

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 
 #include "util.hpp"
@@ -80,6 +81,29 @@ std::vector<int> LogAnalyzer::provable_absent() {
     }
     absent.push_back(rank);
   }
+  // The stuck collective's last report is the last line of a file that also holds the silent
+  // ranks' lines: the paste ends there. Every rank in that collective reports it when its own
+  // timeout expires, within moments of the others and in no fixed order; with no more reporters
+  // than silent ranks, the silent ones' reports may as well be the lines the excerpt stops short
+  // of (one rank's timeout as a two-rank paste's last line). Many reporters and one silent rank
+  // in their midst is an absence the cut does not explain.
+  if (const CollReport* last = last_report(); last && !absent.empty() && waiting_.size() <= absent.size()) {
+    const uint32_t file = last->ev->file;
+    if (file < c_.files.size() && last->ev->line >= c_.files[file].last_text_line) {
+      std::vector<int> cut;
+      for (int rank : absent)
+        if (rs_[rank].seen() && rs_[rank].log->last_file == file) cut.push_back(rank);
+      if (!cut.empty()) {
+        note(fmt::format("{} reported {} on the last line of {}: the excerpt ends there, so whether {} reported it "
+                         "a moment later is not in it; not named missing",
+                         reason::ranks_phrase_counted(waiting_), stuck_name(), c_.files[file].name,
+                         reason::ranks_phrase(cut)));
+        absent.erase(std::remove_if(absent.begin(), absent.end(),
+                                    [&](int r) { return std::find(cut.begin(), cut.end(), r) != cut.end(); }),
+                     absent.end());
+      }
+    }
+  }
   {
     size_t unseen = 0;
     for (int rank : absent) unseen += rs_[rank].seen() ? 0 : 1;
@@ -101,6 +125,16 @@ const CollReport* LogAnalyzer::first_report() const {
     if (!first || (rep.ev->has_t && (!first->ev->has_t || rep.ev->t < first->ev->t))) first = &rep;
   }
   return first;
+}
+
+// The stuck collective's report written last in the logs (the latest file, then line).
+const CollReport* LogAnalyzer::last_report() const {
+  const CollReport* last = nullptr;
+  for (const auto& rep : reports_) {
+    if (rep.pg != main_pg_ || rep.seq != stuck_seq_ || !rep.ev) continue;
+    if (!last || std::tie(rep.ev->file, rep.ev->line) > std::tie(last->ev->file, last->ev->line)) last = &rep;
+  }
+  return last;
 }
 
 // Desync reports name lagging ranks: their ranks into `desync`, the first report's line.

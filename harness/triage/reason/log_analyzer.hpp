@@ -200,6 +200,7 @@ class LogAnalyzer : public LogTimeline {
   bool watchdog_stuck(const RankState& s) const;
   std::vector<int> provable_absent();
   const CollReport* first_report() const;
+  const CollReport* last_report() const;
   const LogEvent* desync_report(std::set<int>& desync) const;
   void cite_absent(const RankState& a, const std::vector<int>& absent, const CollReport& first_rep,
                    const LogEvent* desync_ev);

@@ -102,6 +102,10 @@ std::vector<const Fail*> LogAnalyzer::all_fails() const {
   std::stable_sort(v.begin(), v.end(), [](const Fail* a, const Fail* b) {
     if (a->has_t && b->has_t && a->t != b->t) return a->t < b->t;
     if (a->has_t != b->has_t) return a->has_t;
+    // torchrun's summary lists the other failures first and its "Root Cause" last
+    // (errors/__init__.py ChildFailedError.format_msg); at one whole second its root is its pick
+    // (get_first_failure: the earliest timestamp), not the entries above it.
+    if (a->launcher_root != b->launcher_root) return a->launcher_root;
     if (a->file != b->file) return a->file < b->file;
     return a->line < b->line;
   });

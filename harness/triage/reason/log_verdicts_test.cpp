@@ -3,6 +3,7 @@
 // limit), and c10d's monitored_barrier naming the ranks that never reached it (rank 0's
 // verdict only: another rank's "received errors ... from rank 0" names no one).
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "triage/log_test_support.hpp"
 #include "triage/logs/patterns.hpp"
@@ -219,4 +220,62 @@ TEST_CASE("'Init or training' answers from the headline's phase", "[triage_logs]
   } else {
     CHECK(said.rfind(r.phase, 0) == 0);
   }
+}
+
+TEST_CASE("a peer's silence at the very end of a paste proves nothing: the excerpt may end before its report",
+          "[triage_logs]") {
+  // Lightning's per-rank join lines show both ranks; only rank 0's watchdog line follows, and it ends the paste.
+  const std::string head =
+      "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
+      "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2\n"
+      "All distributed processes registered. Starting with 2 processes\n"
+      "\n";
+  const std::string wd =
+      "[rank0]:[E329 20:14:15.456510711 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+      "timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800015 "
+      "milliseconds before timing out.\n";
+  {
+    TempDir t("silence_at_end");
+    write_file(t.dir / "train.log", head + wd + "\n\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.missing_ranks.empty());
+    CHECK(r.cause != "rank_absent");
+  }
+  {
+    // The paste goes on after the report (rank 0's abort, torchrun's summary): rank 1 never reported it.
+    TempDir t("silence_then_more");
+    write_file(t.dir / "train.log",
+               head + wd +
+                   "[rank0]:[E329 20:14:15.457000000 ProcessGroupNCCL.cpp:1682] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
+                   "Timeout at NCCL work: 3, last enqueued NCCL work: 3, last completed NCCL work: 2.\n"
+                   "[rank0]:[E329 20:14:15.458000000 ProcessGroupNCCL.cpp:630] [Rank 0] Some NCCL operations have "
+                   "failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations "
+                   "might run on corrupted/incomplete data.\n"
+                   "[rank0]:[E329 20:14:15.459000000 ProcessGroupNCCL.cpp:636] [Rank 0] To avoid data inconsistency, "
+                   "we are taking the entire process down.\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.missing_ranks == std::vector<int>{1});
+  }
+}
+
+TEST_CASE("torchrun's summary at one whole second: its Root Cause, printed last, is its first failure",
+          "[triage_logs]") {
+  // errors/__init__.py prints the other failures under "Failures:" and its pick (get_first_failure) last.
+  std::string log = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n\nFailures:\n";
+  const auto entry = [](int rank) {
+    return fmt::format("[{0}]:\n  time      : 2024-03-27_14:52:55\n  host      : node-a\n  rank      : {0} (local_rank: "
+                       "{0})\n  exitcode  : -11 (pid: 4562{0})\n  error_file: <N/A>\n  traceback : Signal 11 (SIGSEGV) "
+                       "received by PID 4562{0}\n",
+                       rank);
+  };
+  log += entry(1) + entry(2) + "\nRoot Cause (first observed failure):\n" + entry(0);
+  TempDir t("torchrun_root_last");
+  write_file(t.dir / "torchrun.log", log);
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == 0);
+  CHECK(r.cause == "segfault");
 }
