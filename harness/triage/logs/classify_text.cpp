@@ -312,6 +312,15 @@ bool nccl_lines(sv m, LogLine& o) {
         o.kind = LogKind::kWorldSize;
         o.world = bounded_world(n);
       }
+    } else if (nk == npos && has(m, " opCount ") && has(m, "[nranks=")) {
+      // NCCL_DEBUG_SUBSYS=COLL's trace of each collective (enqueue.cc ncclEnqueueCheck:
+      // "%s: opCount %lx sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p
+      // [nranks=%d] stream %p"): the size of that communicator, so the world is at least that.
+      const long long n = int_after(m, "[nranks=", 0, false);
+      if (n > 0) {
+        o.kind = LogKind::kWorldSize;
+        o.world = bounded_world(n);
+      }
     } else if (nk != npos && (has(m, "remote process exited") || has(m, "Connection closed"))) {
       o.kind = LogKind::kNcclRemoteError;
     } else if (nk != npos && (ihas(m, "error") || ihas(m, "fail"))) {

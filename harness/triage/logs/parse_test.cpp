@@ -89,6 +89,12 @@ TEST_CASE("rank attribution", "[triage_logs]") {
                              "a7000 - Abort COMPLETE");
     CHECK(abort.kind == LogKind::kWorldSize);
     CHECK(abort.world == 8);
+    // So does its collective trace (NCCL_DEBUG_SUBSYS=COLL, enqueue.cc): the world is at least that.
+    const auto coll = parse("node-l4-8:19799:38219 [3] NCCL INFO AllReduce: opCount 13a0 sendbuff 0x78fbaf7ce200 "
+                            "recvbuff 0x78fbaf7ce200 count 554400 datatype 7 op 0 root 0 comm 0x78fbbf9d1bb0 "
+                            "[nranks=128] stream 0x78fc4917d570");
+    CHECK(coll.kind == LogKind::kWorldSize);
+    CHECK(coll.world == 128);
     // A glog clock before "NCCL" is no "host:pid" prefix.
     const auto glog = parse("[rank5]:[E207 19:37:09.983540349 ProcessGroupNCCL.cpp:681] [Rank 5] Some NCCL operations "
                             "have failed or timed out.");

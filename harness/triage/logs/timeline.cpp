@@ -216,7 +216,10 @@ bool LogTimeline::others_elsewhere() const {
     if (std::binary_search(waiting_.begin(), waiting_.end(), s.rank)) continue;
     (s.seen() ? other_seen : silent) += 1;
   }
-  return other_seen > 0 || silence_proves(silent);
+  // Unseen ranks are "few among the world" only against a world the logs state: one taken as the
+  // highest rank seen + 1 is the seen ranks' own bound, and an excerpt of ranks 1 and 2 (srun's
+  // "1:", "2:" labels) says nothing of rank 0 or of ranks above them.
+  return other_seen > 0 || (world_stated_ && silence_proves(silent));
 }
 
 // "rank 3", or what a line without a rank is: a process the logs do not name.

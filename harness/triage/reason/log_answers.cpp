@@ -305,7 +305,11 @@ void LogAnalyzer::build_answers() {
       if (std::find(r_.missing_ranks.begin(), r_.missing_ranks.end(), rank) == r_.missing_ranks.end())
         others.push_back(rank);
     }
-    a.push_back(fmt::format("All or subset: subset — {} missing ({}){}", reason::ranks_phrase_counted(r_.missing_ranks), r_.cause,
+    // A subset whose ranks the logs cannot name (a death no line attributes, ranks short of the world).
+    const std::string who = r_.missing_ranks.empty()
+                                ? fmt::format("some ranks, not named in these logs, are affected ({})", r_.cause)
+                                : fmt::format("{} missing ({})", reason::ranks_phrase_counted(r_.missing_ranks), r_.cause);
+    a.push_back(fmt::format("All or subset: subset — {}{}", who,
                             r_.stuck_collective && !others.empty()
                                 ? fmt::format("; {} waited in {}", reason::ranks_phrase_counted(others), stuck_name())
                                 : ""));

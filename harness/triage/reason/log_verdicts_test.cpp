@@ -279,3 +279,28 @@ TEST_CASE("torchrun's summary at one whole second: its Root Cause, printed last,
   CHECK(r.first_failure->rank == 0);
   CHECK(r.cause == "segfault");
 }
+
+TEST_CASE("ranks absent from an excerpt are elsewhere only against a stated world", "[triage_logs]") {
+  // srun --label: ranks 1 and 2 time out; rank 0 has no line. The world taken as 2 + 1 is the excerpt's own bound.
+  std::string log;
+  for (int r : {1, 2})
+    log += fmt::format("{0}: [rank{0}]:[E702 12:22:50.10311047{0} ProcessGroupNCCL.cpp:629] [Rank {0}] Watchdog caught "
+                       "collective operation timeout: WorkNCCL(SeqNum=52, OpType=ALLREDUCE, NumelIn=11, NumelOut=11, "
+                       "Timeout(ms)=240000) ran for 240000 milliseconds before timing out.\n",
+                       r);
+  TempDir t("excerpt_world");
+  write_file(t.dir / "slurm.out", log);
+  {
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.scope == "unknown");
+    CHECK(r.missing_ranks.empty());
+  }
+  {
+    TriageOptions o;
+    o.world_size = 3;  // stated: rank 0's silence among three is telling
+    const auto r = triage_logs({t.dir}, o);
+    INFO(render_text(r));
+    CHECK(r.scope == "subset");
+  }
+}
