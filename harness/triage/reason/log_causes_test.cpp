@@ -2,6 +2,7 @@
 // eviction by the resource it names, Ray's memory-monitor kill summary, NCCL's queue-pair bring-up failure,
 // and ranks that only wait in init_process_group's store barrier.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "triage/log_test_support.hpp"
 #include "triage/logs/parse.hpp"
@@ -253,4 +254,51 @@ TEST_CASE("a SIGKILL beside Slurm's step OOM summary is an OOM kill", "[triage_l
              "mpirun noticed that process rank 5 with PID 1035144 on node b3168 exited on signal 9 (Killed).\n");
   const auto r = triage_logs({t.dir});
   CHECK(r.cause == "killed");
+}
+
+TEST_CASE("two processes that took the same ranks: their join lines twice, interleaved, and the others' never",
+          "[triage_logs]") {
+  // Lightning's per-rank join line on two nodes that both took global ranks 0-3 of 8.
+  std::string two;
+  for (int r : {1, 2, 3, 0})
+    for (int copy = 0; copy < 2; ++copy)
+      two += fmt::format("LOCAL_RANK: {0} - CUDA_VISIBLE_DEVICES: [0,1,2,3]\ninitializing ddp: GLOBAL_RANK: {0}, "
+                         "MEMBER: {1}/8\n",
+                         r, r + 1);
+  {
+    TempDir t("dup_interleaved");
+    write_file(t.dir / "train.log", two);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "duplicate_rank");
+    CHECK(r.missing_ranks == std::vector<int>{4, 5, 6, 7});
+  }
+  {
+    // A logger with two handlers writes each line twice in a row: one process each, ranks 4-7 never joined.
+    std::string doubled;
+    for (int r : {0, 1, 2, 3})
+      doubled += fmt::format("initializing ddp: GLOBAL_RANK: {0}, MEMBER: {1}/8\ninitializing ddp: GLOBAL_RANK: {0}, "
+                             "MEMBER: {1}/8\n",
+                             r, r + 1);
+    TempDir t("dup_doubled_handler");
+    write_file(t.dir / "train.log", doubled);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause != "duplicate_rank");
+  }
+  {
+    // A failure between the two rounds: the second is a restart's.
+    std::string restart;
+    for (int r : {0, 1, 2, 3})
+      restart += fmt::format("initializing ddp: GLOBAL_RANK: {0}, MEMBER: {1}/8\n", r, r + 1);
+    restart += "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+               "store_based_barrier_key:1 (world_size=8, worker_count=4, timeout=0:30:00)\n";
+    for (int r : {0, 1, 2, 3})
+      restart += fmt::format("initializing ddp: GLOBAL_RANK: {0}, MEMBER: {1}/8\n", r, r + 1);
+    TempDir t("dup_restart");
+    write_file(t.dir / "train.log", restart);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause != "duplicate_rank");
+  }
 }

@@ -16,11 +16,16 @@ namespace hanglab::plainlog {
 // The same rank's start-up line in two files while some rank of the world never logged:
 // two processes were started with one RANK (a copy-pasted launch line or node_rank).
 bool LogAnalyzer::try_duplicate() {
+  // Two start-up lines of one rank: in two files, or in one file with other lines between them
+  // (two processes' interleaved output; a logger with two handlers writes its copy on the next line).
   std::map<int, std::vector<const WorldHint*>> starts;
   for (const auto& h : c_.world_hints) {
     if (!valid_rank(h.rank) || h.joined >= 0) continue;  // a barrier's count is no start-up line
     auto& v = starts[h.rank];
-    if (std::none_of(v.begin(), v.end(), [&](const WorldHint* x) { return x->file == h.file; })) v.push_back(&h);
+    if (std::none_of(v.begin(), v.end(), [&](const WorldHint* x) {
+          return x->file == h.file && (x->text != h.text || h.line <= x->line + 1);
+        }))
+      v.push_back(&h);
   }
   const WorldHint* a = nullptr;
   const WorldHint* b = nullptr;
@@ -34,11 +39,19 @@ bool LogAnalyzer::try_duplicate() {
     }
   }
   if (dup < 0 || !world_stated_) return false;
+  // In one file, a failure between the two lines makes the second a restart's (torchrun's new
+  // round after a failed one), not a second process.
+  if (a->file == b->file)
+    for (const Fail* f : all_fails())
+      if (f->role != Role::kInfo && f->file == a->file && f->line > a->line && f->line < b->line) return false;
   std::vector<int> silent;
   for (const auto& s : rs_) {
     if (!s.seen()) silent.push_back(s.rank);
   }
-  if (silent.empty() || !silence_proves(silent.size())) return false;
+  // The silent ranks never started: few among the world, or the ranks the processes' own join lines
+  // leave out (never_joined: one host's combined output, where two copies of a rank took the place
+  // of others: Lightning on two nodes that both took ranks 0-3).
+  if (silent.empty() || (!silence_proves(silent.size()) && never_joined().empty())) return false;
   r_.category = "rendezvous";
   r_.cause = "duplicate_rank";
   r_.phase = training_started_ ? "training" : "init";
@@ -48,8 +61,10 @@ bool LogAnalyzer::try_duplicate() {
   f.rank = dup;
   f.has_t = false;
   f.ref = ref(b->file, b->line);
-  f.what = fmt::format("started twice: {} and {} both start as rank {}", c_.files[a->file].name,
-                       c_.files[b->file].name, dup);
+  f.what = a->file == b->file ? fmt::format("started twice: {} and {} both start as rank {}", ref(a->file, a->line),
+                                           ref(b->file, b->line), dup)
+                              : fmt::format("started twice: {} and {} both start as rank {}", c_.files[a->file].name,
+                                            c_.files[b->file].name, dup);
   set_first(f);
   add_evidence(ref(a->file, a->line), fmt::format("rank {} starts here: {}", dup, short_text(a->text)));
   add_evidence(ref(b->file, b->line), fmt::format("and again here: {}", short_text(b->text)));
