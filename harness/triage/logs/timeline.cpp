@@ -483,7 +483,11 @@ void LogTimeline::note_phase_facts(const std::vector<RankState*>& states) {
     // parameter broadcast) or an inference job's; only what ran after it says training began.
     for (const LogEvent* e : s.evs) {
       if (e->kind == LogKind::kInitDone) init_done_ = true;
-      if (e->kind == LogKind::kWatchdogTimeout ||
+      // (The watchdog's repeat of a timeout, "watchdog thread terminated with exception: ... Watchdog
+      // caught ...", is the same report where the paste lacks the first line: with a sequence number
+      // past the first collectives; torch 1.x's repeat has none, and a BROADCAST then may be DDP's
+      // set-up broadcast.)
+      if (e->kind == LogKind::kWatchdogTimeout || (e->kind == LogKind::kWatchdogRepeat && e->seq >= 2) ||
           (e->seq >= 0 && (e->kind == LogKind::kGlooTimeout || e->kind == LogKind::kCommClosed)) ||
           e->kind == LogKind::kDone || e->kind == LogKind::kPgInit || e->kind == LogKind::kCollMismatch)
         training_started_ = true;

@@ -304,3 +304,30 @@ TEST_CASE("ranks absent from an excerpt are elsewhere only against a stated worl
     CHECK(r.scope == "subset");
   }
 }
+
+TEST_CASE("the watchdog's repeat of a timeout alone shows collectives ran, past the first ones", "[triage_logs]") {
+  const auto paste = [](const std::string& work) {
+    return "[rank1]:[E ProcessGroupNCCL.cpp:543] To avoid data inconsistency, we are taking the entire process down.\n"
+           "[rank1]:[E ProcessGroupNCCL.cpp:1182] [Rank 1] NCCL watchdog thread terminated with exception: [Rank 1] "
+           "Watchdog caught collective operation timeout: " +
+           work + " ran for 1800136 milliseconds before timing out.\n";
+  };
+  {
+    TempDir t("repeat_seq61");
+    write_file(t.dir / "train.log",
+               paste("WorkNCCL(SeqNum=61, OpType=_ALLGATHER_BASE, NumelIn=7168, NumelOut=14336, Timeout(ms)=1800000)"));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    REQUIRE(!r.answers.empty());
+    CHECK(mentions(r.answers[0], "past init"));
+  }
+  {
+    // torch 1.x's repeat carries no sequence number: a BROADCAST may be DDP's set-up one.
+    TempDir t("repeat_noseq");
+    write_file(t.dir / "train.log", paste("WorkNCCL(OpType=BROADCAST, Timeout(ms)=1800000)"));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    REQUIRE(!r.answers.empty());
+    CHECK(!mentions(r.answers[0], "past init"));
+  }
+}
