@@ -257,7 +257,10 @@ void exit_meaning(int signal, int code, Fail& f) {
   } else {
     f.category = "rank_exit";
     f.cause = "nonzero_exit";
-    f.what = fmt::format("exited with code {}", code == kNoCode ? -1 : code);
+    // A launcher's entry cut before its exit status (a paste that ends inside torchrun's summary):
+    // it lists failed workers only.
+    f.what = code == kNoCode ? std::string("failed (its exit status is cut from these lines)")
+                             : fmt::format("exited with code {}", code);
   }
 }
 

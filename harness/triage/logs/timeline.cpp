@@ -342,6 +342,21 @@ void LogTimeline::derive() {
   for (const auto& e : c_.events) {
     if (e.kind == LogKind::kLauncherSignal && e.pid >= 0) sigtermed.insert(e.pid);
   }
+  // torchrun's agent, once a worker failed, sends SIGTERM to the others at once and SIGKILL to those
+  // still alive 30 s later (elastic/multiprocessing/api.py _close(death_sig=SIGTERM, timeout=30)):
+  // in its summary (one agent: one file and host), a SIGTERM death at or after another entry's own
+  // failure, or a SIGKILL clearly after it (beyond the whole-second stamps), is that teardown.
+  std::map<std::pair<uint32_t, std::string>, double> first_own;  // (file, host) -> earliest own failure
+  for (const auto& l : c_.launch_failures) {
+    if (!l.has_t || l.signal == 15 || l.signal == 9) continue;
+    const auto key = std::make_pair(l.file, l.host);
+    if (auto it = first_own.find(key); it == first_own.end() || l.t < it->second) first_own[key] = l.t;
+  }
+  const auto agent_teardown = [&](const LaunchFailure& l) {
+    if (!l.has_t || (l.signal != 15 && l.signal != 9)) return false;
+    const auto it = first_own.find(std::make_pair(l.file, l.host));
+    return it != first_own.end() && (l.signal == 15 ? l.t >= it->second : l.t >= it->second + 2.0);
+  };
   // Launcher summary entries become exits of their rank.
   for (const auto& l : c_.launch_failures) {
     if (!valid_rank(l.rank)) continue;
@@ -357,16 +372,20 @@ void LogTimeline::derive() {
     f.host = l.host;
     f.launcher_root = l.root_claim;
     exit_meaning(l.signal, l.code, f);
+    // torchrun's workers are Python interpreters: status 1 is an uncaught exception's (the
+    // interpreter's exit status for one; its traceback went to the worker's stderr).
+    if (!l.signal && l.code == 1) f.cause = "exception";
     // A death by signal of a pid the launcher had sent SIGTERM ("Sending process N closing
     // signal SIGTERM", then SIGKILL when it would not stop: a frozen rank) is its teardown,
     // as for the launcher's own exit lines below.
     if (l.pid >= 0 && sigtermed.count(l.pid) && (f.signal == 15 || f.signal == 9)) f.role = Role::kTeardown;
+    if (agent_teardown(l)) f.role = Role::kTeardown;
     f.what += " (torchrun failure summary" + (l.traceback.empty() ? std::string(")") : ": " + l.traceback + ")");
     auto& s = rs_[l.rank];
     if (!s.exit_code && !s.exit_signal) {
       if (f.signal) {
         s.exit_signal = f.signal;
-      } else {
+      } else if (f.code != kNoCode) {
         s.exit_code = f.code;
       }
       s.exit_ref = f.ref;

@@ -140,8 +140,10 @@ const Fail* LogAnalyzer::first_root() const {
       best = f;
   }
   if (best) return best;
+  // (torchrun's "Root Cause" entry is a failure even where the paste cut its exit status.)
   for (const Fail* f : all_fails()) {
-    if (f->role == Role::kExit && !f->aftermath && f->code != kNoCode && f->code != 0) return f;
+    if (f->role == Role::kExit && !f->aftermath && f->code != 0 && (f->code != kNoCode || f->launcher_root))
+      return f;
   }
   return nullptr;
 }

@@ -51,8 +51,15 @@ void LogAnalyzer::set_root(const Fail& root, bool ordered) {
   std::vector<int> missing;
   for (const Fail* f : all_fails()) {
     if (f->rank < 0) continue;
+    // A plain exit is a root only where nothing stronger is (first_root's fallback): then it and the
+    // launcher's other plain exits at the same whole second (torchrun's summary: it noticed them at
+    // once, and its stamps cannot order them) are the failure.
+    const bool plain_root = root.role == Role::kExit && !root.signal && !root.ev && f->role == Role::kExit &&
+                            !f->signal && f->code != 0 && !f->ev && f->file == root.file && f->has_t && root.has_t &&
+                            f->t == root.t;
     const bool rootish =
-        !f->aftermath && (f->role == Role::kRoot || (f->role == Role::kExit && f->signal && f->signal != 15));
+        !f->aftermath && (f->role == Role::kRoot || (f->role == Role::kExit && f->signal && f->signal != 15) ||
+                          plain_root);
     if (!rootish) continue;
     // Died together: only provable with the lines' own clocks, not inherited ones.
     const bool exact = f->ev && f->ev->t_exact && root.ev && root.ev->t_exact;
@@ -63,7 +70,7 @@ void LogAnalyzer::set_root(const Fail& root, bool ordered) {
     // echo of another's death: every rank that died of it is missing.
     const bool own_crash = root.signal == f->signal && (f->signal == 11 || f->signal == 7 || f->signal == 4 ||
                                                         f->signal == 8);
-    if (f->rank == root.rank || same_text || own_crash ||
+    if (f->rank == root.rank || same_text || own_crash || plain_root ||
         (exact && f->t <= root.t + root.res + kTogetherS && f->category == root.category)) {
       const Fail* ff = rs_[f->rank].first_fail();
       if (ff && ff->role == Role::kEcho) continue;

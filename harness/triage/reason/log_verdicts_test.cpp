@@ -331,3 +331,34 @@ TEST_CASE("the watchdog's repeat of a timeout alone shows collectives ran, past 
     CHECK(!mentions(r.answers[0], "past init"));
   }
 }
+
+TEST_CASE("torchrun's teardown in its own summary: SIGTERM at once, SIGKILL 30 s on, after a worker's failure",
+          "[triage_logs]") {
+  const auto entry = [](int idx, int rank, const std::string& time, const std::string& code, const std::string& tb) {
+    return fmt::format("[{}]:\n  time      : 2026-09-07_{}\n  host      : localhost\n  rank      : {} (local_rank: {})\n"
+                       "  exitcode  : {} (pid: 1469{})\n  error_file: <N/A>\n  traceback : {}\n",
+                       idx, time, rank, rank, code, rank, tb);
+  };
+  const std::string head = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+                           "============================================================\n"
+                           "/root/train.py FAILED\n"
+                           "------------------------------------------------------------\n"
+                           "Failures:\n";
+  std::string log = head + entry(1, 3, "13:02:58", "1", "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html") +
+                    entry(2, 0, "13:03:29", "-9", "Signal 9 (SIGKILL) received by PID 14690") +
+                    entry(3, 2, "13:03:29", "-15", "Signal 15 (SIGTERM) received by PID 14692") +
+                    "------------------------------------------------------------\n"
+                    "Root Cause (first observed failure):\n[0]:\n  time      : 2026-09-07_13:02:58\n"
+                    "  host      : localhost\n  rank      : 1 (local_rank: 1)\n";  // the paste ends here
+  TempDir t("torchrun_teardown_in_summary");
+  write_file(t.dir / "torchrun.log", log);
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause != "killed");
+  CHECK(r.missing_ranks == std::vector<int>{1, 3});
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == 1);
+  CHECK(!mentions(render_text(r), "-2147483648"));
+  CHECK(!mentions(render_text(r), "-214748"));
+}
