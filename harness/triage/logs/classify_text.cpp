@@ -114,6 +114,48 @@ bool torch_c10d_lines(sv m, LogLine& o) {
     }
     return true;
   }
+  if (const size_t rr = m.find(" [ready ranks: "); rr != npos) {
+    // Horovod before 0.13.6 listed the ranks that HAD submitted each stalled tensor
+    // (operations.cc CheckForStalledTensors: "Stalled ops: <tensor> [ready ranks: 5, 6, 3], ...",
+    // @v0.13.0): a rank below the highest ready one and not in the list is provably missing; the
+    // ranks above it are unknown (the world is not in the line). The highest ready rank is a rank of
+    // the job (other_rank, for the world's size).
+    std::vector<int> ready;
+    size_t p = rr + 15;
+    const size_t e = m.find(']', p);
+    while (e != npos && p < e) {
+      long long v = 0;
+      const size_t q = read_int(m, skip_sp(m, p), &v);
+      if (q == npos || q > e) break;
+      ready.push_back(bounded_rank(v));
+      p = q;
+      while (p < e && (m[p] == ',' || m[p] == ' ')) ++p;
+    }
+    std::sort(ready.begin(), ready.end());
+    std::vector<int> gap;
+    for (int r = 0; !ready.empty() && r < ready.back(); ++r)
+      if (!std::binary_search(ready.begin(), ready.end(), r)) gap.push_back(r);
+    if (!gap.empty()) {
+      o.kind = LogKind::kDesyncMissing;
+      o.word = "stall";
+      o.other_rank = ready.back();
+      o.ranks = std::move(gap);
+      // The tensors' names: the word before each list ("Stalled ops: HorovodBroadcast_w_0 [ready
+      // ...], ..."; one line, longer than an event keeps): the first that is no start-up broadcast of a
+      // variable ("HorovodBroadcast_"), else the first.
+      for (size_t k = rr; k != npos; k = m.find(" [ready ranks: ", k + 1)) {
+        size_t b = k;
+        while (b > 0 && m[b - 1] != ' ' && m[b - 1] != ':' && m[b - 1] != ',') --b;
+        const sv name = m.substr(b, k - b);
+        if (o.op.empty()) o.op = name;
+        if (name.substr(0, 17) != "HorovodBroadcast_") {
+          o.op = name;
+          break;
+        }
+      }
+      return true;
+    }
+  }
   if (has(m, "are the lagging ranks")) {
     o.kind = LogKind::kDesyncMissing;
     read_rank_list(m, m.find("ranks ["), o.ranks);

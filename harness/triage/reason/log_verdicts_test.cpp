@@ -362,3 +362,35 @@ TEST_CASE("torchrun's teardown in its own summary: SIGTERM at once, SIGKILL 30 s
   CHECK(!mentions(render_text(r), "-2147483648"));
   CHECK(!mentions(render_text(r), "-214748"));
 }
+
+TEST_CASE("Horovod before 0.13.6 listed the ready ranks: a gap below the highest is the missing rank", "[triage_logs]") {
+  // operations.cc CheckForStalledTensors @v0.13.0: "Stalled ops: <tensor> [ready ranks: r, ...], <tensor> [...]".
+  const std::string warn =
+      "One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting "
+      "for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit "
+      "different tensors or that only subset of ranks is submitting tensors, which will cause deadlock. Stalled ops: ";
+  auto l = parse("HorovodBroadcast_conv1_weights_0 [ready ranks: 5, 6, 3, 1, 4, 0], ");
+  CHECK(l.kind == LogKind::kDesyncMissing);
+  CHECK(l.ranks == std::vector<int>{2});
+  // No gap: which ranks above the highest ready one exist is not in the line.
+  CHECK(parse("HorovodBroadcast_w_0 [ready ranks: 0, 1, 2]").kind != LogKind::kDesyncMissing);
+  {
+    TempDir t("hvd_ready_bcast");
+    write_file(t.dir / "train.log", warn + "HorovodBroadcast_conv1_weights_0 [ready ranks: 5, 6, 3, 1, 4, 0], "
+                                           "HorovodBroadcast_conv1_bias_0 [ready ranks: 5, 6, 3, 1, 4, 0]\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.missing_ranks == std::vector<int>{2});
+    CHECK(r.world_size >= 7);
+    CHECK(r.phase == "init");  // only the start-up broadcasts of the variables stalled
+  }
+  {
+    TempDir t("hvd_ready_mixed");
+    write_file(t.dir / "train.log", warn + "HorovodBroadcast_conv1_weights_0 [ready ranks: 1, 0], "
+                                           "DistributedOptimizer_Allreduce/HorovodAllreduce_grad_0 [ready ranks: 1, "
+                                           "0, 3]\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.phase != "init");
+  }
+}

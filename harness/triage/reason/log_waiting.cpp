@@ -245,7 +245,8 @@ bool LogAnalyzer::try_stall_check() {
 // broadcasts are what broadcast_variables / broadcast_global_variables (functions.py:66, run by
 // BroadcastGlobalVariablesHook after the session starts and by Keras's callback at the start of
 // training) send once, to give every rank the root's initial weights and optimizer slots. The stall
-// check of Horovod <= 0.19 names each stalled op on its own line, "<op> [missing ranks: 1]"
+// check of Horovod <= 0.19 names each stalled op on its own line, "<op> [missing ranks: 1]" (before
+// 0.13.6 "<op> [ready ranks: 0, 2]", all of them on one line)
 // (common/operations.cc, later stall_inspector.cc). When every op the check names is such a
 // broadcast and no step was logged, the job is still in its start-up state sync.
 bool LogAnalyzer::startup_broadcasts_stalled() const {
@@ -267,11 +268,22 @@ bool LogAnalyzer::startup_broadcasts_stalled() const {
       ++ops;
       continue;
     }
-    const size_t k = t.find(" [missing ranks: ");
+    // Before 0.13.6 the list named the ready ranks instead, every op on one line ("<op> [ready ranks:
+    // 5, 6, 3], <op> [...]"): the parser keeps its first op that is no such broadcast, else its first.
+    // (Only that form, of the one-line ones, names its op: e.op.)
+    if (!e.op.empty()) {
+      if (e.op.size() <= 17 || e.op.substr(0, 17) != "HorovodBroadcast_") return false;
+      ++ops;
+      continue;
+    }
+    const std::string_view mark = " [missing ranks: ";
+    size_t k = t.find(mark);
     if (k == std::string_view::npos) return false;
-    size_t b = t.find_last_of(" :]", k - 1);
-    b = b == std::string_view::npos ? 0 : b + 1;
-    if (t.compare(b, 17, "HorovodBroadcast_") != 0 || k - b <= 17) return false;
+    for (; k != std::string_view::npos; k = t.find(mark, k + 1)) {  // every op of the line
+      size_t b = t.find_last_of(" :],", k - 1);
+      b = b == std::string_view::npos ? 0 : b + 1;
+      if (t.compare(b, 17, "HorovodBroadcast_") != 0 || k - b <= 17) return false;
+    }
     ++ops;
   }
   return ops > 0;
