@@ -105,7 +105,7 @@ static bool describe_special(const LogEvent& e, const std::string& txt, Fail& f)
       return true;
     case LogKind::kCrash:
       set_root(f, "rank_exit", e.signal == 11 ? "segfault" : "crashed", 3,
-               fmt::format("crashed ({}): {}", signal_name(e.signal), txt));
+               e.signal > 0 ? fmt::format("crashed ({}): {}", signal_name(e.signal), txt) : "crashed: " + txt);
       return true;
     case LogKind::kTerminate:
       // A communication exception nobody caught is the collective's failure, not a crash.
@@ -288,8 +288,9 @@ bool LogTimeline::init_event(const LogEvent& e) {
     default:
       break;
   }
+  // (Ray's raylet: a worker process that died before it registered, "probably it crashed during start".)
   for (const char* w : {"init_process_group", "ncclCommInitRank", "setting up NCCL communicator", "ncclUniqueId",
-                        "connectFullMesh", "Bootstrap"}) {
+                        "connectFullMesh", "Bootstrap", "crashed during start"}) {
     if (e.text.find(w) != std::string::npos) return true;
   }
   return false;

@@ -436,6 +436,16 @@ static std::vector<LinePattern> limit_and_phase_patterns() {
       {{"NCCL WARN", "Call to ibv_modify_qp failed"}, {}, LogKind::kIbError, "network", "ib_config",
        PatternFields::kNone,
        "ibvwrap.c:160 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out."},
+      // Ray's raylet: a worker process it started died before it registered (src/ray/raylet/worker_pool.cc,
+      // MonitorStartingWorkerProcess: "Some workers of the worker process(<pid>) have not registered within
+      // the timeout. The process is dead, probably it crashed during start."); a Ray Train worker, so a
+      // rank's process, died in its start-up (the pid is Ray's worker process, no rank). Its sibling "The
+      // process is still alive, probably it's hanging during start." is no death (gh-rlinf-227).
+      {{"have not registered within the timeout", "The process is dead, probably it crashed during start"}, {},
+       LogKind::kCrash, "rank_exit", "crashed", PatternFields::kNone,
+       "(raylet) [2025-10-31 17:08:05,490 E 24507 24507] (raylet) worker_pool.cc:586: Some workers of the worker "
+       "process(26154) have not registered within the timeout. The process is dead, probably it crashed during "
+       "start."},
       // UCX's signal handler (gh-pipedream-76).
       {{"Caught signal "}, {"(Bus error", "(Segmentation fault", "(Aborted", "(Illegal instruction"}, LogKind::kCrash,
        "", "", PatternFields::kSignalName,

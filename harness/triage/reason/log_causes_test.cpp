@@ -302,3 +302,24 @@ TEST_CASE("two processes that took the same ranks: their join lines twice, inter
     CHECK(r.cause != "duplicate_rank");
   }
 }
+
+TEST_CASE("Ray's raylet: a worker process dead before it registered crashed in its start-up", "[triage_logs]") {
+  const std::string dead = "(raylet) [2025-10-31 17:08:05,490 E 24507 24507] (raylet) worker_pool.cc:586: Some workers "
+                           "of the worker process(26154) have not registered within the timeout. The process is dead, "
+                           "probably it crashed during start.\n";
+  auto l = parse(dead);
+  CHECK(l.kind == LogKind::kCrash);
+  CHECK(l.cause == "crashed");
+  // Its sibling: alive and slow to start is no death.
+  CHECK(parse("(raylet) worker_pool.cc:586: Some workers of the worker process(26154) have not registered within the "
+              "timeout. The process is still alive, probably it's hanging during start.")
+            .kind != LogKind::kCrash);
+  TempDir t("ray_worker_dead");
+  write_file(t.dir / "raylet.log", dead);
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "crashed");
+  CHECK(r.phase == "init");
+  CHECK(!mentions(render_text(r), "signal 0"));
+}
