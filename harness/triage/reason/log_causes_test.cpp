@@ -323,3 +323,24 @@ TEST_CASE("Ray's raylet: a worker process dead before it registered crashed in i
   CHECK(r.phase == "init");
   CHECK(!mentions(render_text(r), "signal 0"));
 }
+
+TEST_CASE("a kill right after the model's loading bar, before any step: the job was still starting", "[triage_logs]") {
+  const std::string load = "Loading checkpoint shards: 100%|##########| 61/61 [05:45<00:00,  5.66s/it]\n";
+  const std::string kill = "[2024-06-01 10:00:00,000] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+                           "(exitcode: -9) local_rank: 5 (pid: 22) of binary: /opt/conda/bin/python\n";
+  {
+    TempDir t("kill_after_loading");
+    write_file(t.dir / "train.log", load + kill);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "killed");
+    CHECK(r.phase == "init");
+  }
+  {
+    TempDir t("kill_after_steps");
+    write_file(t.dir / "train.log", load + " 12%|#         | 120/1000 [02:00<14:40,  1.00s/it]\n" + kill);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.phase != "init");
+  }
+}

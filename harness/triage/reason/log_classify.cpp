@@ -192,6 +192,11 @@ std::string LogAnalyzer::default_phase() const {
   // a rank's own or the paste's (a traceback's frame in _save_checkpoint, a hung rank's stack
   // inside ModelCheckpoint.save_checkpoint): the work the job was in when it stopped.
   if (const auto m = stuck_marker(); m && m->kind != LogKind::kInitBegin) return marker_phase(m->kind);
+  // The last bar in lines no rank can be named for counted start-up work (HF's "Loading checkpoint
+  // shards", from_pretrained's weights; progress.cpp's bar_phase) and no step or training bar came
+  // after it anywhere: the job was still starting.
+  if (!training_started_ && !steps_seen() && c_.unattributed_bar.seen() && c_.unattributed_bar.phase == "init")
+    return "init";
   return training_started_ ? "training" : init_seen_ ? "init" : "unknown";
 }
 
