@@ -436,6 +436,68 @@ TEST_CASE("exception_on_rank in a bring-your-own Python rank: the sitecustomize 
   fs::remove_all(run);
 }
 
+TEST_CASE("exception_on_rank's Python hook waits out the DataLoader's own code: it is the program's bug, not data") {
+  if (::access("/usr/bin/python3", X_OK) != 0) {
+    WARN("skipping: no /usr/bin/python3");
+    return;
+  }
+  const fs::path run = fs::temp_directory_path() / ("hanglab-pyexc-data-" + std::to_string(::getpid()));
+  fs::remove_all(run);
+  fs::create_directories(run / "ranks" / "1");
+  auto spec = spec_from("exception_on_rank", "message = \"injected: a bad sample\"\n");
+  spec.at_s = 0.5;
+  auto inj = find_injector("exception_on_rank")->make();
+  inj->configure(spec, "t.toml");
+  Scenario sc;
+  sc.workload.command = {"python3", "train.py"};
+  AdaptContext ctx{sc, spec, "t.toml"};
+  inj->adapt(ctx);
+  LaunchSpec ls;
+  ls.rank = 1;
+  ls.env["HANGLAB_RUN_DIR"] = run.string();
+  inj->prepare_rank(1, ls);
+  // Most of each step inside a function of torch/utils/data (a batch fetch), a little in the step itself.
+  const char* prog =
+      "fetch_src = 'def fetch():\\n    return sum(range(300000))\\n'\n"
+      "ns = {}\n"
+      "exec(compile(fetch_src, '/venv/lib/python3/site-packages/torch/utils/data/dataloader.py', 'exec'), ns)\n"
+      "def train_step(b):\n    return b + sum(range(3000))\n"
+      "while True:\n    train_step(ns['fetch']())\n";
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (const auto& [k, v] : ls.env) ::setenv(k.c_str(), v.c_str(), 1);
+    int fd = ::open((run / "ranks" / "1" / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 2);
+    ::execl("/usr/bin/python3", "python3", "-c", prog, static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ::setpgid(pid, pid);
+  ChildGuard guard{pid};
+  ChildJob job;
+  job.pids = {0, pid};
+  job.dir = run.string();
+  REQUIRE(wait_for([&] { return fs::exists(run / "ranks" / "1" / "py_exception.armed"); }, 20.0));
+  for (int i = 0; i < 5; ++i) {  // several deliveries: each must land outside the data loading code
+    inj->fire(job);
+    if (fs::exists(run / "ranks" / "1" / "py_exception.raised")) break;
+  }
+  int status = 0;
+  REQUIRE(wait_for([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, 20.0));
+  CHECK(WEXITSTATUS(status) == 1);
+  std::ifstream in(run / "ranks" / "1" / "py_exception.raised");
+  const std::string raised((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(raised);
+  CHECK_THAT(raised, Catch::Contains("train_step") || Catch::Contains("<module>"));
+  CHECK_THAT(raised, !Catch::Contains("torch/utils/data"));
+  fs::remove_all(run);
+}
+
 TEST_CASE("exception_on_rank hands the workload an exception hook with the default CUDA message") {
   auto spec = spec_from("exception_on_rank", "at_step = 4\n");
   spec.at_step = 4;

@@ -9,7 +9,9 @@
 #   - raises: when hanglab sends SIGUSR2 at the fault's trigger, the handler writes
 #     <state>.raised ({"t", "pid", "where": the frame it interrupted}) and raises
 #     RuntimeError(HANGLAB_PY_EXCEPTION) in the main thread, wherever the program stands
-#     (a BaseException subclass named RuntimeError, so no `except Exception` swallows it);
+#     (a BaseException subclass named RuntimeError, so no `except Exception` swallows it),
+#     except inside the DataLoader's own code (torch/utils/data), where it would be a data
+#     loading failure: there it waits for that call to return (2 s at most);
 #     the unhandled exception then ends the rank as a real bug would (traceback, exit 1).
 # Python runs a signal handler between bytecodes of the main thread, so a main thread
 # blocked in a long C call (a collective's wait) raises when that call returns.
@@ -49,10 +51,28 @@ def _hanglab_arm():
             frame = frame.f_back
         return False
 
+    def _in_data_loading(frame):
+        # Inside the DataLoader's machinery (torch/utils/data: the epoch's iterator being set up, a
+        # batch being fetched)? An exception there is a data-loading failure (phase data), not the
+        # bug in the rank's own training code this fault is: deliver it when that call returns.
+        while frame is not None:
+            if "/torch/utils/data/" in frame.f_code.co_filename.replace(os.sep, "/"):
+                return True
+            frame = frame.f_back
+        return False
+
+    deferred_until = []  # the deadline of a deferral out of data loading (2 s: a loader that hangs gets it)
+
     def _raise(signum, frame):
         if _in_startup(frame):
             threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGUSR2)).start()
             return
+        if _in_data_loading(frame):
+            if not deferred_until:
+                deferred_until.append(time.time() + 2.0)
+            if time.time() < deferred_until[0]:
+                threading.Timer(0.005, os.kill, (os.getpid(), signal.SIGUSR2)).start()
+                return
         signal.signal(signal.SIGUSR2, signal.SIG_IGN)  # once
         where = "?"
         if frame is not None:
