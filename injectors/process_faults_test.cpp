@@ -135,6 +135,26 @@ struct ScopedEnv {
   ~ScopedEnv() { ::unsetenv(name.c_str()); }
 };
 
+// A Python "rank" as the supervisor starts one (own process group, signals unblocked, the rank's
+// environment), running `prog`, its stderr into `err`: the pid, in its own group.
+pid_t spawn_python_rank(const LaunchSpec& ls, const fs::path& err, const char* prog) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);  // as the supervisor starts ranks
+    for (const auto& [k, v] : ls.env) ::setenv(k.c_str(), v.c_str(), 1);
+    int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 2);
+    ::execl("/usr/bin/python3", "python3", "-c", prog, static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  if (pid > 0) ::setpgid(pid, pid);
+  return pid;
+}
+
 }  // namespace
 
 TEST_CASE("freeze_rank stops the rank until revert") {
@@ -391,23 +411,9 @@ TEST_CASE("exception_on_rank in a bring-your-own Python rank: the sitecustomize 
 
   // A "training loop" in Python: busy steps forever, its stderr kept for the traceback.
   const fs::path err = run / "ranks" / "1" / "stderr.log";
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);  // as the supervisor starts ranks
-    for (const auto& [k, v] : ls.env) ::setenv(k.c_str(), v.c_str(), 1);
-    int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 2);
-    ::execl("/usr/bin/python3", "python3", "-c",
-            "import os\ndef train_step(i):\n    return sum(range(1000))\ni = 0\nwhile True:\n    train_step(i); i += 1\n",
-            static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  ::setpgid(pid, pid);
+  const pid_t pid = spawn_python_rank(
+      ls, err, "import os\ndef train_step(i):\n    return sum(range(1000))\ni = 0\nwhile True:\n    train_step(i); i += 1\n");
+  REQUIRE(pid > 0);
   ChildGuard guard{pid};
   ChildJob job;
   job.pids = {0, pid};
@@ -463,21 +469,8 @@ TEST_CASE("exception_on_rank's Python hook waits out the DataLoader's own code: 
       "exec(compile(fetch_src, '/venv/lib/python3/site-packages/torch/utils/data/dataloader.py', 'exec'), ns)\n"
       "def train_step(b):\n    return b + sum(range(3000))\n"
       "while True:\n    train_step(ns['fetch']())\n";
-  pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (const auto& [k, v] : ls.env) ::setenv(k.c_str(), v.c_str(), 1);
-    int fd = ::open((run / "ranks" / "1" / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 2);
-    ::execl("/usr/bin/python3", "python3", "-c", prog, static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  ::setpgid(pid, pid);
+  const pid_t pid = spawn_python_rank(ls, run / "ranks" / "1" / "stderr.log", prog);
+  REQUIRE(pid > 0);
   ChildGuard guard{pid};
   ChildJob job;
   job.pids = {0, pid};
