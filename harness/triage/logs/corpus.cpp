@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <unordered_set>
@@ -187,6 +188,7 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
 
   // Merge in file order.
   std::unordered_set<long long> pid_seen;
+  std::set<std::pair<std::string, long long>> nccl_seen;
   for (auto& s : scans) {
     c.bytes += s.info.bytes;
     c.lines += s.info.lines;
@@ -271,6 +273,10 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
       if (pid_seen.insert(pr.first).second) c.pid_rank.push_back(pr);
     }
     for (auto& w : s.world) c.world_hints.push_back(std::move(w));
+    for (auto& p : s.nccl_procs) {
+      if (c.nccl_procs.size() < static_cast<size_t>(kMaxWorld) && nccl_seen.emplace(p.host, p.pid).second)
+        c.nccl_procs.push_back(std::move(p));
+    }
     s = FileScan{};
   }
   // Time order; clock-less events keep their file position, after the timed ones.

@@ -27,6 +27,7 @@ struct FileScan {
   std::vector<LaunchFailure> launch;
   std::vector<std::pair<long long, int>> pid_rank;
   std::vector<WorldHint> world;
+  std::vector<NcclProc> nccl_procs;
   uint64_t unattributed_steps = 0;
   uint64_t progress_lines = 0;
   LogKind unattributed_phase = LogKind::kNone;

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -177,6 +178,7 @@ class FileScanner {
   // the above exception" line marked as handled once the next failure is seen.
   std::unordered_map<int, size_t> last_exception_, chained_;
   std::unordered_set<long long> pids_seen_;
+  std::set<std::pair<std::string, long long>> nccl_seen_;
   // torchrun summary
   bool sum_active_ = false;
   bool sum_root_ = false;
@@ -596,6 +598,11 @@ class FileScanner {
     if (l_.pid >= 0 && rank >= 0 && !pid_is_other(l_.kind) && src != RankSource::kNone &&
         pids_seen_.insert(l_.pid).second) {
       out_.pid_rank.emplace_back(l_.pid, rank);
+    }
+    // NCCL's prefix names the process and its device on every line it prints.
+    if (l_.nccl_dev >= 0 && l_.pid > 0 && !l_.host.empty() && nccl_seen_.size() < static_cast<size_t>(kMaxWorld) &&
+        nccl_seen_.emplace(std::string(l_.host), l_.pid).second) {
+      out_.nccl_procs.push_back(NcclProc{std::string(l_.host), l_.pid, l_.nccl_dev, index_, line_no_});
     }
 
     if (src == RankSource::kLocal) ++out_.info.local_rank_lines;

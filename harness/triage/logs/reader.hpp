@@ -154,6 +154,14 @@ struct RankLog {
   } started;
 };
 
+// A process NCCL's own prefix names ("host:pid:tid [dev] NCCL INFO ..."): one per distinct host:pid.
+struct NcclProc {
+  std::string host;
+  long long pid = -1;
+  int dev = -1;  // the CUDA device it drives (not its rank)
+  uint32_t file = 0, line = 0;
+};
+
 struct WorldHint {
   int world = 0;
   int rank = -1;  // the rank of the line that states it (a start-up line: two files with the same rank's = a duplicate)
@@ -172,6 +180,7 @@ struct LogCorpus {
   std::vector<LaunchFailure> launch_failures;
   std::vector<std::pair<long long, int>> pid_rank;  // pid -> global rank, from lines that name both
   std::vector<WorldHint> world_hints;
+  std::vector<NcclProc> nccl_procs;  // distinct host:pid, first line each (at most kMaxWorld)
   int year = 2000;       // the year given to glog/syslog stamps
   bool year_known = false;
   uint64_t bytes = 0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "util.hpp"
 
@@ -150,7 +151,28 @@ void LogTimeline::setup_world() {
                                             world_, world_, world_ == 1 ? "" : "es"));
     }
   }
+  // NCCL's prefix names each process it runs in and the device it drives ("host:pid:tid [dev]",
+  // src/debug.cc): distinct processes on distinct devices are that many ranks at least (a restart's
+  // new pids reuse the devices; one process driving several devices is one).
   if (!world_stated_) {
+    std::set<std::pair<std::string, long long>> procs;
+    std::set<std::pair<std::string, int>> devs;
+    for (const auto& p : c_.nccl_procs) {
+      procs.emplace(p.host, p.pid);
+      devs.emplace(p.host, p.dev);
+    }
+    const int n = static_cast<int>(std::min(procs.size(), devs.size()));
+    if (n > max_rank + 1 && max_rank >= 0) {
+      world_ = n;
+      add_evidence(ref(c_.nccl_procs.front().file, c_.nccl_procs.front().line),
+                   fmt::format("world size {} at least: NCCL's line prefixes name {} processes on {} devices", n,
+                               procs.size(), devs.size()));
+      note(fmt::format("world size not stated in the logs: at least {}, the processes NCCL's prefixes name "
+                       "(\"host:pid:tid [dev]\"); rerun with --world-size N if the job had more",
+                       n));
+    }
+  }
+  if (!world_stated_ && world_ <= max_rank) {
     world_ = max_rank + 1;
     if (world_ > 0) {
       note(fmt::format("world size not stated in the logs (world_size=, WORLD_SIZE, nranks): taken as the highest "

@@ -394,3 +394,47 @@ TEST_CASE("Horovod before 0.13.6 listed the ready ranks: a gap below the highest
     CHECK(r.phase != "init");
   }
 }
+
+// NCCL's prefix "host:pid:tid [dev]" (src/debug.cc: "%s:%d:%d [%d] NCCL ...", host, pid, tid, cudaDev) names
+// the process and the device on every line it prints: distinct processes on distinct devices are that
+// many ranks at least, so three ranks timing out do not make "all ranks waiting" when a fourth is seen.
+TEST_CASE("NCCL's line prefixes count the processes of the job: the world is at least that", "[triage_logs]") {
+  const auto wd = [](int rank) {
+    return fmt::format(
+        "[rank{0}]:[E ProcessGroupNCCL.cpp:754] [Rank {0}] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=305, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600381 "
+        "milliseconds before timing out.\n",
+        rank);
+  };
+  const auto svc = [](int pid, int dev, int peer) {
+    return fmt::format("node1:{}:{} [{}] NCCL INFO [Service thread] Connection closed by localRank {}\n", pid,
+                       pid + 441, dev, peer);
+  };
+  SECTION("a fourth process on a fourth device: not all of the world reported") {
+    TempDir t("nccl_procs_four");
+    write_file(t.dir / "train.log", wd(2) + svc(6727, 1, 2) + svc(6728, 2, 2) + svc(6729, 3, 2) + wd(0) +
+                                        svc(6727, 1, 0) + svc(6726, 0, 0) + wd(1));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.world_size == 4);
+    CHECK(r.cause != "all_ranks_waiting");
+    CHECK(r.scope != "all");
+    CHECK(r.missing_ranks.empty());
+  }
+  SECTION("a restart's new processes on the same devices, or one process on several devices, add no rank") {
+    TempDir t("nccl_procs_same");
+    // pids 100/101 then 200/201 (a restart) on devices 0 and 1; pid 300 alone prints for devices 0-3.
+    write_file(t.dir / "train.log", svc(100, 0, 1) + svc(101, 1, 0) + svc(200, 0, 1) + svc(201, 1, 0) + wd(0) +
+                                        wd(1));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.world_size == 2);
+    CHECK(r.cause == "all_ranks_waiting");
+    TempDir t2("nccl_procs_one");
+    write_file(t2.dir / "train.log", svc(300, 0, 1) + svc(300, 1, 0) + svc(300, 2, 0) + svc(300, 3, 0) + wd(0) +
+                                         wd(1));
+    const auto r2 = triage_logs({t2.dir});
+    INFO(render_text(r2));
+    CHECK(r2.world_size == 2);
+  }
+}
