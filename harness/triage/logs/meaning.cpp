@@ -204,6 +204,9 @@ void describe_kind(const LogEvent& e, Fail& f) {
 // the kind's default: a line can be a root of one kind in one place and benign in another.
 static void apply_role(const LogEvent& e, Fail& f) {
   if (e.role == "root") {
+    // A message the emitter prints as a cause (Open MPI's help text), read by an exit kind that
+    // found no status in it: what it says is the line, not "failed".
+    if (f.role == Role::kExit && e.signal == 0 && e.code == kNoCode) f.what.clear();
     f.role = Role::kRoot;
     f.strength = std::max(f.strength, 1);
   } else if (e.role == "echo") {

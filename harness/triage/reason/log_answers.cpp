@@ -347,6 +347,7 @@ void LogAnalyzer::build_answers() {
   } else {
     verdict = "unknown";
   }
+  if (parts.empty()) parts.push_back("no rank's state is in these logs");
   a.push_back(fmt::format("Slow or dead: {} — {}", verdict, fmt::join(parts, "; ")));
 }
 

@@ -168,7 +168,8 @@ void LogAnalyzer::set_root(const Fail& root, bool ordered) {
     }
   }
   const std::string when = root.has_t ? fmt::format(" at {}", clock(root.t, root.res)) : "";
-  r_.summary = fmt::format("{} ({}): {} {}{}", r_.category, r_.cause, who(root.rank), short_text(root.what, 140), when);
+  r_.summary = fmt::format("{} ({}): {}{} {}{}", r_.category, r_.cause, who(root.rank), root.rank < 0 ? ":" : "",
+                           short_text(root.what, 140), when);
   if (r_.stuck_collective && !waiting_.empty()) {
     r_.summary += fmt::format("; {} then failed in {}", reason::ranks_phrase_counted(waiting_), stuck_name());
   }

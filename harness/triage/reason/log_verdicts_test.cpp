@@ -438,3 +438,47 @@ TEST_CASE("NCCL's line prefixes count the processes of the job: the world is at 
     CHECK(r2.world_size == 2);
   }
 }
+
+// Open MPI 4.1's orte/mca/errmgr/base/help-errmgr-base.txt: [node-died] names two causes itself (the TCP
+// link to the node, or the daemon's own failure) and ends the job: the line decides neither. [failed-daemon]
+// is a daemon that died before it reported back to mpirun: the job never launched.
+TEST_CASE("ORTE's lost daemon names no cause; a daemon dead before it reported back is a launch failure",
+          "[triage_logs]") {
+  const std::string rule = "--------------------------------------------------------------------------\n";
+  {
+    TempDir t("orte_node_died");
+    write_file(t.dir / "mpiexec.log",
+               "^Zmpiexec: Forwarding signal 20 to job\n" + rule +
+                   "ORTE has lost communication with a remote daemon.\n\n"
+                   "  HNP daemon   : [[64112,0],0] on node head\n"
+                   "  Remote daemon: [[64112,0],1] on node 10.1.1.10\n\n"
+                   "This is usually due to either a failure of the TCP network\n"
+                   "connection to the node, or possibly an internal failure of\n"
+                   "the daemon itself. We cannot recover from this failure, and\n"
+                   "therefore will terminate the job.\n" +
+                   rule);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "unknown");
+    CHECK(r.cause == "unknown");
+    CHECK(r.summary.find("ORTE has lost communication") != std::string::npos);
+    CHECK(r.summary.find("exit status is cut") == std::string::npos);
+  }
+  {
+    TempDir t("orte_failed_daemon");
+    write_file(t.dir / "mpirun.log",
+               rule +
+                   "An ORTE daemon has unexpectedly failed after launch and before\n"
+                   "communicating back to mpirun. This could be caused by a number\n"
+                   "of factors, including an inability to create a connection back\n"
+                   "to mpirun due to a lack of common network interfaces and/or no\n"
+                   "route found between them. Please check network connectivity\n"
+                   "(including firewalls and network routing requirements).\n" +
+                   rule);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "rendezvous");
+    CHECK(r.cause == "launch_error");
+    CHECK(r.phase == "init");
+  }
+}
