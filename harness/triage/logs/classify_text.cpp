@@ -213,27 +213,6 @@ bool torch_c10d_lines(sv m, LogLine& o) {
 }
 
 // A Python exception line (a traceback's last line, possibly rank-prefixed).
-// Texts that the C library and the CUDA runtime print for one error whatever program passes them
-// on: glibc's strerror (and Python's OSError "[Errno N] <strerror>", libuv's "EADDRINUSE" names in
-// c10d's socket errors) and cudaGetErrorString. The program around them (a DataLoader, torch.save,
-// set_device, TCPStore) only adds where; the error says why. kNone when the line has none of them.
-LogKind system_error_kind(sv m) {
-  // EMFILE "Too many open files", ENFILE "Too many open files in system".
-  if (has(m, "Too many open files") || has(m, "[Errno 24]") || has(m, "[Errno 23]")) return LogKind::kFdExhausted;
-  // cudaErrorInvalidDevice (also NCCL's "Cuda failure 'invalid device ordinal'").
-  if (ihas(m, "invalid device ordinal")) return LogKind::kInvalidDevice;
-  // EADDRINUSE: glibc's "Address already in use", libuv's name and lower-case message.
-  if (ihas(m, "address already in use") || has(m, "EADDRINUSE") || has(m, "[Errno 98]")) return LogKind::kAddressInUse;
-  return LogKind::kNone;
-}
-
-// cudaErrorMemoryAllocation through c10's CUDA check: "CUDA error: " + cudaGetErrorString(err)
-// (c10/cuda/CUDAException.cpp:29-31@0e4c6cd), whose text for that error is "out of memory"; the
-// same runtime error is a CUDA OOM whichever check printed it.
-bool cuda_runtime_oom(sv m) {
-  return has(m, "CUDA error: out of memory") || has(m, "cudaErrorMemoryAllocation");
-}
-
 bool exception_lines(sv m, LogLine& o) {
   // --- exceptions (a Python traceback's last line, possibly rank-prefixed)
   if (const sv cls = exception_class(m); !cls.empty()) {
@@ -338,6 +317,14 @@ bool nccl_lines(sv m, LogLine& o) {
       o.kind = LogKind::kIbError;
     } else if (has(m, "NET/Socket") && (ihas(m, "error") || ihas(m, "fail") || ihas(m, "closed"))) {
       o.kind = LogKind::kSocketError;
+    } else if (has(m, "Call to connect returned")) {
+      return true;  // NCCL retrying a connect (socket.h, misc/socket.cc): no failure until it gives up
+    } else if (nk != npos && has(m, "Connect to ") && has(m, " failed")) {
+      // NCCL's own socket connect ("Connect to %s failed : %s", include/socket.h@2.4.8;
+      // "socketStartConnect: Connect to ..." in 2.1x): its link to a peer, no rendezvous store.
+      o.kind = LogKind::kSocketError;
+      o.category = "network";
+      o.cause = "connection_failed";
     } else if (has(m, "Init COMPLETE")) {
       o.kind = LogKind::kInitDone;
       if (size_t k = m.find(" rank "); k != npos) {
@@ -610,88 +597,28 @@ bool mpi_slurm_lines(sv m, LogLine& o) {
   return false;
 }
 
-// The kernel and container runtime, data loading, crashes, storage, CUDA.
-bool host_lines(sv m, LogLine& o) {
-  // --- kernel and container runtime
-  if ((has(m, "Killed process ") && (ihas(m, "out of memory") || ihas(m, "oom"))) || has(m, "oom-kill:")) {
-    o.kind = LogKind::kOomKill;
-    long long pid = int_after(m, "Killed process ", 0, false);
-    if (pid < 0) pid = int_after(m, ",pid=", 0, false);
-    o.pid = pid;
-    if (size_t k = m.find("Killed process "); k != npos) {
-      const size_t open = m.find('(', k);
-      const size_t close = m.find(')', k);
-      if (open != npos && close != npos && close > open) o.word = m.substr(open + 1, close - open - 1);
-    } else if (size_t k2 = m.find(",task="); k2 != npos) {
-      o.word = token_after(m.substr(k2), ",task=", ",");
-    }
-    return true;
-  }
-  if (has(m, "OOMKilled")) {
-    o.kind = LogKind::kOomKill;
-    return true;
-  }
-  if (has(m, "oom_reaper") || has(m, "invoked oom-killer")) return true;
+}  // namespace
 
-  // --- data loading, crashes, storage
-  if (has(m, "DataLoader worker") && (has(m, "killed by signal") || has(m, "exited unexpectedly"))) {
-    o.kind = LogKind::kDataLoaderKilled;
-    if (size_t k = m.find("killed by signal"); k != npos) o.signal = signal_from_name(m.substr(k + 16));
-    o.pid = int_after(m, "(pid ", 0, false);
-    return true;
-  }
-  if (has(m, "Unexpected bus error encountered in worker") || has(m, "insufficient shared memory")) {
-    o.kind = LogKind::kShmBusError;
-    return true;
-  }
-  if (has(m, "terminate called after throwing an instance of")) {
-    o.kind = LogKind::kTerminate;
-    o.word = token_after(m, "instance of '", "'");
-    return true;
-  }
-  if (has(m, "Traceback (most recent call last)")) {
-    o.kind = LogKind::kTraceback;
-    return true;
-  }
-  if (has(m, "Segmentation fault") || has(m, "(core dumped)") || starts(trim(m), "Bus error") ||
-      has(m, "Fatal Python error") || has(m, "Illegal instruction") || has(m, "Floating point exception")) {
-    o.kind = LogKind::kCrash;
-    o.signal = signal_from_name(m);
-    if (!o.signal) o.signal = 6;
-    return true;
-  }
-  // The shell's notice of a child killed by SIGKILL: "Killed" alone, or bash's
-  // "line 28:  8156 Killed   python3 main.py".
-  if (trim(m) == "Killed" || (has(m, ": line ") && has(m, " Killed "))) {
-    o.kind = LogKind::kExitStatus;
-    o.signal = 9;
-    return true;
-  }
-  if (has(m, "No space left on device")) {
-    o.kind = has(m, "shared memory") ? LogKind::kShmBusError : LogKind::kDiskFull;  // see above
-    return true;
-  }
-  if (const LogKind k = system_error_kind(m); k != LogKind::kNone) {
-    o.kind = k;
-    return true;
-  }
-  if (has(m, "Stale file handle") || has(m, "not responding, still trying") || has(m, "Input/output error") ||
-      has(m, "Remote I/O error") || (has(m, "blocked for more than") && has(m, "seconds"))) {
-    o.kind = LogKind::kStorageError;
-    return true;
-  }
-  if (has(m, "CUDA out of memory") || cuda_runtime_oom(m)) {
-    o.kind = LogKind::kCudaOom;
-    return true;
-  }
-  if (has(m, "CUDA error") || (has(m, "NVRM") && has(m, "Xid"))) {
-    o.kind = LogKind::kCudaError;
-    return true;
-  }
-  return false;
+// Texts that the C library and the CUDA runtime print for one error whatever program passes them
+// on: glibc's strerror (and Python's OSError "[Errno N] <strerror>", libuv's "EADDRINUSE" names in
+// c10d's socket errors) and cudaGetErrorString. The program around them (a DataLoader, torch.save,
+// set_device, TCPStore) only adds where; the error says why. kNone when the line has none of them.
+LogKind system_error_kind(sv m) {
+  // EMFILE "Too many open files", ENFILE "Too many open files in system".
+  if (has(m, "Too many open files") || has(m, "[Errno 24]") || has(m, "[Errno 23]")) return LogKind::kFdExhausted;
+  // cudaErrorInvalidDevice (also NCCL's "Cuda failure 'invalid device ordinal'").
+  if (ihas(m, "invalid device ordinal")) return LogKind::kInvalidDevice;
+  // EADDRINUSE: glibc's "Address already in use", libuv's name and lower-case message.
+  if (ihas(m, "address already in use") || has(m, "EADDRINUSE") || has(m, "[Errno 98]")) return LogKind::kAddressInUse;
+  return LogKind::kNone;
 }
 
-}  // namespace
+// cudaErrorMemoryAllocation through c10's CUDA check: "CUDA error: " + cudaGetErrorString(err)
+// (c10/cuda/CUDAException.cpp:29-31@0e4c6cd), whose text for that error is "out of memory"; the
+// same runtime error is a CUDA OOM whichever check printed it.
+bool cuda_runtime_oom(sv m) {
+  return has(m, "CUDA error: out of memory") || has(m, "cudaErrorMemoryAllocation");
+}
 
 // lm-evaluation-harness runs each request type of its tasks through the model on every rank,
 // announcing it with `eval_logger.info(f"Running {reqtype} requests")` (lm_eval/evaluator.py,

@@ -37,6 +37,16 @@ struct FileScan {
   BarSeen unattributed_bar;
 };
 
+// reader_lines.cpp
+// "epoch=1", "epoch 3", "Epoch=2": an epoch number stated in the line.
+bool names_epoch(std::string_view m);
+// A platform's quoted copy of a process's last output (newlines escaped) holding a step or progress line.
+bool quoted_progress(std::string_view m, const LogLineContext& ctx);
+// A launcher's or job runner's line (its signals, exits, summary, MPI and srun task lines).
+bool launcher_kind(LogKind k);
+// Kinds whose pid is another process (the killed one), not the writer of the line.
+bool pid_is_other(LogKind k);
+
 // Scans one file (index: its position among the inputs; file_rank: the rank its name says, -1 none).
 // Throws std::runtime_error when it cannot be opened or read.
 FileScan scan_log_file(const LogInput& in, uint32_t index, int file_rank, const LogLineContext& ctx);

@@ -3,6 +3,7 @@
 //   writers.cpp        the writers' prefixes peeled off a line (launchers, collectors, levels), rank from a path
 //   fields.cpp         fields inside a message (ranks, signals, PG tags, steps, world size, errors)
 //   classify_text.cpp  what a message means (its LogKind and fields): the specific checks, in order
+//   classify_host.cpp  ... its last family: the host's messages (kernel, container runtime, data loading, CUDA)
 //   peer_connect.cpp   a failed connect to a peer's loopback address (wrong interface)
 //   parse.cpp          parse_log_line(), the driver; log_kind_name()
 #pragma once
@@ -70,6 +71,15 @@ bool parse_legacy_error(sv m, LogLine& o);
 // True when the hand-written checks read the line: a kind, or a line known to mean nothing (a
 // hanglab hook's line, Slurm's daemons talking among themselves): the catalogue is not asked then.
 bool classify_text(sv m, LogLine& o);
+// The error a C library's or CUDA runtime's text names (strerror, cudaGetErrorString), kNone when none.
+LogKind system_error_kind(sv m);
+// A CUDA runtime's out-of-memory error text (cudaErrorMemoryAllocation's wording).
+bool cuda_runtime_oom(sv m);
+
+// classify_host.cpp
+// classify_text's family for the host: the kernel and container runtime, data loading, crashes,
+// storage, CUDA. True when it read the line.
+bool host_lines(sv m, LogLine& o);
 
 // peer_connect.cpp
 // A failed connect to a peer's advertised address (a Gloo pair, NCCL's bootstrap or socket

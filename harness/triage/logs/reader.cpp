@@ -32,72 +32,6 @@ constexpr size_t kMaxEventText = 320;
 constexpr size_t kMaxWorldHintsPerFile = 4;
 constexpr uint32_t kMaxUnattributedPerKind = 4096;
 
-// "epoch=1", "epoch 3", "Epoch=2": an epoch number stated in the line.
-bool names_epoch(std::string_view m) {
-  for (std::string_view key : {std::string_view("epoch="), std::string_view("Epoch="), std::string_view("epoch "),
-                               std::string_view("Epoch ")}) {
-    for (size_t k = m.find(key); k != std::string_view::npos; k = m.find(key, k + 1)) {
-      const size_t p = k + key.size();
-      if (p < m.size() && m[p] >= '0' && m[p] <= '9') return true;
-    }
-  }
-  return false;
-}
-
-// A platform's quoted copy of a process's last output, one line with its newlines escaped
-// (Kubernetes' termination message: 'reason: OOMKilled message: "...\n2021-04-30 07:10:43 INFO
-// Start training ...\n..." code: 137'): its segments are the program's own lines. True when
-// one of them is a step or progress line: training had begun before the line's event.
-bool quoted_progress(std::string_view m, const LogLineContext& ctx) {
-  constexpr std::string_view kEsc = "\\n";
-  size_t first = m.find(kEsc);
-  if (first == std::string_view::npos || m.find(kEsc, first + 2) == std::string_view::npos) return false;
-  if (m.size() > (1u << 16)) m = m.substr(0, 1u << 16);
-  size_t from = 0;
-  for (int n = 0; n < 256 && from <= m.size(); ++n) {
-    const size_t k = m.find(kEsc, from);
-    const std::string_view seg = m.substr(from, k == std::string_view::npos ? std::string_view::npos : k - from);
-    if (!seg.empty()) {
-      LogLine l;
-      parse_log_line(seg, ctx, l);
-      if (l.kind == LogKind::kStep || l.kind == LogKind::kProgress) return true;
-      // The tail may join two writers' lines in one segment (the program's banner without its
-      // newline, then the runtime's "Killed"): a progress shape in it still counts.
-      LogLine p;
-      if (match_line_pattern(l.msg, p, /*fallback=*/true) && p.kind == LogKind::kProgress) return true;
-    }
-    if (k == std::string_view::npos) break;
-    from = k + kEsc.size();
-  }
-  return false;
-}
-
-
-bool launcher_kind(LogKind k) {
-  switch (k) {
-    case LogKind::kLauncherSignal:
-    case LogKind::kStopSignal:
-    case LogKind::kLauncherExit:
-    case LogKind::kSignalReceived:
-    case LogKind::kChildFailed:
-    case LogKind::kSummaryHeader:
-    case LogKind::kSummaryEntry:
-    case LogKind::kSummaryField:
-    case LogKind::kSummaryEnd:
-    case LogKind::kMpiExit:
-    case LogKind::kMpiProcessName:
-    case LogKind::kSrunTask:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Kinds whose pid is another process (the killed one), not the writer of the line.
-bool pid_is_other(LogKind k) {
-  return launcher_kind(k) || k == LogKind::kOomKill || k == LogKind::kDataLoaderKilled;
-}
-
 class FileScanner {
  public:
   FileScanner(const LogInput& in, uint32_t index, int file_rank, const LogLineContext& ctx)
@@ -189,6 +123,10 @@ class FileScanner {
   // could not be backed (a full /dev/shm), not a bug of the program.
   size_t bus_ev_ = SIZE_MAX;
   uint32_t bus_line_ = 0;
+  // NCCL's last socket failure and its process: the error trace that follows names the code it unwinds.
+  size_t sock_ev_ = SIZE_MAX;
+  uint32_t sock_line_ = 0;
+  long long sock_pid_ = -1;
   // Open MPI "Process name: [[j,1],r]" ... "Exit code: c"
   int mpi_rank_ = -1;
   uint32_t mpi_line_ = 0;
@@ -205,6 +143,29 @@ class FileScanner {
 
   // A tqdm bar redraw: the writer's bar counts further, or a new bar (another description) begins.
   // A line that holds several redraws ('\r') shows the bar advancing within it.
+  // NCCL unwinds a failure with one "file.cc:line -> code" INFO line per function (NCCLCHECK's
+  // trace, src/include/checks.h). A socket failure of a process whose trace then passes bootstrap.cc
+  // failed in NCCL's bootstrap: its own rendezvous over sockets, at communicator init (ncclCommInitRank
+  // -> bootstrapInit/bootstrapAllGather), not a link of the running job.
+  void note_nccl_trace(std::string_view text) {
+    if (line_no_ - sock_line_ > 24 || sock_ev_ >= out_.events.size()) {
+      sock_ev_ = SIZE_MAX;
+      return;
+    }
+    if (l_.pid != sock_pid_) return;
+    const size_t b = text.find(" NCCL INFO bootstrap.cc:");
+    if (b == std::string_view::npos || text.find(" -> ", b) == std::string_view::npos) return;
+    LogEvent& e = out_.events[sock_ev_];
+    sock_ev_ = SIZE_MAX;
+    // Refused: the address answered and nothing listened there (the root's bootstrap socket gone, or an
+    // address that is not the root's). An unreachable host or a timeout stays the network's.
+    if (e.text.find("Connection refused") == std::string::npos) return;
+    e.category = "rendezvous";
+    e.cause = "bootstrap_error";
+    e.role = "root";
+    e.phase = "init";
+  }
+
   void note_bar(std::string_view text, BarSeen& bar, bool has_t, double t) {
     TqdmBar b;
     if (!parse_tqdm_bar(l_.msg, b)) return;
@@ -496,6 +457,11 @@ class FileScanner {
       bus_ev_ = out_.events.size();
       bus_line_ = line_no_;
     }
+    if ((e.kind == LogKind::kSocketError || e.kind == LogKind::kStoreRefused) && e.nccl_dev >= 0 && e.pid > 0) {
+      sock_ev_ = out_.events.size();
+      sock_line_ = line_no_;
+      sock_pid_ = e.pid;
+    }
     if (!launcher) {
       if (auto it = chained_.find(e.rank); it != chained_.end()) {
         if (it->second < out_.events.size()) out_.events[it->second].handled = true;
@@ -588,6 +554,7 @@ class FileScanner {
         bus_ev_ = SIZE_MAX;
       }
     }
+    if (sock_ev_ != SIZE_MAX) note_nccl_trace(text);
     int rank = -1;
     RankSource src = RankSource::kNone;
     attribute(text, rank, src);

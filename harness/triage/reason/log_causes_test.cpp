@@ -344,3 +344,53 @@ TEST_CASE("a kill right after the model's loading bar, before any step: the job 
     CHECK(r.phase != "init");
   }
 }
+
+// NCCL's socket connect: 2.4's "Connect to %s failed : %s" (src/include/socket.h:390@v2.4.8-1), its retry
+// "Call to connect returned %s, retrying" (socket.h:385), then NCCLCHECK's unwinding trace, one
+// "file.cc:line -> code" INFO line per function (src/include/checks.h). Through bootstrap.cc, a refusal is
+// NCCL's own rendezvous failing at communicator init; an unreachable host stays the network's; neither is
+// a rendezvous store's refusal.
+TEST_CASE("NCCL's bootstrap refused: its own rendezvous failed, not the store and not the link", "[triage_logs]") {
+  const std::string p = "node13:941227:943077 [0] ";
+  CHECK(parse(p + "NCCL INFO Call to connect returned Connection refused, retrying").kind == LogKind::kNone);
+  const auto warn = parse(p + "include/socket.h:390 NCCL WARN Connect to 10.38.10.112<21724> failed : Connection refused");
+  CHECK(warn.kind == LogKind::kSocketError);
+  CHECK(warn.category == "network");
+  const std::string trace = p + "NCCL INFO bootstrap.cc:100 -> 2\n" + p + "NCCL INFO bootstrap.cc:326 -> 2\n" + p +
+                            "NCCL INFO init.cc:695 -> 2\n";
+  {
+    TempDir t("nccl_boot_refused");
+    write_file(t.dir / "nccl.log", p + "NCCL INFO Call to connect returned Connection refused, retrying\n" + p +
+                                       "NCCL INFO Call to connect returned Connection refused, retrying\n" + p +
+                                       "include/socket.h:390 NCCL WARN Connect to 10.38.10.112<21724> failed : "
+                                       "Connection refused\n" +
+                                       trace);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "rendezvous");
+    CHECK(r.cause == "bootstrap_error");
+    CHECK(r.phase == "init");
+  }
+  {
+    // 2.2x: "socketPollConnect: Connect to %s returned %d(%s) errno %d(%s)" (misc/socket.cc): no route.
+    TempDir t("nccl_boot_noroute");
+    write_file(t.dir / "nccl.log", p + "misc/socket.cc:533 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> "
+                                       "returned 113(No route to host) errno 115(Operation now in progress)\n" +
+                                       trace);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "network");
+  }
+  {
+    // The same refusal unwound through the transport's connect (not the bootstrap): a link, not a store.
+    TempDir t("nccl_net_refused");
+    write_file(t.dir / "nccl.log", p + "include/socket.h:390 NCCL WARN Connect to 10.38.10.112<41017> failed : "
+                                       "Connection refused\n" +
+                                       p + "NCCL INFO transport/net_socket.cc:330 -> 2\n" + p +
+                                       "NCCL INFO transport/net.cc:300 -> 2\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause != "connection_refused");
+    CHECK(r.cause != "bootstrap_error");
+  }
+}

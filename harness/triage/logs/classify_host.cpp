@@ -1,0 +1,90 @@
+// classify_host.cpp: what a message of the host means (classify_text's last family): the kernel and
+// container runtime, data loading, crashes, storage, CUDA.
+#include <string>
+
+#include "triage/logs/parse_parts.hpp"
+
+namespace hanglab::logparse {
+
+// The kernel and container runtime, data loading, crashes, storage, CUDA.
+bool host_lines(sv m, LogLine& o) {
+  // --- kernel and container runtime
+  if ((has(m, "Killed process ") && (ihas(m, "out of memory") || ihas(m, "oom"))) || has(m, "oom-kill:")) {
+    o.kind = LogKind::kOomKill;
+    long long pid = int_after(m, "Killed process ", 0, false);
+    if (pid < 0) pid = int_after(m, ",pid=", 0, false);
+    o.pid = pid;
+    if (size_t k = m.find("Killed process "); k != npos) {
+      const size_t open = m.find('(', k);
+      const size_t close = m.find(')', k);
+      if (open != npos && close != npos && close > open) o.word = m.substr(open + 1, close - open - 1);
+    } else if (size_t k2 = m.find(",task="); k2 != npos) {
+      o.word = token_after(m.substr(k2), ",task=", ",");
+    }
+    return true;
+  }
+  if (has(m, "OOMKilled")) {
+    o.kind = LogKind::kOomKill;
+    return true;
+  }
+  if (has(m, "oom_reaper") || has(m, "invoked oom-killer")) return true;
+
+  // --- data loading, crashes, storage
+  if (has(m, "DataLoader worker") && (has(m, "killed by signal") || has(m, "exited unexpectedly"))) {
+    o.kind = LogKind::kDataLoaderKilled;
+    if (size_t k = m.find("killed by signal"); k != npos) o.signal = signal_from_name(m.substr(k + 16));
+    o.pid = int_after(m, "(pid ", 0, false);
+    return true;
+  }
+  if (has(m, "Unexpected bus error encountered in worker") || has(m, "insufficient shared memory")) {
+    o.kind = LogKind::kShmBusError;
+    return true;
+  }
+  if (has(m, "terminate called after throwing an instance of")) {
+    o.kind = LogKind::kTerminate;
+    o.word = token_after(m, "instance of '", "'");
+    return true;
+  }
+  if (has(m, "Traceback (most recent call last)")) {
+    o.kind = LogKind::kTraceback;
+    return true;
+  }
+  if (has(m, "Segmentation fault") || has(m, "(core dumped)") || starts(trim(m), "Bus error") ||
+      has(m, "Fatal Python error") || has(m, "Illegal instruction") || has(m, "Floating point exception")) {
+    o.kind = LogKind::kCrash;
+    o.signal = signal_from_name(m);
+    if (!o.signal) o.signal = 6;
+    return true;
+  }
+  // The shell's notice of a child killed by SIGKILL: "Killed" alone, or bash's
+  // "line 28:  8156 Killed   python3 main.py".
+  if (trim(m) == "Killed" || (has(m, ": line ") && has(m, " Killed "))) {
+    o.kind = LogKind::kExitStatus;
+    o.signal = 9;
+    return true;
+  }
+  if (has(m, "No space left on device")) {
+    o.kind = has(m, "shared memory") ? LogKind::kShmBusError : LogKind::kDiskFull;  // see above
+    return true;
+  }
+  if (const LogKind k = system_error_kind(m); k != LogKind::kNone) {
+    o.kind = k;
+    return true;
+  }
+  if (has(m, "Stale file handle") || has(m, "not responding, still trying") || has(m, "Input/output error") ||
+      has(m, "Remote I/O error") || (has(m, "blocked for more than") && has(m, "seconds"))) {
+    o.kind = LogKind::kStorageError;
+    return true;
+  }
+  if (has(m, "CUDA out of memory") || cuda_runtime_oom(m)) {
+    o.kind = LogKind::kCudaOom;
+    return true;
+  }
+  if (has(m, "CUDA error") || (has(m, "NVRM") && has(m, "Xid"))) {
+    o.kind = LogKind::kCudaError;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace hanglab::logparse
