@@ -121,6 +121,7 @@ class FileScanner {
   LaunchFailure sum_cur_;
   // A SIGBUS whose backtrace (the next lines) runs through libnccl: NCCL's /dev/shm segment
   // could not be backed (a full /dev/shm), not a bug of the program.
+  size_t py_frame_indent_ = std::string_view::npos;  // the last line was a traceback frame, this indented
   size_t bus_ev_ = SIZE_MAX;
   uint32_t bus_line_ = 0;
   // NCCL's last socket failure and its process: the error trace that follows names the code it unwinds.
@@ -545,6 +546,16 @@ class FileScanner {
       in_hvd_missing_ = entry || (t.size() >= 14 && t.substr(t.size() - 14) == "Missing ranks:");
     }
     if (!frame_markers_.keep(l_.msg, l_.kind)) l_.kind = LogKind::kNone;
+    {
+      // A Python traceback prints each frame's source line under it, indented deeper ('  File "...",
+      // line 885, in _try_get_data' then "    raise RuntimeError('DataLoader worker ... exited
+      // unexpectedly'...)", traceback.py's StackSummary.format): the program's code, not its output.
+      const size_t indent = l_.msg.find_first_not_of(" \t");
+      if (py_frame_indent_ != std::string_view::npos && indent != std::string_view::npos && indent > py_frame_indent_)
+        l_.kind = LogKind::kNone;
+      py_frame_indent_ = frame_shape(l_.msg, nullptr, nullptr) == FrameShape::kOutermostFirst ? indent
+                                                                                              : std::string_view::npos;
+    }
     if (bus_ev_ != SIZE_MAX) {
       if (line_no_ - bus_line_ > 24) {
         bus_ev_ = SIZE_MAX;

@@ -394,3 +394,52 @@ TEST_CASE("NCCL's bootstrap refused: its own rendezvous failed, not the store an
     CHECK(r.cause != "bootstrap_error");
   }
 }
+
+// torch's DataLoader: the main process raises "DataLoader worker (pid(s) %s) exited unexpectedly"
+// (torch/utils/data/dataloader.py, _try_get_data) for a worker gone without a signal it can name; the
+// worker's own SIGBUS handler writes "ERROR: Unexpected bus error encountered in worker. This might be caused
+// by insufficient shared memory (shm)." (torch/csrc/DataLoader.cpp). Two processes' streams: the worker's
+// words can land after the parent's traceback, and they say why.
+TEST_CASE("a DataLoader worker's own shm message explains the parent's 'exited unexpectedly', in any order",
+          "[triage_logs]") {
+  const std::string parent =
+      "Traceback (most recent call last):\n"
+      "  File \"/opt/conda/lib/python3.7/site-packages/torch/utils/data/dataloader.py\", line 885, in _try_get_data\n"
+      "    raise RuntimeError('DataLoader worker (pid(s) {}) exited unexpectedly'.format(pids_str)) from e\n"
+      "RuntimeError: DataLoader worker (pid(s) 18894, 18897) exited unexpectedly\n";
+  const std::string shm =
+      "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
+      "(shm).\n";
+  {
+    TempDir t("dl_shm_after");
+    write_file(t.dir / "traceback.log", "Start training\n" + parent + shm);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "data_loading");
+    CHECK(r.cause == "shm_exhausted");
+  }
+  {
+    TempDir t("dl_alone");
+    write_file(t.dir / "traceback.log", "Start training\n" + parent);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "data_loading");
+    CHECK(r.cause == "data_loader_crash");
+  }
+}
+
+// traceback.py's StackSummary.format prints each frame as '  File "%s", line %d, in %s' and, indented
+// under it, the frame's source line: the program's code, whatever words it holds, not its output.
+TEST_CASE("a traceback's source lines are code, not messages", "[triage_logs]") {
+  TempDir t("tb_code_line");
+  write_file(t.dir / "train.log",
+             "step 3 loss 0.5\n"
+             "Traceback (most recent call last):\n"
+             "  File \"train.py\", line 10, in <module>\n"
+             "    raise ValueError(\"CUDA out of memory is not what this is\")\n"
+             "ValueError: bad batch shape\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "exception");
+}

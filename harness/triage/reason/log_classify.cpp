@@ -138,6 +138,13 @@ const Fail* LogAnalyzer::first_root() const {
     else if (best->signal == 9 && best->role == Role::kExit && f->rank == best->rank && f->ev &&
              f->ev->kind == LogKind::kOomKill)
       best = f;
+    // The main process's "DataLoader worker (pid(s) ...) exited unexpectedly" (dataloader.py
+    // _try_get_data: no signal it could name) and the worker's own bus-error message (its SIGBUS
+    // handler, torch/csrc/DataLoader.cpp: "insufficient shared memory (shm)") are one death, written
+    // by two processes in either order: the worker's words name why.
+    else if (best->ev && best->ev->kind == LogKind::kDataLoaderKilled && best->ev->signal == 0 &&
+             f->rank == best->rank && f->ev && f->ev->kind == LogKind::kShmBusError)
+      best = f;
   }
   if (best) return best;
   // (torchrun's "Root Cause" entry is a failure even where the paste cut its exit status.)
