@@ -443,3 +443,19 @@ TEST_CASE("a traceback's source lines are code, not messages", "[triage_logs]") 
   CHECK(r.category == "rank_exit");
   CHECK(r.cause == "exception");
 }
+
+// ProcessGroupGloo.cpp: logAndThrow("Gloo connectFullMesh failed with ", ex.what()): the hole is Gloo's
+// error. Gloo's tcp/pair.cc connectCallback took its Error by value before 5ca057d ("gloo: fix error what"),
+// so those builds print "no error" (tcp/error.cc): the line says the mesh did not connect, not why.
+TEST_CASE("Gloo's connectFullMesh failing with 'no error' names no cause, only the init it failed in",
+          "[triage_logs]") {
+  TempDir t("gloo_no_error");
+  write_file(t.dir / "train.log",
+             "[E314 16:42:10.528865173 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with "
+             "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "unknown");
+  CHECK(r.cause == "unknown");
+  CHECK(r.phase == "init");
+}
