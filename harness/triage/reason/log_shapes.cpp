@@ -117,6 +117,10 @@ bool LogAnalyzer::try_membership() {
 // step, when the peers' collective is the job's start-up one and their wait began with the program --
 // the bar had been running for most of their timeout.
 std::string LogAnalyzer::bar_busy_while(const BarSeen& b, const LogEvent& timeout) const {
+  // A training loop's bar counts steps, and a data-parallel step needs its peers' collectives: one that
+  // kept counting through a peer's whole timeout was not late to that collective but issuing others
+  // (uneven data, a skipped collective) or training apart from it; its lines do not say which.
+  if (b.phase == "training") return "";
   // It counted: redraws that went further, or one redraw whose own count and clock show items done
   // since it began ("280000/2969526 [29:55<...").
   if (!b.seen() || (b.advances < 1 && !(b.last_n > 0 && b.elapsed_s > 0))) return "";

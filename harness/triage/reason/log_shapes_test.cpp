@@ -268,6 +268,17 @@ TEST_CASE("busy bar: a bar that stopped before the wait, or a training bar witho
                                       watchdog(1, 9000, 1800000) + watchdog(2, 9000, 1800000));
   const auto q = triage_logs({u.dir});
   CHECK(q.cause != "slow_rank");
+  // A training bar (Lightning's "Epoch 0", drawn by rank 0 only) still counting after rank 1's timeout
+  // line: a data-parallel step needs the peer's collectives, so that process was not late to the one rank 1
+  // waited in but issuing others or training apart from it; which, the lines do not say.
+  TempDir w("bar_training_after");
+  write_file(w.dir / "train.log", bar("Epoch 0", 8692, 9188, "30:57", "4.68it/s") + "\n" +
+                                      watchdog(1, 4013, 600000) + bar("Epoch 0", 8695, 9188, "30:58", "4.68it/s") +
+                                      "\n");
+  const auto a = triage_logs({w.dir});
+  INFO(render_text(a));
+  CHECK(a.category != "straggler");
+  CHECK(a.missing_ranks.empty());
 }
 
 TEST_CASE("busy bar: a redraw joined to a peer's error, a count without a total, a bare bar after its announcement",
