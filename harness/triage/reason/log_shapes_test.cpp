@@ -640,4 +640,24 @@ TEST_CASE("a collective's timeout alone shows no phase; a step line or a trainin
     INFO(render_text(r));
     CHECK(r.phase == "training");
   }
+  {
+    // A gradient bucket's size (DDP: 1 MiB first, 25 MiB after, c10d/reducer.hpp) in the ALLREDUCE every
+    // reporting rank waited in: a backward pass; a one-element ALLREDUCE (a metric, a flag) shows nothing.
+    const auto wd = [](int rank, long long numel) {
+      return fmt::format(
+          "[Rank {}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, "
+          "NumelIn={}, NumelOut={}, Timeout(ms)=600000) ran for 600064 milliseconds before timing out.\n",
+          rank, numel, numel);
+    };
+    TempDir t("timeout_grad_bucket");
+    write_file(t.dir / "train.log", wd(0, 6832129) + wd(1, 6832129));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.phase == "training");
+    TempDir u("timeout_one_element");
+    write_file(u.dir / "train.log", wd(0, 1) + wd(1, 1));
+    const auto q = triage_logs({u.dir});
+    INFO(render_text(q));
+    CHECK(q.phase == "unknown");
+  }
 }

@@ -332,6 +332,13 @@ bool LogAnalyzer::set_checkpoint_stall(const Marker& mark, const Fail* first) {
 // the training loop (frames.cpp: a rank's own, or one in lines no rank can be named for).
 bool LogAnalyzer::training_shown() const {
   if (steps_seen() || c_.unattributed_phase == LogKind::kTrainBegin) return true;
+  // A gradient bucket's all-reduce: DDP's Reducer sums gradients in buckets of 1 MiB first
+  // and 25 MiB after (kDefaultFirstBucketBytes, kDefaultBucketBytesCap: c10d/reducer.hpp:30-31@2.15.0),
+  // DeepSpeed and Megatron their gradient buffers. An ALLREDUCE of 2^18 elements or more that the ranks
+  // waited in is a backward pass's; start-up broadcasts the parameters (BROADCAST), and evaluation and
+  // saves all-reduce metrics (a few elements) or gather state (ALLGATHER).
+  for (const auto& rep : reports_)
+    if (rep.seq == stuck_seq_ && rep.op == "ALLREDUCE" && rep.numel_in >= (1LL << 18)) return true;
   return std::any_of(rs_.begin(), rs_.end(), [](const RankState& s) { return s.log && s.log->phase == LogKind::kTrainBegin; });
 }
 
