@@ -213,7 +213,34 @@ bool torch_c10d_lines(sv m, LogLine& o) {
 }
 
 // A Python exception line (a traceback's last line, possibly rank-prefixed).
+// torch.multiprocessing.spawn's parent reports a child it started that died: ProcessContext.join raises
+// "process %d terminated with signal %s" / "process %d terminated with exit code %d"
+// (torch/multiprocessing/spawn.py:201-214@2.15.0, ProcessExitedException; a plain Exception before 1.6).
+// The number is the child's spawn index, its local rank; a launcher's notice of that death.
+bool spawn_exit(sv m, LogLine& o) {
+  const size_t k = m.find("process ");
+  if (k == npos || (k > 0 && m[k - 1] != ' ')) return false;
+  long long idx = -1;
+  const size_t e = read_int(m, k + 8, &idx);
+  if (e == npos || m.compare(e, 17, " terminated with ") != 0) return false;
+  const sv rest = m.substr(e + 17);
+  if (rest.compare(0, 7, "signal ") == 0) {
+    o.signal = signal_from_name(rest.substr(7));
+    if (!o.signal) return false;
+  } else if (rest.compare(0, 10, "exit code ") == 0) {
+    long long c = 0;
+    if (read_int(rest, 10, &c) == npos) return false;
+    o.code = static_cast<int>(c);
+  } else {
+    return false;
+  }
+  o.kind = LogKind::kLauncherExit;
+  o.local_rank = bounded_rank(idx);
+  return true;
+}
+
 bool exception_lines(sv m, LogLine& o) {
+  if (spawn_exit(m, o)) return true;
   // --- exceptions (a Python traceback's last line, possibly rank-prefixed)
   if (const sv cls = exception_class(m); !cls.empty()) {
     o.word = cls;

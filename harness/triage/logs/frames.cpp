@@ -125,19 +125,33 @@ bool any_word(const std::vector<sv>& words, const std::vector<std::string>& list
   return std::any_of(list.begin(), list.end(), [&](const std::string& w) { return in(words, w); });
 }
 
-// The function's words: lower-case, split at '_' ("_inner_training_loop" -> inner, training, loop).
+// The function's words: lower-case, split at '_' ("_inner_training_loop" -> inner, training, loop) and
+// at case changes, as camelCase code names them ("runTrainingStep" -> run, training, step;
+// "loadHTTPData" -> load, http, data).
 std::vector<std::string> words_of(sv name) {
   std::vector<std::string> out;
   std::string cur;
-  for (char c : name) {
+  const auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  const auto lower = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  const auto flush = [&] {
+    if (!cur.empty()) out.push_back(std::move(cur));
+    cur.clear();
+  };
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
     if (c == '_') {
-      if (!cur.empty()) out.push_back(std::move(cur));
-      cur.clear();
-    } else {
-      cur.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+      flush();
+      continue;
     }
+    // A capital after a small letter starts a word; so does the last capital of a run followed by
+    // a small letter (the acronym ends before it).
+    if (upper(c) && i > 0 &&
+        (lower(name[i - 1]) || (upper(name[i - 1]) && i + 1 < name.size() && lower(name[i + 1]) &&
+                                !(name[i + 1] >= '0' && name[i + 1] <= '9'))))
+      flush();
+    cur.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
-  if (!cur.empty()) out.push_back(std::move(cur));
+  flush();
   return out;
 }
 

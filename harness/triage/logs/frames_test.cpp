@@ -54,6 +54,11 @@ TEST_CASE("frames: the phase a function's name says", "[triage_logs]") {
   CHECK(frame_phase(frame("/w/main.py", "train")) == LogKind::kTrainBegin);
   CHECK(frame_phase(frame("/w/lightning/pytorch/trainer/trainer.py", "_fit_impl")) == LogKind::kTrainBegin);
   CHECK(frame_phase(frame("/w/lightning/pytorch/core/module.py", "training_step")) == LogKind::kTrainBegin);
+  // camelCase names are words too (kwola/tasks/RunTrainingStep.py: runTrainingStep; an acronym ends before the
+  // capital that starts the next word).
+  CHECK(frame_phase(frame("/w/kwola/tasks/RunTrainingStep.py", "runTrainingStep")) == LogKind::kTrainBegin);
+  CHECK(frame_phase(frame("/w/app/checkpoints.py", "saveHTTPCheckpoint")) == LogKind::kCheckpointBegin);
+  CHECK(frame_phase(frame("/w/app/agent.py", "learnFromBatches")) == LogKind::kNone);
   // shutdown
   CHECK(frame_phase(frame("/usr/lib/python3.10/multiprocessing/util.py", "_exit_function")) == LogKind::kShutdown);
   CHECK(frame_phase(frame("/w/megatron/core/parallel_state.py", "destroy_model_parallel")) == LogKind::kShutdown);

@@ -454,10 +454,30 @@ static std::vector<LinePattern> limit_and_phase_patterns() {
       {{"NCCL INFO init.cc:", " -> "}, {}, LogKind::kInitStep, "", "", PatternFields::kNone,
        "ng30903:3063025:3066048 [0] NCCL INFO init.cc:1079 -> 3"},
       // NCCL's own collective check (2.4: opCount) saw ranks issue different collectives (gh-nccl-296).
+      // ... and its warning form (ncclCommGetAsyncError, src/init.cc:1254-1258@v2.4.8-1): the device-side check
+      // (checkMismatch, src/collectives/device/primitives.h:365-373@v2.4.8-1; prims_ll.h:47@v2.7.6-1, gone in
+      // 2.7.8) saw a peer's opCount run ahead of this rank's current collective: the ranks are in different
+      // collectives. "around rank N" is the printing rank itself, no culprit (gh-pytorch-lightning-8214).
+      {{"NCCL WARN Your program may be hanging, this may be caused by a collective mismatch"}, {},
+       LogKind::kCollMismatch, "collective_mismatch", "mismatched_collective", PatternFields::kNone,
+       "[0] init.cc:1256 NCCL WARN Your program may be hanging, this may be caused by a collective mismatch around "
+       "rank 1. Please check your collective calls at and around this rank. You can use NCCL_DEBUG=INFO and "
+       "NCCL_DEBUG_SUBSYS=COLL to see the collective logs"},
       {{"NCCL WARN Mismatched collective detected"}, {}, LogKind::kCollMismatch, "collective_mismatch",
        "mismatched_collective", PatternFields::kNone,
        "init.cc:1247 NCCL WARN Mismatched collective detected, please check your collective calls at and around rank "
        "39. You can use NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=COLL to see the collective logs"},
+      // Ultralytics' trainer sets up before its first epoch (ultralytics/engine/trainer.py _setup_train:
+      // LOGGER.info(f"Freezing layer '{k}'") for its always-frozen ".dfl" layers, then check_amp on rank 0,
+      // "AMP: running Automatic Mixed Precision (AMP) checks...", and dist.broadcast(self.amp, src=0): the job's
+      // first collective); BaseModel.load prints "Transferred %d/%d items from pretrained weights"
+      // (ultralytics/nn/tasks.py). Start-up lines (gh-ultralytics-15683).
+      {{"Freezing layer '"}, {}, LogKind::kInitBegin, "", "", PatternFields::kNone,
+       "Freezing layer 'model.22.dfl.conv.weight'"},
+      {{"AMP: running Automatic Mixed Precision (AMP) checks"}, {}, LogKind::kInitBegin, "", "", PatternFields::kNone,
+       "AMP: running Automatic Mixed Precision (AMP) checks..."},
+      {{"Transferred ", " items from pretrained weights"}, {}, LogKind::kInitBegin, "", "", PatternFields::kNone,
+       "Transferred 319/355 items from pretrained weights"},
       // A traceback frame inside torch.save: the failure hit a checkpoint save (gh-dolly-139).
       {{"File \"", "serialization.py\""}, {", in save", ", in _save"}, LogKind::kCheckpointBegin, "", "",
        PatternFields::kNone,

@@ -459,3 +459,64 @@ TEST_CASE("Gloo's connectFullMesh failing with 'no error' names no cause, only t
   CHECK(r.cause == "unknown");
   CHECK(r.phase == "init");
 }
+
+// torch.multiprocessing.spawn's parent: ProcessContext.join raises "process %d terminated with signal %s" (a plain
+// Exception before torch 1.6, ProcessExitedException since; torch/multiprocessing/spawn.py:201-214@2.15.0) when
+// the child of that spawn index died of the signal; "... with exit code %d" when it exited.
+TEST_CASE("torch.multiprocessing.spawn's 'process N terminated with signal' is child N's death", "[triage_logs]") {
+  auto l = parse("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with exit code 1");
+  CHECK(l.kind == LogKind::kLauncherExit);
+  CHECK(l.local_rank == 0);
+  CHECK(l.code == 1);
+  CHECK(parse("Sending process 1365 closing signal SIGTERM").kind != LogKind::kLauncherExit);
+  TempDir t("spawn_sigkill");
+  write_file(t.dir / "train.log",
+             "Epoch: [19][300/7922]\tTime: 0.630s (0.682s)\tSpeed: 12.7 samples/s\n"
+             "Traceback (most recent call last):\n"
+             "  File \"/usr/lib/python3.6/site-packages/torch/multiprocessing/spawn.py\", line 107, in join\n"
+             "    (error_index, name)\n"
+             "Exception: process 1 terminated with signal SIGKILL\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "killed");
+  CHECK(r.missing_ranks == std::vector<int>{1});
+  REQUIRE(r.first_failure);
+  CHECK(r.first_failure->rank == 1);
+}
+
+// NCCL 2.4-2.7's warning form of its collective check (ncclCommGetAsyncError, src/init.cc:1254-1258@v2.4.8-1, set by
+// checkMismatch in primitives.h): a peer's opCount ran past the collective this rank waits in. "around rank N" is
+// the printing rank, no culprit.
+TEST_CASE("NCCL's 'may be caused by a collective mismatch' warning: the ranks are in different collectives",
+          "[triage_logs]") {
+  TempDir t("nccl_suspected_mismatch");
+  write_file(t.dir / "train.log",
+             "[0] init.cc:1256 NCCL WARN Your program may be hanging, this may be caused by a collective mismatch "
+             "around rank 1. Please check your collective calls at and around this rank. You can use NCCL_DEBUG=INFO "
+             "and NCCL_DEBUG_SUBSYS=COLL to see the collective logs\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "collective_mismatch");
+  CHECK(r.cause == "mismatched_collective");
+  CHECK(r.missing_ranks.empty());
+}
+
+// Ultralytics' trainer before its first epoch (ultralytics/engine/trainer.py _setup_train): "Freezing layer '...'"
+// for its .dfl layers, then rank 0's AMP check and dist.broadcast(self.amp, src=0), the job's first collective.
+TEST_CASE("Ultralytics' set-up lines before the first collective's timeout: the job was starting", "[triage_logs]") {
+  const auto wd = [](int rank) {
+    return fmt::format(
+        "[rank{0}]:[E ProcessGroupNCCL.cpp:563] [Rank {0}] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=10800000) ran for 10800004 "
+        "milliseconds before timing out.\n",
+        rank);
+  };
+  TempDir t("ultralytics_setup");
+  write_file(t.dir / "train.log", "Transferred 319/355 items from pretrained weights\n"
+                                  "Freezing layer 'model.22.dfl.conv.weight'\n" +
+                                      wd(1) + wd(3));
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.phase == "init");
+}

@@ -271,7 +271,25 @@ bool LogAnalyzer::try_init() {
   }
   // Silence proves a rank never joined when the silent ones are a minority, or when the others'
   // own join lines show the paste is the job's output (never_joined()).
-  const bool silence = silence_proves(silent.size()) || (!silent.empty() && never_joined() == silent);
+  // c10d's store-based barrier counts each rank as it enters (_store_based_barrier: store.add(key, 1), then
+  // it polls the count until world_size; distributed_c10d.py, torch 1.9-2.0): a timed-out rank counts
+  // itself. When the ranks whose timeout lines show this barrier's key account for every arrival, the
+  // other ranks never arrived.
+  bool counted_all = false;
+  if (joined_ev && joined >= 1) {
+    const auto key_of = [](const std::string& t) {
+      const size_t k = t.find("store_based_barrier_key:");
+      return k == std::string::npos ? std::string() : t.substr(k, t.find_first_of(" ,)", k) - k);
+    };
+    const std::string key = key_of(joined_ev->text);
+    std::set<int> counted;
+    for (const Fail* f : init_fails)
+      if (f->rank >= 0 && f->ev && f->ev->joined >= 0 && f->ev->world == of && key_of(f->ev->text) == key)
+        counted.insert(f->rank);
+    counted_all = !key.empty() && static_cast<int>(counted.size()) == joined;
+  }
+  const bool silence =
+      silence_proves(silent.size()) || (!silent.empty() && never_joined() == silent) || counted_all;
   if (world_stated_ && silence && (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
     r_.missing_ranks = silent;
     r_.confidence = "high";

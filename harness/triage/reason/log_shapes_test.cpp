@@ -164,6 +164,32 @@ TEST_CASE("membership: the store barrier's wait line names its rank, and its cou
   }
 }
 
+// distributed_c10d.py's _store_based_barrier (torch 1.9-2.0): store.add(key, 1) as a rank enters, then it polls
+// until the count is world_size and raises "Timed out initializing process group in store based barrier on rank:
+// %s, for key: %s (world_size=%s, worker_count=%s, timeout=%s)": the count includes the rank that timed out.
+TEST_CASE("membership: a store barrier count that the shown ranks account for names the ranks that never arrived",
+          "[triage_logs][shapes]") {
+  const auto line = [](int rank, int world, int count) {
+    return fmt::format(
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: {}, for key: "
+        "store_based_barrier_key:1 (world_size={}, worker_count={}, timeout=0:30:00)\n",
+        rank, world, count);
+  };
+  TempDir t("barrier_counted_all");
+  write_file(t.dir / "train.log", line(0, 2, 1));
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "rendezvous");
+  CHECK(r.missing_ranks == std::vector<int>{1});
+  // 7 of 8 arrived but one rank's line is shown: six arrivals are not in the paste, so which rank is missing is not.
+  TempDir u("barrier_counted_part");
+  write_file(u.dir / "train.log", line(0, 8, 7));
+  const auto q = triage_logs({u.dir});
+  INFO(render_text(q));
+  CHECK(q.category == "rendezvous");
+  CHECK(q.missing_ranks.empty());
+}
+
 TEST_CASE("membership: a store barrier count stated again and again names every rank that never arrived",
           "[triage_logs][shapes]") {
   std::string joins;
