@@ -49,6 +49,52 @@ bool LogTimeline::before(const Fail& a, const Fail& b, double slack) {
   return false;
 }
 
+// A world the logs do not state, bounded from below by what ran: the processes NCCL's line prefixes
+// name and the group sizes that gathers and reduce-scatters imply. Raises world_ above the ranks seen.
+void LogTimeline::world_at_least(int max_rank) {
+  // NCCL's prefix names each process it runs in and the device it drives ("host:pid:tid [dev]",
+  // src/debug.cc): distinct processes on distinct devices are that many ranks at least (a restart's
+  // new pids reuse the devices; one process driving several devices is one).
+  std::set<std::pair<std::string, long long>> procs;
+  std::set<std::pair<std::string, int>> devs;
+  for (const auto& p : c_.nccl_procs) {
+    procs.emplace(p.host, p.pid);
+    devs.emplace(p.host, p.dev);
+  }
+  int n = static_cast<int>(std::min(procs.size(), devs.size()));
+  // An all-gather's output is its input once per member of the group, a reduce-scatter's input its
+  // output once per member (WorkNCCL's NumelIn/NumelOut, ProcessGroupNCCL.cpp): the group, and so the
+  // world, has at least that many ranks.
+  const LogEvent* sized = nullptr;
+  for (const auto& e : c_.events) {
+    if (e.kind != LogKind::kWatchdogTimeout || e.numel_in <= 0 || e.numel_out <= 0) continue;
+    const bool gather = e.op.find("ALLGATHER") != std::string::npos;
+    const bool scatter = e.op.find("REDUCE_SCATTER") != std::string::npos;
+    const long long big = gather ? e.numel_out : e.numel_in, small = gather ? e.numel_in : e.numel_out;
+    if ((!gather && !scatter) || big % small != 0 || big / small > kMaxWorld) continue;
+    if (static_cast<int>(big / small) > n) {
+      n = static_cast<int>(big / small);
+      sized = &e;
+    }
+  }
+  if (sized && n > max_rank + 1 && max_rank >= 0) {
+    world_ = n;
+    add_evidence(ref(*sized), fmt::format("world size {} at least: {} (NumelIn {}, NumelOut {}) ran over {} ranks", n,
+                                          sized->op, sized->numel_in, sized->numel_out, n));
+    note(fmt::format("world size not stated in the logs: at least {}, the group {} ran over; rerun with "
+                     "--world-size N if the job had more",
+                     n, sized->op));
+  } else if (n > max_rank + 1 && max_rank >= 0) {
+    world_ = n;
+    add_evidence(ref(c_.nccl_procs.front().file, c_.nccl_procs.front().line),
+                 fmt::format("world size {} at least: NCCL's line prefixes name {} processes on {} devices", n,
+                             procs.size(), devs.size()));
+    note(fmt::format("world size not stated in the logs: at least {}, the processes NCCL's prefixes name "
+                     "(\"host:pid:tid [dev]\"); rerun with --world-size N if the job had more",
+                     n));
+  }
+}
+
 void LogTimeline::setup_world() {
   int strong_max = -1;
   for (const auto& [rank, g] : c_.ranks) {
@@ -151,27 +197,7 @@ void LogTimeline::setup_world() {
                                             world_, world_, world_ == 1 ? "" : "es"));
     }
   }
-  // NCCL's prefix names each process it runs in and the device it drives ("host:pid:tid [dev]",
-  // src/debug.cc): distinct processes on distinct devices are that many ranks at least (a restart's
-  // new pids reuse the devices; one process driving several devices is one).
-  if (!world_stated_) {
-    std::set<std::pair<std::string, long long>> procs;
-    std::set<std::pair<std::string, int>> devs;
-    for (const auto& p : c_.nccl_procs) {
-      procs.emplace(p.host, p.pid);
-      devs.emplace(p.host, p.dev);
-    }
-    const int n = static_cast<int>(std::min(procs.size(), devs.size()));
-    if (n > max_rank + 1 && max_rank >= 0) {
-      world_ = n;
-      add_evidence(ref(c_.nccl_procs.front().file, c_.nccl_procs.front().line),
-                   fmt::format("world size {} at least: NCCL's line prefixes name {} processes on {} devices", n,
-                               procs.size(), devs.size()));
-      note(fmt::format("world size not stated in the logs: at least {}, the processes NCCL's prefixes name "
-                       "(\"host:pid:tid [dev]\"); rerun with --world-size N if the job had more",
-                       n));
-    }
-  }
+  if (!world_stated_) world_at_least(max_rank);
   if (!world_stated_ && world_ <= max_rank) {
     world_ = max_rank + 1;
     if (world_ > 0) {

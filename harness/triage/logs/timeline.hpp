@@ -161,6 +161,7 @@ class LogTimeline {
 
   // -- timeline.cpp
   void setup_world();
+  void world_at_least(int max_rank);
 
   bool valid_rank(int r) const { return r >= 0 && r < world_; }
 

@@ -482,3 +482,33 @@ TEST_CASE("ORTE's lost daemon names no cause; a daemon dead before it reported b
     CHECK(r.phase == "init");
   }
 }
+
+// WorkNCCL's NumelIn/NumelOut (ProcessGroupNCCL.cpp): an all-gather's output is its input once per member of the
+// group, a reduce-scatter's the other way round: the world has at least that many ranks.
+TEST_CASE("an all-gather's sizes count its group: one rank's timeout is not the whole world's", "[triage_logs]") {
+  const auto wd = [](const char* op, long long in, long long out) {
+    return fmt::format(
+        "[rank0]:[E ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=40402014, OpType={}, NumelIn={}, NumelOut={}, Timeout(ms)=600000) ran for 600044 "
+        "milliseconds before timing out.\n",
+        op, in, out);
+  };
+  {
+    TempDir t("gather_world");
+    write_file(t.dir / "train.log", wd("_ALLGATHER_BASE", 513, 2052));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.world_size == 4);
+    CHECK(r.cause != "all_ranks_waiting");
+  }
+  {
+    TempDir t("scatter_world");
+    write_file(t.dir / "train.log", wd("_REDUCE_SCATTER_BASE", 4096, 512));
+    CHECK(triage_logs({t.dir}).world_size == 8);
+  }
+  {
+    TempDir t("allreduce_world");
+    write_file(t.dir / "train.log", wd("ALLREDUCE", 513, 513));
+    CHECK(triage_logs({t.dir}).world_size == 1);
+  }
+}

@@ -167,9 +167,10 @@ bool LogAnalyzer::try_all_waiting() {
          "storage) or a hang inside the collective itself; the logs do not say which");
   }
   if (first) add_evidence(first->ref, fmt::format("rank {}: {}", first->rank, short_text(first->what)));
-  r_.summary = partial_wait_ ? fmt::format("unknown: {} report a failure in {}; the rest of the world of {} does "
+  r_.summary = partial_wait_ ? fmt::format("unknown: {} report{} a failure in {}; the rest of the world of {} does "
                                            "not, and these logs do not say why",
-                                           reason::ranks_phrase_counted(waiting_), stuck_name(), world_)
+                                           reason::ranks_phrase_counted(waiting_), waiting_.size() == 1 ? "s" : "",
+                                           stuck_name(), world_)
                              : fmt::format("{} ({}): all {} ranks report a failure in {}; no rank is missing",
                                            r_.category, r_.cause, waiting_.size(), stuck_name());
   return true;
