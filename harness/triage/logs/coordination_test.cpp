@@ -177,6 +177,33 @@ TEST_CASE("coordination service verdicts: the tasks they name", "[triage_logs]")
     CHECK(r.missing_ranks == std::vector<int>{5});
     CHECK(r.scope == "subset");
   }
+  SECTION("the unhealthy tasks' list: every stale task, the cause unknown") {
+    // absl::UnavailableError(StrCat("The following tasks are unhealthy (stopped sending heartbeats):\n",
+    // StrJoin(stale_task_names, "\n"), "\nThe tasks have crashed. ...")) (coordination_service.cc:659-665@zkx
+    // 7068370), delivered to every task and raised by jaxlib.
+    const auto r = triage_text("xla_unhealthy",
+                               "step 12 loss 0.5\n"
+                               "jaxlib.xla_extension.XlaRuntimeError: UNAVAILABLE: The following tasks are unhealthy "
+                               "(stopped sending heartbeats):\n"
+                               "/job:jax_worker/replica:0/task:6\n"
+                               "/job:jax_worker/replica:0/task:2\n"
+                               "The tasks have crashed. Check the task logs for an earlier error, or scheduler events "
+                               "(e.g. preemption, eviction) to debug further.\n");
+    CHECK(r.category == "unknown");
+    CHECK(r.missing_ranks == std::vector<int>{2, 6});
+    CHECK(r.phase == "training");
+  }
+  SECTION("the shutdown barrier's absent tasks: shutdown") {
+    // shutdown_barrier_id_ = StrCat("Shutdown::", service_incarnation_) (coordination_service.cc:251@2e2b2c7).
+    const auto r = triage_text("tsl_shutdown",
+                               "step 12 loss 0.5\n"
+                               "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: "
+                               "Shutdown::8813210937. Timed out task names:\n"
+                               "/job:jax_worker/replica:0/task:1\n");
+    CHECK(r.category == "unknown");
+    CHECK(r.missing_ranks == std::vector<int>{1});
+    CHECK(r.phase == "shutdown");
+  }
   SECTION("cluster registration failed, no task named") {
     const auto r = triage_text(
         "xla_register",
