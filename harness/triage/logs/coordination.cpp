@@ -56,7 +56,6 @@ void set_meaning(const CatalogueEntry& e, LogLine& o) {
 //   "Shutdown::<n>": shutdown_barrier_id_, the shutdown barrier every task enters when it shuts down.
 // Anything else is a barrier of the program's own (orbax's checkpoint barriers): no phase from the id.
 sv barrier_phase(sv id) {
-  id = trim(id);
   if (id == "PjRT_Client_Connect" || starts(id, "[Init]Wait_for_all_tasks_to_register") ||
       starts(id, "WaitForAllTasks::"))
     return "init";
@@ -110,8 +109,10 @@ bool read_coordination(sv body, const LogLineContext& ctx, LogLine& o) {
     set_meaning(*e, o);
     o.kind = LogKind::kDesyncMissing;
     if (const auto id = hit->named("op")) {
-      o.op = trim(*id);
-      if (const sv phase = barrier_phase(*id); !phase.empty()) o.phase = phase;
+      // The id is one token; a hole that ends the format (2022's "Barrier_id: {}") also holds what follows it
+      // in the line (the status's payload).
+      o.op = trim(*id).substr(0, trim(*id).find(' '));
+      if (const sv phase = barrier_phase(o.op); !phase.empty()) o.phase = phase;
       if (o.phase == "init") {
         // The tasks that never arrived at a start-up barrier: the rendezvous timed out short of them.
         o.kind = LogKind::kRendezvousError;

@@ -73,6 +73,11 @@ TEST_CASE("coordination service lines", "[triage_logs]") {
     CHECK(c.cause == "rendezvous_timeout");
     CHECK(c.phase == "init");
     CHECK(c.op == "PjRT_Client_Connect");
+    // 2022's text ends with the id (coordination_service.cc:436-437@6a79f3a2), its payload after it.
+    const auto old = parse("jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: "
+                           "PjRT_Client_Connect [type.googleapis.com/tensorflow.CoordinationServiceError='']");
+    CHECK(old.kind == LogKind::kRendezvousError);
+    CHECK(old.op == "PjRT_Client_Connect");
     // The 2025 text (absl::StrFormat, xla/tsl/.../coordination_service.cc:697-704@zkx 7068370) of a program's own
     // barrier (orbax's wait_at_barrier): no phase, no rendezvous.
     const auto o = parse("jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Id: "
