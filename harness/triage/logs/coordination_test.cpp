@@ -24,7 +24,7 @@ const std::string kGlog = "E0312 10:00:05.000000 140000 coordination_service.cc:
 
 }  // namespace
 
-TEST_CASE("a TSL task name is its JAX process index; a status is read inside the message that carries it",
+TEST_CASE("a TSL task name is its JAX process index, and a status is read inside the message that carries it",
           "[triage_logs]") {
   CHECK(jax_task_rank("/job:jax_worker/replica:0/task:12") == 12);
   CHECK(jax_task_rank("/job:jax_worker/replica:0/task:12", /*whole=*/true) == 12);
