@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "triage/logs/coordination.hpp"
 #include "triage/logs/parse.hpp"
 #include "triage/model/causes.hpp"
 
@@ -43,6 +44,13 @@ const std::vector<Shape>& shapes() {
       {"aws-ofi-nccl", {"NCCL WARN ", "NCCL INFO ", "Last error:", "Function: "}, {}},
       // "srun: error: <format>", "slurmstepd: error: <format>", "slurmstepd-node1: error: ..."
       {"slurm", {"srun: ", "slurmstepd", "slurmd", "sbatch: ", "salloc: ", "slurmctld"}, {}},
+      // The JAX/TSL coordination service (tsl, and XLA's copy of it): its LOG lines begin where a message does;
+      // a Status it makes (TSL's errors::X(...), absl's XError(...), the calls "errors::*" / "absl::*") travels
+      // inside other messages, wherever a process prints it: "<task> has been set to ERROR in coordination
+      // service: UNAVAILABLE: Task <task> heartbeat timeout. ... [type.googleapis.com/...='']", jaxlib's
+      // "XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. ...".
+      {"tsl", {}, {"errors", "absl"}},
+      {"xla", {}, {"errors", "absl"}},
   };
   return kShapes;
 }
@@ -91,6 +99,7 @@ size_t shape_start(const CatalogueEntry& e, sv line, sv inside) {
   const sv call = sv(e.call).substr(0, sv(e.call).find(':'));
   for (sv c : s->anywhere_calls)
     if (c == call) return 0;
+  if (s->markers.empty()) return 0;  // no marker: where a message begins, as for an emitter without a shape
   size_t best = sv::npos;
   for (sv m : s->markers) {
     const size_t at = line.find(m);
@@ -189,6 +198,12 @@ std::optional<long long> CatalogueHit::named_int(sv name) const {
   const auto it = entry->meaning->names.find(std::string(name));
   if (name == "signal") {
     if (const int sig = signal_by_name(*h)) return sig;
+  }
+  // A TSL task name ("/job:jax_worker/replica:0/task:3") is its task, the JAX process index; a task of another
+  // job is no rank, and its replica's number never is.
+  if (h->find("/job:") != sv::npos && h->find("/task:") != sv::npos) {
+    const int r = jax_task_rank(*h);
+    return r >= 0 ? std::optional<long long>(r) : std::nullopt;
   }
   return first_int(*h, /*last=*/it->second == 0 && entry->lead_hole);
 }

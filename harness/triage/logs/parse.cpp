@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "triage/logs/catalogue.hpp"
+#include "triage/logs/coordination.hpp"
 #include "triage/logs/progress.hpp"
 #include "triage/logs/parse_parts.hpp"
 #include "triage/logs/frames.hpp"
@@ -451,6 +452,8 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
     // One entry of Horovod's stall report (the line before was its header or another entry).
   } else if (ctx.nccl_last_error && apply_catalogue(body, o, "nccl")) {
     // NCCL's own words for the failure the line before reported: its catalogue meaning first.
+  } else if (read_coordination(body, ctx, o)) {
+    // The JAX/TSL coordination service's verdicts and XLA's rendezvous (logs/coordination.cpp).
   } else if (catalogue_benign(body)) {
     // A format its emitter prints where nothing failed (a shutdown path's warning, advice): the
     // words it shares with failures ("RendezvousConnectionError") do not make it one.

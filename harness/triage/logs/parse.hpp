@@ -210,6 +210,9 @@ struct LogLineContext {
   // Inside Horovod's stall report after its "Missing ranks:" line (stall_inspector.cc, 0.20 on):
   // this line may be one entry "<rank>[!]: [<tensor>, ...]".
   bool hvd_missing_ranks = false;
+  // Inside the JAX/TSL coordination service's task list after a verdict's header (logs/coordination.hpp):
+  // this line may be one task name.
+  bool coord_list = false;
 };
 
 // Parses one line (without its newline). Always fills msg; returns kind != kNone.

@@ -335,8 +335,8 @@ static std::vector<LinePattern> membership_and_stop_patterns() {
   };
 }
 
-// The table, part: limits, storage, phases and progress.
-static std::vector<LinePattern> limit_and_phase_patterns() {
+// The table, part: limits, storage, crashes.
+static std::vector<LinePattern> limit_patterns() {
   return {
       // NCCL's SYSCHECK on bind (src/include/checks.h SYSCHECK: WARN("Call to " name " failed : %s",
       // strerror(errno)); ncclSocketListen's bind in socket.cc, 2.12 on) with EADDRINUSE: the bootstrap's or a
@@ -450,6 +450,12 @@ static std::vector<LinePattern> limit_and_phase_patterns() {
       {{"Caught signal "}, {"(Bus error", "(Segmentation fault", "(Aborted", "(Illegal instruction"}, LogKind::kCrash,
        "", "", PatternFields::kSignalName,
        "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)"},
+  };
+}
+
+// The table, part: phase markers, progress and the program's end.
+static std::vector<LinePattern> phase_patterns() {
+  return {
       // NCCL's error propagating up through init.cc: the failure hit communicator setup (gh-nccl-1235).
       {{"NCCL INFO init.cc:", " -> "}, {}, LogKind::kInitStep, "", "", PatternFields::kNone,
        "ng30903:3063025:3066048 [0] NCCL INFO init.cc:1079 -> 3"},
@@ -541,8 +547,8 @@ const std::vector<LinePattern>& line_patterns() {
   // The parts in order: the first entry that matches decides.
   static const std::vector<LinePattern> kTable = [] {
     std::vector<LinePattern> t;
-    for (auto part : {store_and_network_patterns, launcher_patterns, membership_and_stop_patterns,
-                      limit_and_phase_patterns})
+    for (auto part : {store_and_network_patterns, launcher_patterns, membership_and_stop_patterns, limit_patterns,
+                      phase_patterns})
       for (auto& p : part()) t.push_back(std::move(p));
     return t;
   }();

@@ -18,6 +18,7 @@
 #include <unordered_set>
 
 #include "triage/logs/catalogue.hpp"
+#include "triage/logs/coordination.hpp"
 #include "triage/logs/frames.hpp"
 #include "triage/logs/patterns.hpp"
 #include "triage/logs/progress.hpp"
@@ -88,6 +89,7 @@ class FileScanner {
       line(carry, true);
     }
     flush_summary();
+    coord_.close(out_.events);
     for (auto& [rank, acc] : out_.ranks) finish_ring(acc);
     return std::move(out_);
   }
@@ -98,6 +100,7 @@ class FileScanner {
   LogLineContext ctx_;
   FileScan out_;
   LogLine l_;
+  CoordinationList coord_;
   uint32_t line_no_ = 0;
   std::unordered_map<int, std::pair<double, double>> clocks_;  // writer (rank, -1) -> last clock, resolution
   int clock_rank_ = -2;  // the last stamped line's writer, kept out of the map (the common case)
@@ -534,6 +537,7 @@ class FileScanner {
     }
     ctx_.nccl_last_error = after_last_error_;
     ctx_.hvd_missing_ranks = in_hvd_missing_;
+    ctx_.coord_list = coord_.active();
     parse_log_line(text, ctx_, l_);
     ctx_.nccl_last_error = false;
     {
@@ -556,6 +560,7 @@ class FileScanner {
       py_frame_indent_ = frame_shape(l_.msg, nullptr, nullptr) == FrameShape::kOutermostFirst ? indent
                                                                                               : std::string_view::npos;
     }
+    if (coord_.line(l_, line_no_, out_.events)) return;  // a task list's line, folded into its verdict
     if (bus_ev_ != SIZE_MAX) {
       if (line_no_ - bus_line_ > 24) {
         bus_ev_ = SIZE_MAX;

@@ -110,10 +110,12 @@ void LogTimeline::setup_world() {
                                       : e.rank);
   }
   for (const auto& l : c_.launch_failures) max_rank = std::max(max_rank, l.rank);
-  // Horovod's stall check and c10d's monitored_barrier name ranks of the job (the parser bounds
-  // them: kMaxWorld).
+  // Horovod's stall check, c10d's monitored_barrier and the JAX/TSL coordination service (a barrier's or
+  // the heartbeat check's tasks, logs/coordination.cpp) name ranks of the job (the parser bounds them: kMaxWorld).
   for (const auto& e : c_.events) {
-    if (e.kind != LogKind::kDesyncMissing || (e.word != "stall" && e.word != "monitored_barrier")) continue;
+    if ((e.kind != LogKind::kDesyncMissing && e.kind != LogKind::kRendezvousError) ||
+        (e.word != "stall" && e.word != "monitored_barrier" && e.word != "coordination"))
+      continue;
     for (int r : e.ranks) max_rank = std::max(max_rank, r);
   }
   // srun's "tasks 8-15: Terminated" names every task of its list (the parser bounds them too).

@@ -218,6 +218,9 @@ class LogAnalyzer : public LogTimeline {
   // never submitted a tensor their peers wait on: they are missing, proven by the backend;
   // why (dead, slow, another code path) only other lines could say, and none did.
   bool try_stall_check();
+  // The JAX/TSL coordination service's verdict that named them (try_stall_check's missing ranks): a
+  // heartbeat timeout's stale tasks or a barrier's absent ones.
+  bool coordination_missing(const LogEvent& last);
   // A save that began and never reported its end, while the ranks that report wait in a
   // collective and the rest of the world does not: the saving rank is still writing (one
   // rank serialises the state dict or writes to slow storage) and its peers' next

@@ -171,6 +171,58 @@ bool LogAnalyzer::closed_before_join(const Fail& pick) {
   return true;
 }
 
+namespace {
+
+// What an init failure means, by its cause (the answer's headline).
+const std::map<std::string, const char*> kInitWhy = {
+    {"wrong_ifname", "no usable socket interface (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME)"},
+    {"address_in_use", "the rendezvous port is already in use"},
+    {"dns_failure", "a host name did not resolve"},
+    {"connection_refused", "the rendezvous store refused the connection"},
+    {"nccl_shm", "NCCL could not create its /dev/shm segment"},
+    {"unique_id_exchange", "a rank timed out fetching the NCCL unique id from rank 0 through the store (rank 0 "
+                           "never published it: it failed or was late)"},
+    {"rendezvous_timeout", "ranks timed out waiting for each other in rendezvous"},
+    {"stale_rendezvous", "the rendezvous store counted more ranks than the world: an earlier run's arrivals "
+                         "(a restarted job reusing the store)"},
+    {"store_timeout", "a client timed out connecting to the TCPStore: nothing listened at MASTER_ADDR:MASTER_PORT"},
+    {"store_unreachable", "no address of the TCPStore's host could be reached (MASTER_ADDR, its resolution, or the "
+                          "route to it)"},
+    {"rendezvous_error", "process-group creation failed"}};
+
+// The ranks a rendezvous verdict lists as never arrived: the JAX/TSL coordination service's start-up barrier
+// names the tasks not at it (logs/coordination.cpp keeps a list only when it names every one of them).
+std::vector<int> ranks_listed(const std::vector<const Fail*>& fails, int world) {
+  std::vector<int> v;
+  for (const Fail* f : fails)
+    if (f->ev && f->ev->word == "coordination")
+      for (int r : f->ev->ranks)
+        if (r >= 0 && r < world && std::find(v.begin(), v.end(), r) == v.end()) v.push_back(r);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+}  // namespace
+
+// c10d's store-based barrier counts each rank as it enters (_store_based_barrier: store.add(key, 1), then
+// it polls the count until world_size; distributed_c10d.py, torch 1.9-2.0): a timed-out rank counts
+// itself. True when the ranks whose timeout lines show this barrier's key account for every arrival:
+// the other ranks never arrived.
+static bool barrier_counted_all(const std::vector<const Fail*>& init_fails, const LogEvent* joined_ev, int joined,
+                                int of) {
+  if (!joined_ev || joined < 1) return false;
+  const auto key_of = [](const std::string& t) {
+    const size_t k = t.find("store_based_barrier_key:");
+    return k == std::string::npos ? std::string() : t.substr(k, t.find_first_of(" ,)", k) - k);
+  };
+  const std::string key = key_of(joined_ev->text);
+  std::set<int> counted;
+  for (const Fail* f : init_fails)
+    if (f->rank >= 0 && f->ev && f->ev->joined >= 0 && f->ev->world == of && key_of(f->ev->text) == key)
+      counted.insert(f->rank);
+  return !key.empty() && static_cast<int>(counted.size()) == joined;
+}
+
 bool LogAnalyzer::try_init() {
   std::vector<const Fail*> init_fails;
   for (const Fail* f : all_fails()) {
@@ -271,26 +323,15 @@ bool LogAnalyzer::try_init() {
   }
   // Silence proves a rank never joined when the silent ones are a minority, or when the others'
   // own join lines show the paste is the job's output (never_joined()).
-  // c10d's store-based barrier counts each rank as it enters (_store_based_barrier: store.add(key, 1), then
-  // it polls the count until world_size; distributed_c10d.py, torch 1.9-2.0): a timed-out rank counts
-  // itself. When the ranks whose timeout lines show this barrier's key account for every arrival, the
-  // other ranks never arrived.
-  bool counted_all = false;
-  if (joined_ev && joined >= 1) {
-    const auto key_of = [](const std::string& t) {
-      const size_t k = t.find("store_based_barrier_key:");
-      return k == std::string::npos ? std::string() : t.substr(k, t.find_first_of(" ,)", k) - k);
-    };
-    const std::string key = key_of(joined_ev->text);
-    std::set<int> counted;
-    for (const Fail* f : init_fails)
-      if (f->rank >= 0 && f->ev && f->ev->joined >= 0 && f->ev->world == of && key_of(f->ev->text) == key)
-        counted.insert(f->rank);
-    counted_all = !key.empty() && static_cast<int>(counted.size()) == joined;
-  }
+  const bool counted_all = barrier_counted_all(init_fails, joined_ev, joined, of);
   const bool silence =
       silence_proves(silent.size()) || (!silent.empty() && never_joined() == silent) || counted_all;
-  if (world_stated_ && silence && (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
+  const std::vector<int> listed = ranks_listed(init_fails, world_);
+  if (!listed.empty()) {
+    r_.missing_ranks = listed;
+    r_.confidence = "high";
+    set_first(*pick);
+  } else if (world_stated_ && silence && (joined < 0 || of - joined == static_cast<int>(silent.size()))) {
     r_.missing_ranks = silent;
     r_.confidence = "high";
     add_evidence(fmt::format("(no log of rank {})", silent.front()),
@@ -315,25 +356,12 @@ bool LogAnalyzer::try_init() {
     // An explicit cause (interface, port) with silent ranks: both are reported.
     note(fmt::format("{} also never logged", reason::ranks_phrase_counted(r_.missing_ranks)));
   }
-  static const std::map<std::string, const char*> kWhy = {
-      {"wrong_ifname", "no usable socket interface (NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME)"},
-      {"address_in_use", "the rendezvous port is already in use"},
-      {"dns_failure", "a host name did not resolve"},
-      {"connection_refused", "the rendezvous store refused the connection"},
-      {"nccl_shm", "NCCL could not create its /dev/shm segment"},
-      {"unique_id_exchange", "a rank timed out fetching the NCCL unique id from rank 0 through the store (rank 0 "
-                             "never published it: it failed or was late)"},
-      {"rendezvous_timeout", "ranks timed out waiting for each other in rendezvous"},
-      {"stale_rendezvous", "the rendezvous store counted more ranks than the world: an earlier run's arrivals "
-                           "(a restarted job reusing the store)"},
-      {"store_timeout", "a client timed out connecting to the TCPStore: nothing listened at MASTER_ADDR:MASTER_PORT"},
-      {"store_unreachable", "no address of the TCPStore's host could be reached (MASTER_ADDR, its resolution, or the "
-                            "route to it)"},
-      {"rendezvous_error", "process-group creation failed"}};
   std::vector<std::string> parts;
-  if (!r_.missing_ranks.empty()) parts.push_back(fmt::format("{} never logged", reason::ranks_phrase_counted(r_.missing_ranks)));
+  if (!r_.missing_ranks.empty())
+    parts.push_back(fmt::format("{} never {}", reason::ranks_phrase_counted(r_.missing_ranks),
+                                listed.empty() ? "logged" : "arrived (the service's own list)"));
   if (!failed_ranks.empty()) parts.push_back(fmt::format("{} failed in init", reason::ranks_phrase_counted(failed_ranks)));
-  if (auto w = kWhy.find(r_.cause); w != kWhy.end()) parts.push_back(w->second);
+  if (auto w = kInitWhy.find(r_.cause); w != kInitWhy.end()) parts.push_back(w->second);
   // Any other cause (a duplicate GPU, an invalid device): what the answer means, from the one list
   // of answers, else the failure's own words; never an empty headline.
   if (parts.empty())

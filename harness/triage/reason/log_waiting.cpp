@@ -184,8 +184,8 @@ bool LogAnalyzer::try_all_waiting() {
 bool LogAnalyzer::try_stall_check() {
   const LogEvent* last = nullptr;
   for (const auto& e : c_.events) {
-    if (e.kind == LogKind::kDesyncMissing && (e.word == "stall" || e.word == "monitored_barrier") &&
-        !e.ranks.empty())
+    if (e.kind == LogKind::kDesyncMissing &&
+        (e.word == "stall" || e.word == "monitored_barrier" || e.word == "coordination") && !e.ranks.empty())
       last = &e;
   }
   if (!last) return false;
@@ -204,9 +204,10 @@ bool LogAnalyzer::try_stall_check() {
     }
   // With wait_all_ranks, rank 0 logs one "Rank N failed to pass" line per absent rank before
   // its summary: every such verdict counts (a stall warning, by contrast, is replaced by the next).
-  if (last->word == "monitored_barrier")
+  // So does each of the JAX/TSL coordination service's verdicts (a heartbeat timeout per stale task).
+  if (last->word == "monitored_barrier" || last->word == "coordination")
     for (const auto& e : c_.events)
-      if (e.kind == LogKind::kDesyncMissing && e.word == "monitored_barrier")
+      if (e.kind == LogKind::kDesyncMissing && e.word == last->word)
         for (int r : e.ranks)
           if (valid_rank(r) && std::find(missing.begin(), missing.end(), r) == missing.end()) missing.push_back(r);
   if (missing.empty()) return false;
@@ -216,6 +217,7 @@ bool LogAnalyzer::try_stall_check() {
   r_.confidence = "low";
   r_.missing_ranks = missing;
   r_.phase = default_phase();
+  if (last->word == "coordination") return coordination_missing(*last);
   if (last->word == "monitored_barrier") {
     add_evidence(ref(*last), fmt::format("monitored_barrier: {}", short_text(last->text)));
     note(fmt::format("rank 0's monitored_barrier reports {} as never reaching the barrier; whether it died, is "
@@ -306,6 +308,24 @@ void LogAnalyzer::set_marker_straggler(const Marker& mark, const Fail* first, co
   if (first) set_first_unblamed(*first);
   add_evidence(mark.ref, fmt::format("{}: {}", who(mark.rank), short_text(mark.text)));
   if (first) add_evidence(first->ref, fmt::format("rank {}: {}", first->rank, short_text(first->what)));
+}
+
+// The service's heartbeat check sets a CONNECTED task whose last heartbeat is older than heartbeat_timeout_ms to
+// ERROR ("Task <task> heartbeat timeout. This indicates that the remote task has failed, got preempted, or crashed
+// unexpectedly", coordination_service.cc:394-398@google/tsl 6a79f3a2), and a barrier past its deadline lists the
+// tasks not at it (:458-470@2e2b2c7). Those tasks are missing; which of the causes the text itself names is in
+// their own logs, not in the service's (logs/coordination.cpp reads the tasks; the start-up barriers are
+// rendezvous failures, read by try_init).
+bool LogAnalyzer::coordination_missing(const LogEvent& last) {
+  if (last.phase == "shutdown") r_.phase = "shutdown";  // the shutdown barrier: the tasks never got to shut down
+  add_evidence(ref(last), fmt::format("coordination service: {}", short_text(last.text)));
+  const std::string what = last.op.empty() ? std::string("no longer sending heartbeats to the coordination service")
+                                           : fmt::format("never reaching the coordination service's barrier {}", last.op);
+  note(fmt::format("the JAX/TSL coordination service reports {} as {}; dead, preempted or hung is not in these logs",
+                   reason::ranks_phrase_counted(r_.missing_ranks), what));
+  r_.summary = fmt::format("unknown: {} {}; the cause is not in these logs", reason::ranks_phrase_counted(r_.missing_ranks),
+                           what);
+  return true;
 }
 
 // A save that began and never reported its end, while the ranks that report wait in a

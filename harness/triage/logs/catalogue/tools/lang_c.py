@@ -36,7 +36,7 @@ format (a macro such as NCCL's INFO_LOC that prepends "%s:%d (%s) "), in the cal
 
 Whatever an argument is that the source does not spell out (a variable, a function result) is
 a hole; a local variable assigned a literal or a builder expression earlier in the same file is
-followed (name = expr; name += expr;). c10::str, fmt::format, std::string(...), std::to_string
+followed (name = expr; name += expr; abseil's StrAppend(&name, a, b)). c10::str, fmt::format, std::string(...), std::to_string
 are always known. A call whose message has no literal text at all is not a format and is left
 out.
 """
@@ -442,7 +442,8 @@ class FileReader:
     # -- local variables ----------------------------------------------------------------------
     def _assignments(self):
         """Where each local name is set: name = expr; name += expr; name << a << b; (a
-        stringstream); TYPE name; (a declaration, which starts it empty); TYPE name(expr)."""
+        stringstream); StrAppend(&name, a, b); TYPE name; (a declaration, which starts it empty);
+        TYPE name(expr)."""
         if self._assign_cache is not None:
             return self._assign_cache
         cache: dict[str, list[tuple[int, str, list[Tok]]]] = {}
@@ -464,12 +465,23 @@ class FileReader:
                 j += 1
             return j
 
+        appended: set[int] = set()
         for i in range(n - 1):
             t = toks[i]
             if t.kind != "id":
                 continue
             nxt = toks[i + 1]
             prev = toks[i - 1] if i > 0 else None
+            if t.val == "StrAppend" and nxt.val == "(" and i + 4 < n and toks[i + 2].val == "&" and \
+                    toks[i + 3].kind == "id" and toks[i + 4].val == ",":
+                # abseil's StrAppend(&name, a, b, ...) (absl:: or TSL's strings::) appends StrCat(a, b, ...)
+                # to name: a += of every argument after the first
+                end = _match_close(toks, i + 1)
+                cache.setdefault(toks[i + 3].val, []).append((i + 3, "append", toks[i + 5:end]))
+                appended.add(i + 3)  # not a parameter "(&name," below
+                continue
+            if i in appended:
+                continue
             if nxt.kind != "op":
                 continue
             if nxt.val == ";" and prev is not None and (
@@ -521,8 +533,8 @@ class FileReader:
         pieces = []
         for k in range(base, len(entries)):
             op, expr = entries[k][1], entries[k][2]
-            if op == "<<":
-                for operand in split_top(expr, "<<"):
+            if op == "<<" or op == "append":
+                for operand in split_top(expr, "<<" if op == "<<" else ","):
                     if operand:
                         pieces.extend(self.eval(operand, "str", depth + 1))
             elif expr:

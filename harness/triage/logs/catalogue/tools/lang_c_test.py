@@ -98,6 +98,22 @@ class StrStyleTest(unittest.TestCase):
         got = fmts(src, ["LOG(ERROR) stream error"])
         self.assertEqual(got, [(5, "LOG(ERROR)", "error", "{}Watchdog timed out after {}ms for rank {}")])
 
+    def test_str_append_followed(self):
+        # TSL's gRPC status (tsl/distributed_runtime/rpc/grpc_state.h:188-195@google/tsl 2e2b2c7): the message is
+        # built with StrAppend(&error_msg, ...) and handed on by a call that prints it
+        src = ('void f() {\n'
+               '  string error_msg = std::string(s.message());\n'
+               '  strings::StrAppend(&error_msg, "\\nAdditional GRPC error information");\n'
+               '  if (target_) {\n'
+               '    strings::StrAppend(&error_msg, " from remote target ", *target_);\n'
+               '  }\n'
+               '  absl::StrAppend(&error_msg, " while calling ", method_, ":");\n'
+               '  s = errors::CreateWithUpdatedMessage(s, error_msg);\n'
+               '}\n')
+        got = fmts(src, ["errors::CreateWithUpdatedMessage str error arg=1"])
+        self.assertEqual(got, [(8, "errors::CreateWithUpdatedMessage", "error",
+                                "{}\nAdditional GRPC error information from remote target {} while calling {}:")])
+
     def test_parameter_is_not_an_earlier_local(self):
         src = ('void f() {\n'
                '  auto msg = c10::str("connect failed with ", err);\n'
