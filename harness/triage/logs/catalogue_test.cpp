@@ -471,3 +471,93 @@ TEST_CASE("catalogue: a line several versions print alike is cited from the newe
   CHECK(old_hit->entry->version != "2.15.0");
   CHECK(old_hit->entry->version != "1.13.1");
 }
+
+// The over-claim audit (branch t24-audit): a meaning names a category/cause only where the line's text, read
+// with the code that prints it, proves it. Each CHECK below is a line whose meaning named more than that.
+namespace {
+struct Said {
+  std::string category, cause, phase, role;
+};
+Said said(const std::string& line) {
+  // The built-in catalogue's meaning for the line (what the meanings files say), whether or not a
+  // hand-written check of the reader reads the line first.
+  const auto hit = builtin_catalogue().match(line);
+  INFO(line);
+  REQUIRE(hit);
+  REQUIRE(hit->entry->meaning);
+  const CatalogueMeaning& m = *hit->entry->meaning;
+  return {m.category, m.cause, m.phase, m.role};
+}
+}  // namespace
+
+TEST_CASE("catalogue audit: a text that names several causes, or a lost link, decides none", "[catalogue]") {
+  // orte_quit.c:299-302@v4.1.4: [proc-comm-failed] is ORTE_JOB_STATE_COMM_FAILED, the state of [node-died]
+  // (errmgr_default_hnp.c:448-455): mpirun's OOB link to a daemon closed; its node died, or the link did.
+  Said s = said("A critical communication path was lost to:");
+  CHECK(s.category == "unknown");
+  CHECK(s.cause == "unknown");
+  s = said("  Remote daemon: [[5140,0],1] on node node-2");
+  CHECK(s.category == "unknown");
+  CHECK(s.cause == "unknown");
+  s = said("mpirun failed to receive scheduled heartbeat communications from a remote");
+  CHECK(s.category == "unknown");
+  // help-mpi-btl-tcp.txt [accept failed] lists out-of-descriptors and out-of-memory itself: no peer's connect.
+  s = said("WARNING: The accept(3) system call failed on a TCP socket.  While this");
+  CHECK(s.category == "unknown");
+  CHECK(s.cause == "unknown");
+  // A Slurm step FAILED "(non-zero exit code or other failure mode)": two causes in its own words.
+  s = said("slurmstepd: error: *** STEP 7.0 ON node-3 FAILED (non-zero exit code or other failure mode) ***");
+  CHECK(s.cause == "unknown");
+  CHECK(s.role == "exit");
+}
+
+TEST_CASE("catalogue audit: a line whose hole carries the error names no cause of its own", "[catalogue]") {
+  // c10d_rendezvous_backend.py:112-118@2.15.0: every store op of the rendezvous (keep-alive included) raises
+  // this on any store error; the inner exception says which, and it is not only init.
+  Said s = said(
+      "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has "
+      "failed. See inner exception for details.");
+  CHECK(s.category == "unknown");
+  CHECK(s.cause == "unknown");
+  CHECK(s.phase.empty());
+  // btl_vader_get.c:95-99@v4.1.4: a CMA read of a peer's memory during a transfer; errno 1 is ptrace denied.
+  s = said("Read -1, expected 65536, errno = 1");
+  CHECK(s.cause != "shm_exhausted");
+  CHECK(s.phase.empty());
+  // socket.cpp:313-341@2.15.0: the TCPStore server's accept() failed; its errno, not a port in use.
+  s = said("[W socket.cpp:329] The server socket on [::]:29500 has failed to accept a connection "
+           "(errno: 24 - Too many open files).");
+  CHECK(s.cause != "address_in_use");
+  CHECK(s.phase.empty());
+  // DeepSpeed engine.py:3430-3438@v0.16.4: a bare except around making the checkpoint's directory.
+  s = said("[ERROR] [engine.py:3437:_create_checkpoint_file] Failed saving model checkpoint to /ckpt with tag "
+           "global_step100");
+  CHECK(s.category == "unknown");
+  CHECK(s.phase == "checkpoint");  // Gloo's uv transport: libuv's error event on the listener, at any time (uv/device.cc:195-199@70dc360).
+  s = said("[gloo/transport/uv/device.cc:199] Error on listener socket: connection reset by peer");
+  CHECK(s.cause != "address_in_use");
+  CHECK(s.phase.empty());
+}
+
+TEST_CASE("catalogue audit: a failed system call is a system call, not the network it was filed under", "[catalogue]") {
+  // Slurm's fcntl/sched_setaffinity/getcwd failures and slurmstepd's task set-up were network/slurm_rpc_error.
+  Said s = said("slurmstepd: error: fcntl(F_SETFL) failed: Bad file descriptor");
+  CHECK(s.category == "rank_exit");
+  CHECK(s.cause == "system_error");
+  s = said("slurmstepd: error: sched_setaffinity(12345,128,0x1) failed: Invalid argument");
+  CHECK(s.cause == "system_error");
+  s = said("slurmstepd: error: _become_user failed: Operation not permitted");
+  CHECK(s.cause == "launch_error");
+  // A launcher's ssh check failing is a launch that could not start (runner.py:461-474@v0.16.4), not a link.
+  s = said("RuntimeError: Using hostfile at /job/hostfile but host=worker-1 was not reachable via ssh. If you are "
+           "running with a single node please remove /job/hostfile or setup passwordless ssh.");
+  CHECK(s.category == "rendezvous");
+  CHECK(s.cause == "launch_error");
+}
+
+TEST_CASE("catalogue audit: a line that reports another component's failure is an echo", "[catalogue]") {
+  // horovod registration.py:157-160@v0.28.1: a host is blacklisted after a worker on it exited non-zero.
+  Said s = said("blacklist failing host: node-3");
+  CHECK(s.role == "echo");
+  CHECK(s.cause != "node_failure");
+}

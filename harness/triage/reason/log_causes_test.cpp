@@ -520,3 +520,34 @@ TEST_CASE("Ultralytics' set-up lines before the first collective's timeout: the 
   INFO(render_text(r));
   CHECK(r.phase == "init");
 }
+
+// The catalogue over-claim audit (branch t24-audit): a line whose text does not decide a cause gives none.
+// orte_quit.c:299-302@v4.1.4: mpirun's [proc-comm-failed] is its lost OOB link to a daemon (the state of
+// [node-died], errmgr_default_hnp.c:448-455): the daemon's node died or the link broke, the block says neither.
+TEST_CASE("Open MPI's lost communication path to a daemon is no proven network fault", "[triage_logs]") {
+  TempDir t("ompi_comm_failed");
+  write_file(t.dir / "mpirun.log",
+             "--------------------------------------------------------------------------\n"
+             "A critical communication path was lost to:\n"
+             "\n"
+             "  My name:      [[5140,0],0]\n"
+             "  Process name: [[5140,0],1]\n"
+             "  Node:         node-2\n"
+             "--------------------------------------------------------------------------\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category != "network");
+  CHECK(r.cause != "host_unreachable");
+}
+
+// Slurm's task/affinity plugin failing to bind a task's CPUs (sched_setaffinity(), src/plugins/task/affinity/
+// affinity.c@slurm-22-05-8-1) is a local system call, not the Slurm RPC (network/slurm_rpc_error) it was filed under.
+TEST_CASE("a Slurm daemon's failed local system call is no network fault", "[triage_logs]") {
+  TempDir t("slurm_setaffinity");
+  write_file(t.dir / "slurm-7.out",
+             "slurmstepd: error: sched_setaffinity(12345,128,0x1) failed: Invalid argument\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "rank_exit");
+  CHECK(r.cause == "system_error");
+}

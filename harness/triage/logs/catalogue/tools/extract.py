@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Extract the message formats of one emitter from its own source; merge their meanings.
 
-    python3 tools/extract.py emitters/<id>.toml (--git-dir DIR | --tree DIR) [--check] [--diff OLD_ID]
+    python3 tools/extract.py emitters/<id>.toml (--git-dir DIR | --tree DIR | --remerge) [--check] [--diff OLD_ID]
 
 Reads emitters/<id>.toml (emitter, version, repo, rev, language, paths, exclude, calls), walks
 the source tree (a bare git dir from the library's fetch, files read at `rev` with
@@ -10,6 +10,10 @@ language extractor, splits each format into printed lines, merges meanings/<id>.
 data/<id>.jsonl (sorted, byte-for-byte reproducible). The catalogue folder is the parent of
 this tools/ folder (--catalogue overrides).
 
+  --remerge     read no source: take the formats of the committed data/<id>.jsonl as they are
+                (where, part, call, level, format, weak), drop their meanings and merge
+                meanings/<id>.toml again, exactly as a full run does (same matching, same bytes for
+                unchanged formats); for a meanings-only edit when the source tree is not at hand
   --check       write nothing; exit 1 when data/<id>.jsonl would change
   --diff OLD    print the formats added, removed and changed against data/<OLD>.jsonl
                 (another version of the same emitter, extracted earlier); writes nothing
@@ -457,6 +461,26 @@ def read_data(path: str) -> list[dict]:
     return out
 
 
+def remerge_entries(em: Emitter, path: str) -> list[dict]:
+    """The formats of the existing data/<id>.jsonl, meanings dropped, as extract() would give them."""
+    if not os.path.exists(path):
+        raise BadInput(f"--remerge: no {path} (run a full extraction first)")
+    entries = []
+    for k, d in enumerate(read_data(path), start=1):
+        for key in ("emitter", "version", "where", "part", "call", "level", "format"):
+            if key not in d:
+                raise BadInput(f"{path}:{k}: key {key}: missing")
+        if (d["emitter"], d["version"]) != (em.emitter, em.version):
+            raise BadInput(f"{path}:{k}: emitter {d['emitter']} {d['version']} is not {em.path}'s "
+                           f"{em.emitter} {em.version}")
+        rec = {key: d[key] for key in ("emitter", "version", "where", "part", "call", "level", "format")}
+        if is_weak(rec["format"]):  # recomputed as extract() does, so a changed bar applies too
+            rec["weak"] = True
+        entries.append(rec)
+    entries.sort(key=sort_key)
+    return entries
+
+
 def diff(old: list[dict], new: list[dict]) -> list[str]:
     """Formats added, removed and changed (same file and call, similar text) between versions."""
     def key(e):
@@ -508,19 +532,25 @@ def main(argv: list[str]) -> int:
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--git-dir", help="a (bare) git dir: files are read at the toml's rev")
     src.add_argument("--tree", help="a plain source tree")
+    src.add_argument("--remerge", action="store_true",
+                     help="read no source: re-merge the meanings into the formats of the existing data")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if the data would change")
     ap.add_argument("--diff", metavar="OLD_ID", help="print the changes against data/OLD_ID.jsonl")
     ap.add_argument("--catalogue", default=CATALOGUE, help="the catalogue folder (default: this script's parent)")
     args = ap.parse_args(argv)
     try:
         em = load_emitter(args.emitter_toml)
-        files = git_files(args.git_dir, em.rev, em) if args.git_dir else tree_files(args.tree, em)
-        if not files:
-            raise BadInput(f"{em.path}: key paths: no file of the source matches")
-        entries = extract(em, files)
+        out_path = os.path.join(args.catalogue, "data", f"{em.id}.jsonl")
+        if args.remerge:
+            entries = remerge_entries(em, out_path)
+            files = sorted({e["where"].rpartition(":")[0] for e in entries})
+        else:
+            files = git_files(args.git_dir, em.rev, em) if args.git_dir else tree_files(args.tree, em)
+            if not files:
+                raise BadInput(f"{em.path}: key paths: no file of the source matches")
+            entries = extract(em, files)
         mpath = os.path.join(args.catalogue, "meanings", f"{em.id}.toml")
         problems = merge_meanings(entries, load_meanings(mpath), shown_path(mpath))
-        out_path = os.path.join(args.catalogue, "data", f"{em.id}.jsonl")
         text = render(entries)
         if args.diff:
             old_path = os.path.join(args.catalogue, "data", f"{args.diff}.jsonl")

@@ -4,6 +4,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -187,6 +188,61 @@ class DriverTest(unittest.TestCase):
             self.assertEqual(rc, 0)
             self.assertIn("0 added, 0 removed, 2 changed", out)
             self.assertIn("~ src/sub/a.c:3 [info] ok now {}", out)
+        finally:
+            c.close()
+
+    def test_remerge_reads_no_source_and_matches_a_full_run(self):
+        c = Catalogue()
+        try:
+            self.assertEqual(c.run()[0], 0)
+            path = os.path.join(c.cat, "data", "demo-1.0.jsonl")
+            remerge = [c.toml, "--remerge", "--catalogue", c.cat]
+
+            def run_remerge(*extra):
+                out, err = io.StringIO(), io.StringIO()
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    rc = extract.main(remerge + list(extra))
+                return rc, err.getvalue()
+
+            self.assertEqual(run_remerge("--check"), (0, ""))  # unchanged meanings: same bytes
+            # a meanings edit: --check sees it, --remerge writes what a full run writes
+            with open(os.path.join(c.cat, "meanings", "demo-1.0.toml"), "w") as f:
+                f.write(MEANINGS.replace('category = "network"\ncause = "ib_error"',
+                                         'category = "unknown"\ncause = "unknown"')
+                        + MEANINGS.replace("NET/IB : Got completion from peer {} with status={}", "ok {}")
+                                  .replace('names = {peer_host = 0}', 'file = "src/sub/*.c"'))
+            self.assertEqual(run_remerge("--check")[0], 1)
+            shutil.rmtree(c.tree)  # no source at all
+            self.assertEqual(run_remerge()[0], 0)
+            with open(path, encoding="utf-8") as f:
+                remerged = f.read()
+            self.assertEqual(run_remerge("--check"), (0, ""))
+            d = c.data()
+            self.assertEqual(d[0]["meaning"]["cause"], "unknown")
+            self.assertEqual(d[2]["meaning"]["cause"], "ib_error")
+            self.assertTrue(d[2]["weak"])
+            self.assertIsNone(d[1]["meaning"])
+        finally:
+            c.close()
+        c = Catalogue(meanings=MEANINGS.replace('category = "network"\ncause = "ib_error"',
+                                                'category = "unknown"\ncause = "unknown"')
+                      + MEANINGS.replace("NET/IB : Got completion from peer {} with status={}", "ok {}")
+                                .replace('names = {peer_host = 0}', 'file = "src/sub/*.c"'))
+        try:
+            self.assertEqual(c.run()[0], 0)
+            with open(os.path.join(c.cat, "data", "demo-1.0.jsonl"), encoding="utf-8") as f:
+                self.assertEqual(f.read(), remerged)  # byte for byte what the full run gives
+            # a stale meaning is reported as in a full run; no data file is bad input
+            with open(os.path.join(c.cat, "meanings", "demo-1.0.toml"), "a") as f:
+                f.write(MEANINGS.replace("status={}", "status={} gone"))
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                rc = extract.main([c.toml, "--remerge", "--catalogue", c.cat])
+            self.assertEqual(rc, 1)
+            self.assertIn("stale meaning", err.getvalue())
+            os.remove(os.path.join(c.cat, "data", "demo-1.0.jsonl"))
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                self.assertEqual(extract.main([c.toml, "--remerge", "--catalogue", c.cat]), 2)
         finally:
             c.close()
 
