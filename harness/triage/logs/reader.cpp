@@ -124,6 +124,10 @@ class FileScanner {
   LaunchFailure sum_cur_;
   // A SIGBUS whose backtrace (the next lines) runs through libnccl: NCCL's /dev/shm segment
   // could not be backed (a full /dev/shm), not a bug of the program.
+  char prev_msg_[384];       // the last unread message (logger.exception's text before its traceback)
+  size_t prev_len_ = 0;
+  uint32_t prev_line_ = 0;
+  bool logged_tb_ = false;   // in a traceback logged under a message the catalogue reads as no root
   size_t py_frame_indent_ = std::string_view::npos;  // the last line was a traceback frame, this indented
   size_t bus_ev_ = SIZE_MAX;
   uint32_t bus_line_ = 0;
@@ -466,6 +470,13 @@ class FileScanner {
       sock_line_ = line_no_;
       sock_pid_ = e.pid;
     }
+    // Python's logger.exception(msg) writes msg, then the traceback of the exception it handled: a
+    // message the catalogue knows as no root (torchrun's "Error waiting on exit barrier", api.py
+    // _exit_barrier, after the local workers succeeded) says what that exception was.
+    if (e.kind == LogKind::kException && logged_tb_) {
+      e.handled = true;
+      logged_tb_ = false;
+    }
     if (!launcher) {
       if (auto it = chained_.find(e.rank); it != chained_.end()) {
         if (it->second < out_.events.size()) out_.events[it->second].handled = true;
@@ -559,6 +570,25 @@ class FileScanner {
         l_.kind = LogKind::kNone;
       py_frame_indent_ = frame_shape(l_.msg, nullptr, nullptr) == FrameShape::kOutermostFirst ? indent
                                                                                               : std::string_view::npos;
+    }
+    {
+      std::string_view m = l_.msg;
+      while (!m.empty() && (m.front() == ' ' || m.front() == '\t')) m.remove_prefix(1);
+      if (m.rfind("Traceback (most recent call last):", 0) == 0) {
+        logged_tb_ = false;
+        if (prev_len_ > 0 && line_no_ == prev_line_ + 1) {
+          const auto hit = builtin_catalogue().match(std::string_view(prev_msg_, prev_len_));
+          logged_tb_ = hit && hit->entry->meaning && hit->entry->meaning->role != "root" &&
+                       hit->entry->meaning->role != "exit";
+        }
+      }
+      // The line a logger.exception traceback would follow: an unread message, kept for that lookup.
+      prev_len_ = 0;
+      if (l_.kind == LogKind::kNone && !m.empty() && m.size() <= sizeof(prev_msg_)) {
+        std::memcpy(prev_msg_, m.data(), m.size());
+        prev_len_ = m.size();
+        prev_line_ = line_no_;
+      }
     }
     if (coord_.line(l_, line_no_, out_.events)) return;  // a task list's line, folded into its verdict
     if (bus_ev_ != SIZE_MAX) {

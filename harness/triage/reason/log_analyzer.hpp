@@ -235,6 +235,7 @@ class LogAnalyzer : public LogTimeline {
   bool evaluating_alone(const Marker& mark) const;
   // A step or progress line, or a training-loop frame: the job is shown training.
   bool training_shown() const;
+  bool store_lost_after_all_ended() const;
   bool set_busy_alone_straggler(const Marker& mark, const Fail* first, const BusyWork& w);
   // A data preparation under way (a library's own progress line, kDataPrep: faiss's k-means) that
   // no waiting rank shows as its own, while only some ranks report the stuck collective.

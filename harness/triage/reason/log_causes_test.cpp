@@ -551,3 +551,60 @@ TEST_CASE("a Slurm daemon's failed local system call is no network fault", "[tri
   CHECK(r.category == "rank_exit");
   CHECK(r.cause == "system_error");
 }
+
+// torchrun's agent after its workers succeeded: _exit_barrier (torch/distributed/elastic/agent/server/api.py@2.15.0)
+// catches any error of the store barrier and logger.exception("Error waiting on exit barrier. Elapsed: %s seconds"):
+// the message, then the traceback of the exception it handled (the store host's agent left first). That exception
+// is the logged message's, no failure of a rank.
+TEST_CASE("an exception logged under torchrun's exit-barrier error is that message's, not a rank's failure",
+          "[triage_logs]") {
+  const std::string h = "E1205 17:59:17.239000 30742 torch/distributed/elastic/agent/server/api.py:1007] ";
+  TempDir t("exit_barrier");
+  write_file(t.dir / "launcher.stderr.log",
+             h + "Error waiting on exit barrier. Elapsed: 0.01123666763305664 seconds\n" + h +
+                 "Traceback (most recent call last):\n" + h +
+                 "  File \"/venv/lib/python3.11/site-packages/torch/distributed/elastic/utils/store.py\", line 201, "
+                 "in barrier\n" +
+                 h + "    store.wait([last_member_key])\n" + h +
+                 "torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. Did "
+                 "the remote server shutdown or crash?\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category != "rank_exit");
+  CHECK(r.cause != "exception");
+}
+
+// Every rank logged its normal end; afterwards a process no rank can be named for (torchrun's agent at its exit
+// barrier, api.py _exit_barrier, meeting the others over the rendezvous store) lost the store's connection
+// (TCPStore.cpp's "sendBytes failed ... Broken pipe"): the store's host left first. No failure of the job; the
+// same loss before a rank's end is not explained away.
+TEST_CASE("a store connection lost after every rank ended normally is the store's teardown", "[triage_logs]") {
+  const auto done = [](int rank, const char* t) {
+    return fmt::format("2026-12-05T17:59:{}Z [rank {}] step 12/12 loss 0.5655 dur_ms 108\n"
+                       "2026-12-05T17:59:{}Z [rank {}] done: 12/12 steps in 1.7 s, last loss 0.5655\n",
+                       t, rank, t, rank);
+  };
+  const auto lost = [](const char* t) {
+    return fmt::format("2026-12-05T17:59:{}Z [W1205 17:59:18.673905346 TCPStore.cpp:106] [c10d] sendBytes failed on "
+                       "SocketImpl(fd=4, addr=[::1]:63644, remote=[::1]:2618): Broken pipe\n",
+                       t);
+  };
+  {
+    TempDir t("store_lost_after");
+    write_file(t.dir / "rank-0.log", done(0, "17.171700"));
+    write_file(t.dir / "rank-1.log", done(1, "17.172000"));
+    write_file(t.dir / "launcher.log", lost("18.368531"));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "none");
+  }
+  {
+    TempDir t("store_lost_before");
+    write_file(t.dir / "rank-0.log", done(0, "17.171700"));
+    write_file(t.dir / "rank-1.log", done(1, "19.172000"));
+    write_file(t.dir / "launcher.log", lost("18.368531"));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category != "none");
+  }
+}

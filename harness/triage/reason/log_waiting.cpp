@@ -399,13 +399,43 @@ bool LogAnalyzer::preparing_alone(const Marker& mark) const {
   });
 }
 
+// Every rank of the world ended normally, each with a clock, and the only failures no rank can be named
+// for are a store or socket connection lost after the last of those ends: the launcher's side of the
+// rendezvous store outliving the workers (torchrun's agents meet at an exit barrier over the store after
+// their workers succeeded, api.py _exit_barrier; the agent hosting the store may leave first). Teardown,
+// not a failure of the job.
+bool LogAnalyzer::store_lost_after_all_ended() const {
+  double last_end = 0;
+  for (const auto& s : rs_) {
+    if (!s.clean_end || !s.end_has_t) return false;
+    last_end = std::max(last_end, s.end_t);
+  }
+  if (rs_.empty()) return false;
+  bool any = false;
+  for (const auto& f : anon_.fails) {
+    if (f.role == Role::kInfo || f.role == Role::kTeardown) continue;
+    if (!f.ev || !f.has_t || f.t <= last_end) return false;
+    switch (f.ev->kind) {
+      case LogKind::kCommClosed:
+      case LogKind::kSocketError:
+      case LogKind::kStoreTimeout:
+      case LogKind::kStoreRefused:
+        any = true;
+        break;
+      default:
+        return false;
+    }
+  }
+  return any;
+}
+
 bool LogAnalyzer::try_no_failure() {
   for (const auto& s : rs_) {
     for (const auto& f : s.fails) {
       if (f.role != Role::kInfo && f.role != Role::kTeardown) return false;
     }
   }
-  if (use_anon_) return false;
+  if (use_anon_ && !store_lost_after_all_ended()) return false;
   // "no error logged" is a statement about every rank's log. A dump signal "due to a
   // collective timeout" is a peer's timeout, relayed: an error was logged, only not here.
   // Lines no rank can be named for (a paste from one process) say nothing of the others.
