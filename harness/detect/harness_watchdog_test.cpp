@@ -10,9 +10,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "detect/child_process_test_support.hpp"
+#include "detect/snapshot.hpp"
 #include "util.hpp"
 
 using namespace hanglab;
@@ -194,4 +199,31 @@ TEST_CASE("a tracing stop (a debugger or py-spy attached) is not a rank stopped 
   const Run run = drive(wd, {&a, &b}, 3.5, [](double) {});
   CHECK(!run.fired);
   ::ptrace(PTRACE_DETACH, traced.pid, nullptr, nullptr);
+}
+
+// The snapshot at the first detection names every live rank's kernel view, also where the detection came
+// before the liveness sampler's first period (a rank that died within a second of the start, seen under a
+// slow build): read from /proc at the snapshot then.
+TEST_CASE("the snapshot reads a live rank's kernel state even before its first liveness sample") {
+  Child sleeper([] {
+    for (;;) ::pause();
+  });
+  RankWatch w = rank_of(0, sleeper.pid);
+  HarnessWatchdog wd({30, {}, {}}, fast());  // never checked: no sample taken
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("hanglab_snapshot_{}", ::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "ranks" / "0");
+  SnapshotInput in;
+  in.run_dir = dir;
+  in.why = "first detection: exit_monitor (rank 1)";
+  in.t = unix_now();
+  in.mono_to_unix = unix_now() - mono_now();
+  std::vector<RankWatch*> ranks{&w};
+  write_snapshot(in, ranks, wd, nullptr);
+  const auto j = nlohmann::json::parse(read_file(dir / "liveness.json"));
+  REQUIRE(j["ranks"].size() == 1);
+  REQUIRE(j["ranks"][0].contains("kernel"));
+  CHECK(j["ranks"][0]["kernel"]["state"] == "S");
+  std::filesystem::remove_all(dir);
 }

@@ -19,6 +19,16 @@ void write_snapshot(const SnapshotInput& in, const std::vector<RankWatch*>& rank
   const double job_progress_t = watchdog.last_progress_mono() + in.mono_to_unix;
   for (const RankWatch* r : ranks) {
     nlohmann::json j = watchdog.rank_json(*r, in.mono_to_unix);
+    // A live rank the liveness sampler has not sampled yet (the detection came before its first
+    // period, e.g. a rank that died within a second of the start): its kernel view read now, with no
+    // activity window behind it.
+    if (!j.contains("kernel") && r->alive && r->gone_t == 0 && r->pid > 0) {
+      std::string state, wchan;
+      main_thread_state(r->pid, state, wchan);
+      if (!state.empty())
+        j["kernel"] = {{"activity", "unknown"}, {"state", state}, {"wchan", wchan}, {"sampled_t", nullptr},
+                       {"read_at_snapshot", true}};
+    }
     const StackSample* s = stacks ? stacks->latest(r->rank) : nullptr;
     // Only a sample from before the cause, recent, and taken since the job last progressed:
     // what the rank was doing then.
