@@ -6,6 +6,7 @@
 
 #include "triage/log_test_support.hpp"
 #include "triage/logs/parse.hpp"
+#include "triage/model/causes.hpp"
 #include "triage/reason/log.hpp"
 #include "triage/triage.hpp"
 
@@ -392,6 +393,24 @@ TEST_CASE("NCCL's bootstrap refused: its own rendezvous failed, not the store an
     INFO(render_text(r));
     CHECK(r.cause != "connection_refused");
     CHECK(r.cause != "bootstrap_error");
+  }
+  {
+    // The refusal beside a watchdog's collective timeout (a communicator set up while others wait, e.g. a new
+    // subgroup's): the answer keeps the refusal's own meaning, never network/bootstrap_error (a pair no
+    // category holds; found by the fuzzer).
+    TempDir t("nccl_boot_refused_waiting");
+    write_file(t.dir / "nccl.log",
+               "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
+               "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600004 "
+               "milliseconds before timing out.\n" +
+                   p + "include/socket.h:390 NCCL WARN Connect to 10.38.10.112<21724> failed : Connection refused\n" +
+                   trace);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(listed_cause(r.category, r.cause));
+    CHECK(r.category == "rendezvous");
+    CHECK(r.cause == "bootstrap_error");
+    CHECK(r.phase == "init");
   }
 }
 

@@ -141,8 +141,15 @@ bool LogAnalyzer::try_all_waiting() {
   if (!link && mark && mark->kind == LogKind::kDataPrep && partial && preparing_alone(*mark))
     return set_busy_alone_straggler(*mark, first, kPreparingData);
   if (link) {
-    r_.category = "network";
-    r_.cause = !link->cause.empty() ? link->cause : link->kind == LogKind::kIbError ? "ib_error" : "comm_error";
+    // The link event's own meaning where the reader refined it (NCCL's socket refusal unwound through
+    // bootstrap.cc is its rendezvous, rendezvous/bootstrap_error): a cause never goes out under another
+    // category than its own.
+    const bool own = !link->category.empty() && !link->cause.empty();
+    r_.category = own ? link->category : "network";
+    r_.cause = own || !link->cause.empty() ? link->cause
+               : link->kind == LogKind::kIbError ? "ib_error"
+                                                 : "comm_error";
+    if (own && !link->phase.empty()) r_.phase = std::string(link->phase);
     r_.confidence = "medium";
     Fail f = make_fail(*link, link->rank);
     describe(*link, f);
