@@ -84,6 +84,13 @@ TEST_CASE("rank attribution", "[triage_logs]") {
     const auto err = parse("[40112,0]<stderr>:RuntimeError: NCCL error");
     CHECK(err.rank == 0);
     CHECK(err.msg.find("RuntimeError") == 0);
+    // --timestamp-output puts ctime()'s time (its newline cut) right before the tag (iof_base_output.c:114-121).
+    const auto stamped = parse("Wed Jan 16 12:50:13 2019[1,17]<stderr>:*** SIGSEGV (@0x8) received by PID 51898 (TID "
+                               "0x7faae0dfa700) from PID 8; stack trace: ***");
+    CHECK(stamped.rank == 17);
+    CHECK(stamped.has_t);
+    CHECK(stamped.msg.find("*** SIGSEGV") == 0);
+    CHECK(stamped.kind == LogKind::kCrash);
     // NCCL's abort notice states the communicator's size, nothing more.
     const auto abort = parse("pt-worker-0:4288:4421 [1] NCCL INFO comm 0x5649149de2c0 rank 5 nranks 8 cudaDev 1 busId "
                              "a7000 - Abort COMPLETE");

@@ -234,6 +234,18 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
   // syslog "Nov 29 08:26:59 host kernel: " (only at the start: month names are capitalised)
   if (first && c >= 'A' && c <= 'Z') {
     bool no_year = false;
+    // mpirun --timestamp-output: ctime() without its newline, then the tag with no space between
+    // ("Wed Jan 16 12:50:13 2019[1,17]<stderr>:"; orte/mca/iof/base/iof_base_output.c:114-121,
+    // orte_iof_base_write_output @open-mpi/ompi 34d089db; PRRTE's prte_iof_base_write_output alike).
+    if (size_t e = parse_month_day_time(s, p, ctx.year, true, &t, &res, &no_year);
+        e != npos && !no_year && e < s.size() && (s[e] == '[' || s[e] == ' ')) {
+      if (!o.has_t) {
+        o.has_t = true;
+        o.t = t;
+        o.t_res = res;
+      }
+      return s[e] == ' ' ? e + 1 : e;
+    }
     size_t e = parse_month_day_time(s, p, ctx.year, false, &t, &res, &no_year);
     if (e != npos && e < s.size() && s[e] == ' ') {
       size_t h = e + 1;
