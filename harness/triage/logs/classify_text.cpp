@@ -485,6 +485,17 @@ bool torchelastic_lines(sv m, LogLine& o) {
     o.pid = int_after(m, "(pid: ", 0, false);
     return true;
   }
+  // glog's failure signal handler writes DumpTimeInfo's "*** Aborted at <t> (unix time) try \"date -d @<t>\" if
+  // you are using GNU date ***" first, then DumpSignalInfo's "*** SIGSEGV (@0x8) received by PID ...", then the
+  // stack, then re-raises the signal (google/glog src/signalhandler.cc:162, :196, :299, :310 @v0.3.5). It is
+  // installed only for SIGSEGV, SIGILL, SIGFPE, SIGABRT, SIGBUS and SIGTERM (kFailureSignals, :64-70): the header
+  // alone says the process is dying of one of them, not which (a paste often keeps only the first line per rank).
+  if (starts(trim(m), "*** Aborted at ") && has(m, " (unix time) ")) {
+    o.kind = LogKind::kCrash;
+    o.signal = 0;
+    o.word = "glog_failure_header";
+    return true;
+  }
   if (starts(trim(m), "*** SIG")) {  // glog's failure signal handler: "*** SIGSEGV (@0x0) received by PID ..."
     o.kind = LogKind::kCrash;
     o.signal = signal_from_name(m);

@@ -104,6 +104,14 @@ static bool describe_special(const LogEvent& e, const std::string& txt, Fail& f)
       f.signal = 9;
       return true;
     case LogKind::kCrash:
+      // glog's header before it names the signal: a death by one of its six failure signals, weaker than
+      // the line that names which (the same rank's "*** SIGSEGV ..." that follows wins).
+      if (e.word == "glog_failure_header") {
+        set_root(f, "rank_exit", "crashed", 1,
+                 "dying of a fatal signal (glog's failure handler: SIGSEGV, SIGILL, SIGFPE, SIGABRT, SIGBUS or "
+                 "SIGTERM): " + txt);
+        return true;
+      }
       set_root(f, "rank_exit", e.signal == 11 ? "segfault" : "crashed", 3,
                e.signal > 0 ? fmt::format("crashed ({}): {}", signal_name(e.signal), txt) : "crashed: " + txt);
       return true;

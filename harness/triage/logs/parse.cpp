@@ -6,6 +6,7 @@
 #include "triage/logs/parse.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -325,12 +326,24 @@ static bool parse_hvd_missing_entry(std::string_view m, LogLine& o) {
 // "batch", a tqdm bar's "%|"): most lines of a long log have none, and this is the hot path.
 // A line that names an evaluation ("[eval] global_step = 0", "eval_loss", "validation") reports on one
 // and is no training progress, whatever counter it carries.
+// "eval"/"valid" as the start of a word ("[eval]", "eval_loss", "Validation"), not inside an identifier:
+// PaddlePaddle's "classification_error_evaluator" is a metric of the training batches.
+static bool names_evaluation(std::string_view m) {
+  for (sv w : {sv("eval"), sv("valid")}) {
+    for (size_t k = ifind(m, w); k != npos; k = ifind(m, w, k + 1)) {
+      const char b = k ? m[k - 1] : ' ';
+      if (!std::isalnum(static_cast<unsigned char>(b)) && b != '_') return true;
+    }
+  }
+  return false;
+}
+
 static bool progress_shape(std::string_view m) {
   if (m.size() < 8 || m.size() > 4096) return false;
   bool hint = m.find("%|") != npos;
   for (sv w : {sv("step"), sv("iter"), sv("epoch"), sv("loss"), sv("batch")})
     hint = hint || ifind(m, w) != npos;
-  if (!hint || ifind(m, "eval") != npos || ifind(m, "valid") != npos) return false;
+  if (!hint || names_evaluation(m)) return false;
   return match_progress(m).has_value();
 }
 

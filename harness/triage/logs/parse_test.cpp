@@ -692,6 +692,11 @@ TEST_CASE("every progress shape the supervisor reads is training progress to the
   // A report of an evaluation is no training progress, whatever counter it carries.
   CHECK(parse("  [eval] global_step = 0").kind != LogKind::kProgress);
   CHECK(parse("{'eval_loss': 0.52, 'eval_runtime': 3.1, 'epoch': 1.0}").kind != LogKind::kProgress);
+  CHECK(parse("Validation: step 20/40").kind != LogKind::kProgress);
+  // ...but a metric's name that only contains the word is a training batch's (PaddlePaddle v2's evaluators).
+  CHECK(parse("[INFO 2019-01-16 12:49:48,651 train.py:110] Pass 11, Batch 140, Cost 1.168355, "
+              "{'classification_error_evaluator': 0.267578125}")
+            .kind == LogKind::kProgress);
   // HF Trainer's end-of-training metrics (speed_metrics("train", ...), logged once after its loop):
   // the loop's end, not a step of it; as a JSON line (a logging callback) too.
   CHECK(parse("{'train_runtime': 125460.4448, 'train_samples_per_second': 0.623, 'train_loss': 0.358, "

@@ -69,6 +69,13 @@ const std::vector<ProgressPattern>& progress_patterns() {
       // own, not part of a path or file name ("epoch=3-step=4192.ckpt" is a checkpoint's name)
       {"key_value", "=", R"((?:^|[\s,;(\[{|])(?:global_step|step|iteration|iter)\s*=\s*(\d+)(?:\s*/\s*(\d+))?(?![\w.\-/]))", 0, 0, 1, 2,
        "train: loss=0.3125 iter=120 lr=0.001"},
+      // The epoch then the batch within it, in words: "Epoch 3, Batch 120, Loss 0.41", PaddlePaddle v2's
+      // event handler "Pass 11, Batch 140, Cost 1.168355, {...}" (its book's train.py prints
+      // "Pass %d, Batch %d, Cost %f, %s" % (event.pass_id, event.batch_id, event.cost, event.metrics); a pass
+      // is Paddle's epoch). The batch counts within the epoch.
+      {"epoch_batch_words", "batch",
+       HL_PREFIX R"((?:epoch|pass)\s*[:#]?\s*(\d+)\s*(?:/\s*\d+\s*)?[,|]?\s*batch\s*[:#]?\s*(\d+)(?:\s*/\s*(\d+))?)", 1, 0, 2, 3,
+       "Pass 11, Batch 140, Cost 1.168355, {'classification_error_evaluator': 0.267578125}"},
       // A message that starts with the counter: "step 300/1000", "Iteration 50", "[rank 2] step: 29/200"
       {"step_word", "", HL_PREFIX R"((?:global[ _]step|step|iteration|iter)\b\s*[:#]?\s*(\d+)(?:\s*/\s*(\d+))?)", 0, 0, 1,
        2, "[rank 2] step 29/200 loss 0.4183"},
@@ -107,7 +114,7 @@ std::optional<long long> ProgressMatch::steps_done() const {
     return (static_cast<long long>(*epoch) - 1) * *step_total + *step;
   }
   const bool per_epoch = pattern == "lightning_bar" || pattern == "lightning_rich_bar" || pattern == "imagenet_meter" ||
-                         pattern == "epoch_batch_brackets";
+                         pattern == "epoch_batch_brackets" || pattern == "epoch_batch_words";
   if (!per_epoch) return *step;
   if (!epoch || !step_total || *step_total <= 0 || *epoch < 0) return std::nullopt;
   // All three number epochs from 0 (dcgan prints "[epoch/niter]" with the 0-based epoch).

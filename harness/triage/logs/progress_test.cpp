@@ -70,6 +70,20 @@ TEST_CASE("progress fields of the common shapes") {
   CHECK(m->pattern == "lightning_bar");
   CHECK(*m->epoch == 0);
   CHECK(*m->step == 469);
+
+  // The epoch and the batch within it in words (PaddlePaddle v2's "Pass N, Batch M"; many scripts' "Epoch N, Batch M").
+  m = match_progress("[INFO 2019-01-16 12:49:48,651 train.py:110] Pass 11, Batch 140, Cost 1.168355, {'err': 0.26}");
+  REQUIRE(m);
+  CHECK(m->pattern == "epoch_batch_words");
+  CHECK(*m->epoch == 11);
+  CHECK(*m->step == 140);
+  m = match_progress("Epoch 3/10, Batch 20/469, loss 0.41");
+  REQUIRE(m);
+  CHECK(*m->epoch == 3);
+  CHECK(*m->step == 20);
+  CHECK(*m->step_total == 469);
+  CHECK(m->steps_done() == 3 * 469 + 20);
+  CHECK(!match_progress("Batch size 32, shuffling the pass 2 cache"));
 }
 
 TEST_CASE("a tqdm bar redrawn with carriage returns is read at its newest state") {

@@ -627,3 +627,39 @@ TEST_CASE("a store connection lost after every rank ended normally is the store'
     CHECK(r.category != "none");
   }
 }
+
+// glog's failure handler (google/glog src/signalhandler.cc @v0.3.5): "*** Aborted at <t> (unix time) ..." first,
+// then "*** SIGSEGV (@0x8) received by PID ..." and the stack, then the signal re-raised; installed only for
+// SIGSEGV, SIGILL, SIGFPE, SIGABRT, SIGBUS and SIGTERM. A rank whose header alone is in the paste is dying too.
+TEST_CASE("glog's failure header: every rank that printed it is dying; the one that names SIGSEGV is the cause",
+          "[triage_logs]") {
+  const std::string hdr = "*** Aborted at 1547614213 (unix time) try \"date -d @1547614213\" if you are using GNU date ***\n";
+  const std::string segv =
+      "*** SIGSEGV (@0x8) received by PID 51898 (TID 0x7faae0dfa700) from PID 8; stack trace: ***\n";
+  {
+    // mpirun --timestamp-output: the headers of ranks 5, 0 and 2 in the same second as rank 5's SIGSEGV.
+    TempDir t("glog_aborted_at");
+    const std::string at = "Wed Jan 16 12:50:13 2019";
+    write_file(t.dir / "train.log", "Wed Jan 16 12:49:48 2019[1,0]<stderr>:Pass 11, Batch 140, Cost 1.168355\n" + at +
+                                        "[1,5]<stderr>:" + hdr + at + "[1,0]<stderr>:" + hdr + at + "[1,2]<stderr>:" +
+                                        hdr + at + "[1,5]<stderr>:PC: @                0x0 (unknown)\n" + at +
+                                        "[1,5]<stderr>:" + segv + "Wed Jan 16 12:49:48 2019[1,7]<stderr>:Pass 11, Batch 140\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "rank_exit");
+    CHECK(r.cause == "segfault");
+    CHECK(r.missing_ranks == std::vector<int>{0, 2, 5});
+    CHECK(r.phase == "training");
+  }
+  {
+    // Without clocks the header still gives way to its own rank's signal line; whether the other headers were
+    // crashes or mpirun's SIGTERM after rank 5's death (the handler traps SIGTERM too) is not said.
+    TempDir t("glog_aborted_at_untimed");
+    write_file(t.dir / "train.log", "[1,0]<stderr>:Pass 11, Batch 140, Cost 1.168355\n[1,5]<stderr>:" + hdr +
+                                        "[1,0]<stderr>:" + hdr + "[1,5]<stderr>:" + segv);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "segfault");
+    CHECK(r.missing_ranks == std::vector<int>{5});
+  }
+}

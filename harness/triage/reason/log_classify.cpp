@@ -142,6 +142,11 @@ const Fail* LogAnalyzer::first_root() const {
     // _try_get_data: no signal it could name) and the worker's own bus-error message (its SIGBUS
     // handler, torch/csrc/DataLoader.cpp: "insufficient shared memory (shm)") are one death, written
     // by two processes in either order: the worker's words name why.
+    // glog's failure header ("*** Aborted at ...") and the same process's "*** SIGSEGV ... received by PID"
+    // after it are one death (signalhandler.cc writes them in that order): the second names the signal.
+    else if (best->ev && best->ev->kind == LogKind::kCrash && best->ev->word == "glog_failure_header" &&
+             f->rank == best->rank && f->ev && f->ev->kind == LogKind::kCrash && f->ev->signal > 0)
+      best = f;
     else if (best->ev && best->ev->kind == LogKind::kDataLoaderKilled && best->ev->signal == 0 &&
              f->rank == best->rank && f->ev && f->ev->kind == LogKind::kShmBusError)
       best = f;
