@@ -112,6 +112,13 @@ static bool describe_special(const LogEvent& e, const std::string& txt, Fail& f)
                  "SIGTERM): " + txt);
         return true;
       }
+      // Open MPI's handler's header ("[host:pid] *** Process received signal ***", opal/util/stacktrace.c),
+      // installed for opal_signal's list (default "6,7,8,11": SIGABRT, SIGBUS, SIGFPE, SIGSEGV): a crash, its
+      // signal on the handler's next line.
+      if (e.catalogue && e.signal == 0 && e.role == "root") {
+        set_root(f, "rank_exit", "crashed", 1, "crashed (Open MPI's signal handler; the signal is on its next line): " + txt);
+        return true;
+      }
       set_root(f, "rank_exit", e.signal == 11 ? "segfault" : "crashed", 3,
                e.signal > 0 ? fmt::format("crashed ({}): {}", signal_name(e.signal), txt) : "crashed: " + txt);
       return true;

@@ -352,7 +352,7 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   o.t = o.t_res = 0;
   o.rank = o.local_rank = o.pg_rank = -1;
   o.rank_src = RankSource::kNone;
-  o.pg = o.host = o.msg = o.op = o.word = o.where = {};
+  o.pg = o.host = o.host_tagged = o.msg = o.op = o.word = o.where = {};
   o.pg_default = o.peer_closed = o.torch_rendezvous = o.report_entry = false;
   o.pid = -1;
   o.nccl_dev = -1;
@@ -478,6 +478,7 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   // exception around it is called (peer_connect.cpp).
   if (o.kind != LogKind::kCrash && loopback_peer_connect(body, o)) read = true;
   if (!read) read = apply_catalogue(body, o);
+  if (!read && !o.host_tagged.empty()) read = apply_catalogue(o.host_tagged, o);
   if (!read && progress_shape(body)) {
     // A training loop's progress line the tables above do not know: the supervisor's progress table
     // (logs/progress.cpp: DCGAN's "[1/5][20/469] Loss_D", DeepSpeed's "steps: 20 loss:", a JSON or

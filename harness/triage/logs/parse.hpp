@@ -157,6 +157,9 @@ struct LogLine {
   std::string_view pg;       // process group id/name as printed ("1", "0(default_pg)")
   bool pg_default = false;   // the PG is the default one: pg_rank is the global rank
   std::string_view host;     // "[host:3]", NCCL "host:pid:tid" prefix, syslog host, mpirun node
+  // From a "[host:N]" tag on: Open MPI's opal_output prefix ("[%s:%d] " host and pid) is part of its
+  // messages' formats in the catalogue (opal/util/stacktrace.c "[{}:{}] *** Process received signal ***").
+  std::string_view host_tagged;
   long long pid = -1;        // NCCL prefix pid, "pid N" of the event
   int nccl_dev = -1;         // NCCL prefix "host:pid:tid [dev]": the CUDA device index (not a rank)
   std::string_view msg;      // the line without its clock and attribution prefixes

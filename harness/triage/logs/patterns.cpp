@@ -456,6 +456,15 @@ static std::vector<LinePattern> limit_patterns() {
 // The table, part: phase markers, progress and the program's end.
 static std::vector<LinePattern> phase_patterns() {
   return {
+      // NCCL's INFO lines that only a communicator's set-up prints (NCCL_DEBUG=INFO; the INIT and BOOTSTRAP
+      // subsystems): ncclCommInitRank's "... - Init START" (src/init.cc, 2.19+), the bootstrap's "Bootstrap : Using
+      // <if>" (src/bootstrap.cc bootstrapNetInit), initTransportsRank's "Connected all rings/trees" (src/init.cc) and
+      // the RAS client's "RAS client listening socket at" (src/ras/client_support.cc, from rasInit in the
+      // bootstrap, v2.24+). Where no step, progress or completed collective follows, the job was setting up.
+      {{"NCCL INFO"},
+       {" - Init START", "Bootstrap : Using", "Bootstrap: Using", "Connected all rings", "Connected all trees", "RAS client listening socket at"},
+       LogKind::kInitStep, "", "", PatternFields::kNone,
+       "rtptest1620:935572:937467 [0] NCCL INFO RAS client listening socket at ::1<28028>"},
       // NCCL's error propagating up through init.cc: the failure hit communicator setup (gh-nccl-1235).
       {{"NCCL INFO init.cc:", " -> "}, {}, LogKind::kInitStep, "", "", PatternFields::kNone,
        "ng30903:3063025:3066048 [0] NCCL INFO init.cc:1079 -> 3"},

@@ -192,7 +192,10 @@ static size_t peel_bracket(sv s, size_t p, const LogLineContext& ctx, LogLine& o
             o.rank = bounded_rank(v);
             o.rank_src = RankSource::kHostTag;
           }
+          // A number no rank can be is the pid.
+          if (o.pid < 0 && v >= kMaxWorld) o.pid = v;
           o.host = host;
+          if (o.host_tagged.empty()) o.host_tagged = s.substr(p);
           size_t e = q + 1;
           if (e < s.size() && s[e] == ':') ++e;
           return skip_sp(s, e);

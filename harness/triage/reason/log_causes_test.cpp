@@ -663,3 +663,30 @@ TEST_CASE("glog's failure header: every rank that printed it is dying; the one t
     CHECK(r.missing_ranks == std::vector<int>{5});
   }
 }
+
+// Open MPI's signal handler (opal/util/stacktrace.c): "[host:pid] *** Process received signal ***", then "Signal:
+// <name> (<n>)", "Signal code: ...", the stack, "*** End of error message ***". It is installed for opal_signal's
+// list (default "6,7,8,11"): the header alone says the process is crashing, the next line says with which signal.
+TEST_CASE("Open MPI's signal-handler header: a crash, its signal from the line after it", "[triage_logs]") {
+  const std::string nccl = "rtptest1621:405884:407462 [0] NCCL INFO RAS client listening socket at ::1<28028>\n";
+  {
+    TempDir t("ompi_sig_header");
+    write_file(t.dir / "alltoall.log", nccl + "[rtptest1621:405884] *** Process received signal ***\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "rank_exit");
+    CHECK(r.cause == "crashed");
+    // After a line only NCCL's communicator set-up prints (the RAS client's socket, from rasInit in the
+    // bootstrap) and nothing that shows training: it crashed while setting up.
+    CHECK(r.phase == "init");
+  }
+  {
+    TempDir t("ompi_sig_header_signal");
+    write_file(t.dir / "alltoall.log", nccl + "[rtptest1621:405884] *** Process received signal ***\n"
+                                              "[rtptest1621:405884] Signal: Segmentation fault (11)\n"
+                                              "[rtptest1621:405884] Signal code: Address not mapped (1)\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "segfault");
+  }
+}

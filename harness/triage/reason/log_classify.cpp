@@ -112,6 +112,15 @@ std::vector<const Fail*> LogAnalyzer::all_fails() const {
   return v;
 }
 
+// Two failures written by one process: the same rank, or (neither attributed) the same pid on the same host,
+// or the same "[host:N]" tag (Open MPI's opal_output prefix is host and pid).
+static bool same_process(const Fail& a, const Fail& b) {
+  if (a.rank >= 0 || b.rank >= 0) return a.rank == b.rank;
+  if (!a.ev || !b.ev || a.ev->host != b.ev->host) return false;
+  if (a.ev->pid >= 0 && a.ev->pid == b.ev->pid) return true;
+  return a.ev->rank_src == RankSource::kHostTag && b.ev->rank_src == RankSource::kHostTag && a.ev->rank == b.ev->rank;
+}
+
 // The earliest root candidate: real failures first (OOM, CUDA, crash, kill, exception);
 // a plain non-zero exit only when no rank logged anything stronger.
 const Fail* LogAnalyzer::first_root() const {
@@ -142,10 +151,12 @@ const Fail* LogAnalyzer::first_root() const {
     // _try_get_data: no signal it could name) and the worker's own bus-error message (its SIGBUS
     // handler, torch/csrc/DataLoader.cpp: "insufficient shared memory (shm)") are one death, written
     // by two processes in either order: the worker's words name why.
-    // glog's failure header ("*** Aborted at ...") and the same process's "*** SIGSEGV ... received by PID"
-    // after it are one death (signalhandler.cc writes them in that order): the second names the signal.
-    else if (best->ev && best->ev->kind == LogKind::kCrash && best->ev->word == "glog_failure_header" &&
-             f->rank == best->rank && f->ev && f->ev->kind == LogKind::kCrash && f->ev->signal > 0)
+    // A signal handler's header that names no signal (glog's "*** Aborted at ...", Open MPI's "[host:pid] ***
+    // Process received signal ***") and the same process's line naming the signal after it ("*** SIGSEGV ...
+    // received by PID", "[host:pid] Signal: Segmentation fault (11)") are one death: the second says which.
+    else if (best->ev && best->ev->kind == LogKind::kCrash && best->ev->signal == 0 && best->strength == 1 &&
+             (f->signal > 0 || (f->ev && f->ev->kind == LogKind::kCrash && f->ev->signal > 0)) &&
+             same_process(*best, *f))
       best = f;
     else if (best->ev && best->ev->kind == LogKind::kDataLoaderKilled && best->ev->signal == 0 &&
              f->rank == best->rank && f->ev && f->ev->kind == LogKind::kShmBusError)
