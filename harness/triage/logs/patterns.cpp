@@ -564,6 +564,17 @@ const std::vector<LinePattern>& line_patterns() {
   return kTable;
 }
 
+// The local rank a launcher's failure notice names in the command it quotes. The DeepSpeed launcher's
+// "{cmd} exits with return code = {code}" (deepspeed/launcher/launch.py sigkill_handler, :320@v0.9.3,
+// :321@v0.10.0, :324@v0.8.3) and torch.distributed.launch's CalledProcessError(returncode, cmd=cmd) (PyTorch
+// <= 1.8) both quote `cmd` as the spawning loop left it: the LAST process's command, "--local_rank=<nproc - 1>",
+// whichever process failed (the code is the failed one's). Only "--local_rank=0" (one process per node)
+// names the process that failed; any other number names no one.
+static int launcher_cmd_local_rank(sv m) {
+  const int l = bounded_rank(int_after(m, "--local_rank="));
+  return l == 0 ? 0 : -1;
+}
+
 bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
   for (const auto& p : line_patterns()) {
     if (p.fallback != fallback) continue;
@@ -620,7 +631,7 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
           o.code = static_cast<int>(neg ? -c : c);
           if (neg && c < 65) o.signal = static_cast<int>(c);
         }
-        o.local_rank = bounded_rank(int_after(m, "--local_rank="));
+        o.local_rank = launcher_cmd_local_rank(m);
         break;
       }
       case PatternFields::kKilledProcess:
@@ -654,7 +665,7 @@ bool match_line_pattern(std::string_view m, LogLine& o, bool fallback) {
           const long long c = int_after(m, "non-zero exit status ");
           if (c >= 0) o.code = static_cast<int>(c);
         }
-        o.local_rank = bounded_rank(int_after(m, "--local_rank="));
+        o.local_rank = launcher_cmd_local_rank(m);
         break;
       }
       case PatternFields::kMpiAbort:

@@ -44,7 +44,17 @@ TEST_CASE("pattern table: the fields its lines carry", "[triage_logs]") {
             "'main.py', '--local_rank=3'] exits with return code = -9");
   CHECK(l.kind == LogKind::kLauncherExit);
   CHECK(l.signal == 9);
-  CHECK(l.local_rank == 3);
+  // The launcher quotes the last command it built (launch.py sigkill_handler's `cmd`): --local_rank=3 is the
+  // fourth of four processes, not the one that failed.
+  CHECK(l.local_rank == -1);
+  l = parse("[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', "
+            "'main.py', '--local_rank=0'] exits with return code = -9");
+  CHECK(l.local_rank == 0);  // one process per node: the only one
+  l = parse("subprocess.CalledProcessError: Command '['/usr/bin/python', '-u', 'train.py', '--local_rank=7', "
+            "'--epochs', '3']' returned non-zero exit status 1.");
+  CHECK(l.kind == LogKind::kLauncherExit);
+  CHECK(l.code == 1);
+  CHECK(l.local_rank == -1);
   l = parse("[node-0:391803] Signal: Aborted (6)");
   CHECK(l.kind == LogKind::kCrash);
   CHECK(l.signal == 6);
@@ -94,18 +104,19 @@ TEST_CASE("pattern table: NCCL socket errno families and the launchers' worker d
   CHECK(parse("[1,2]<stdout>:w-0:199:263 [2] process_err_completion:1562 NCCL WARN NET/OFI Request 0x7f completed with "
               "error. RC: 5. Error: Invalid receiver queue pair number (QPN) My EFA addr: x")
             .kind == LogKind::kNcclRemoteError);
-  // torch.distributed.launch's CalledProcessError names the worker's local rank and its death.
+  // torch.distributed.launch's CalledProcessError names a worker's death, and the command of the last worker it
+  // started (its `cmd`), not the failed one's: the local rank is not known.
   l = parse("subprocess.CalledProcessError: Command '['/usr/bin/python3', '-u', 'train.py', '--local_rank=3', '--bs', "
             "'8']' died with <Signals.SIGKILL: 9>.");
   CHECK(l.kind == LogKind::kLauncherExit);
   CHECK(l.signal == 9);
-  CHECK(l.local_rank == 3);
+  CHECK(l.local_rank == -1);
   l = parse("subprocess.CalledProcessError: Command '['/usr/bin/python3', '-u', 'train.py', '--local_rank=1']' returned "
             "non-zero exit status 1.");
   CHECK(l.kind == LogKind::kLauncherExit);
   CHECK(l.signal == 0);
   CHECK(l.code == 1);
-  CHECK(l.local_rank == 1);
+  CHECK(l.local_rank == -1);  // the last command the launcher built, not the failed process's
   // A redacted command still died of its signal; its local rank is not known.
   l = parse("subprocess.CalledProcessError: Command XXXXX (my script params) died with <Signals.SIGSEGV: 11>.");
   CHECK(l.kind == LogKind::kLauncherExit);
