@@ -130,7 +130,7 @@ namespace hanglab {
 using namespace logparse;
 
 size_t parse_iso_time(std::string_view s, double* t, double* res) {
-  if (s.size() < 19) return 0;
+  if (s.size() < 16) return 0;
   for (int i : {0, 1, 2, 3, 5, 6, 8, 9}) {
     if (!dig(s[i])) return 0;
   }
@@ -139,8 +139,16 @@ size_t parse_iso_time(std::string_view s, double* t, double* res) {
   const int mo = two(s, 5), d = two(s, 8);
   if (mo < 1 || mo > 12 || d < 1 || d > 31) return 0;
   double sod = 0;
-  size_t p = parse_hms(s, 11, &sod, res);
-  if (p == npos) return 0;
+  size_t p = s.size() >= 19 ? parse_hms(s, 11, &sod, res) : npos;
+  if (p == npos) {
+    // To the minute ("2025-02-18 12:54 "): a log collector's or a console's stamp.
+    if (!is2(s, 11) || s[13] != ':' || !is2(s, 14) || (s.size() > 16 && s[16] != ' ')) return 0;
+    const int h = two(s, 11), mi = two(s, 14);
+    if (h > 23 || mi > 59) return 0;
+    sod = h * 3600.0 + mi * 60.0;
+    *res = 60;
+    p = 16;
+  }
   double offset = 0;
   if (p < s.size() && s[p] == 'Z') {
     ++p;

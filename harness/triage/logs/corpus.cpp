@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <cstring>
 #include <set>
@@ -146,6 +147,36 @@ static void merge_bar(BarSeen& into, const BarSeen& x) {
   }
 }
 
+// ProcessGroupNCCL's watchdog reports a timeout in two lines: "[Rank N] Watchdog caught collective operation
+// timeout: WorkNCCL(SeqNum=S, ...)" (ProcessGroupNCCL.cpp:616 in the 2.5 era), with no process-group tag, then
+// "[PG ID i PG GUID g(desc) Rank N] Exception (either an error or timeout) detected by watchdog at work: S, last
+// enqueued ..." (:1795). The second names the group the first's work ran in. Only where every timeout has its
+// second line: a timeout without one is in a group these lines do not name, and two keys of one group (a named
+// one and an unnamed one) would split it.
+static void adopt_work_status_pg(std::vector<LogEvent>& evs) {
+  std::vector<std::pair<size_t, size_t>> adopt;  // (timeout, work status)
+  size_t timeouts = 0;
+  for (size_t i = 0; i < evs.size(); ++i) {
+    if (evs[i].kind == LogKind::kWatchdogTimeout && evs[i].seq >= 0 && evs[i].pg.empty()) ++timeouts;
+    const LogEvent& w = evs[i];
+    if (w.kind != LogKind::kWorkStatus || w.pg.empty()) continue;
+    const size_t k = w.text.find("detected by watchdog at work: ");
+    if (k == std::string::npos) continue;
+    const long long seq = std::atoll(w.text.c_str() + k + 30);
+    for (size_t j = i; j-- > 0 && evs[j].file == w.file && evs[j].line + 4 >= w.line;) {
+      const LogEvent& t = evs[j];
+      if (t.kind != LogKind::kWatchdogTimeout || t.rank != w.rank || t.seq != seq || !t.pg.empty()) continue;
+      adopt.emplace_back(j, i);
+      break;
+    }
+  }
+  if (adopt.empty() || adopt.size() != timeouts) return;
+  for (const auto& [t, w] : adopt) {
+    evs[t].pg = evs[w].pg;
+    evs[t].pg_default = evs[w].pg_default;
+  }
+}
+
 LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads) {
   LogCorpus c;
   bool kubeflow = false;
@@ -279,6 +310,7 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
     }
     s = FileScan{};
   }
+  adopt_work_status_pg(c.events);  // each file's events are still in line order here
   // Time order; clock-less events keep their file position, after the timed ones.
   std::stable_sort(c.events.begin(), c.events.end(), [](const LogEvent& a, const LogEvent& b) {
     if (a.has_t != b.has_t) return a.has_t;

@@ -137,6 +137,13 @@ void parse_pg_tag(sv m, LogLine& o) {
     sv num = sp == npos ? rest : rest.substr(0, sp);
     o.pg = has(rest, "(default_pg)") ? sv("0(default_pg)") : num;
     o.pg_default = num == "0" || has(rest, "default_pg");
+    // "PG ID <local_id_> PG GUID <pg_uid_>(<desc>)" (ProcessGroupNCCL::logPrefix): the ID counts the groups this
+    // process created, the GUID names the group on every member. Two ranks' lines are one group's by the GUID.
+    if (const size_t g = rest.find("PG GUID "); g != npos && !o.pg_default) {
+      sv guid = rest.substr(g + 8);
+      guid = guid.substr(0, std::min(guid.find('('), guid.find(' ')));
+      if (!guid.empty()) o.pg = guid;
+    }
   } else {
     o.pg = id;
     o.pg_default = id == "0" || has(id, "default_pg");

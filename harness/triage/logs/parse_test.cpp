@@ -84,6 +84,14 @@ TEST_CASE("rank attribution", "[triage_logs]") {
     const auto err = parse("[40112,0]<stderr>:RuntimeError: NCCL error");
     CHECK(err.rank == 0);
     CHECK(err.msg.find("RuntimeError") == 0);
+    // A log collector's clock to the minute after a blank, before the program's own prefixes.
+    const auto collected = parse(" 2025-02-18 12:54 [rank13]:[E218 04:54:22.864467604 ProcessGroupNCCL.cpp:616] [Rank 1] "
+                                 "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=216, OpType=ALLTOALL_BASE, "
+                                 "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600045 milliseconds before timing out.");
+    CHECK(collected.rank == 13);
+    CHECK(collected.has_t);
+    CHECK(collected.kind == LogKind::kWatchdogTimeout);
+    CHECK(parse("  File \"/x/train.py\", line 3, in <module>").rank == -1);
     // --timestamp-output puts ctime()'s time (its newline cut) right before the tag (iof_base_output.c:114-121).
     const auto stamped = parse("Wed Jan 16 12:50:13 2019[1,17]<stderr>:*** SIGSEGV (@0x8) received by PID 51898 (TID "
                                "0x7faae0dfa700) from PID 8; stack trace: ***");

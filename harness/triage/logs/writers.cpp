@@ -217,6 +217,10 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
   // srun -l pads its labels ("  3: "): only at the very start of the line.
   if (first && (s[p] == ' ')) {
     size_t q = skip_sp(s, p);
+    // A clock after leading blanks (a log collector's " 2025-02-18 12:54 " before the program's line): the
+    // prefixes go on after it. Not an indented line's text (a traceback's "  File ..."), which stays as it is.
+    double t0 = 0, r0 = 0;
+    if (q - p <= 4 && q < s.size() && dig(s[q]) && parse_iso_time(s.substr(q), &t0, &r0)) return q;
     long long r = 0;
     const size_t e = read_int(s, q, &r);
     if (q - p <= 6 && e != npos && e - q <= 6 && e + 1 < s.size() && s[e] == ':' && s[e + 1] == ' ') {

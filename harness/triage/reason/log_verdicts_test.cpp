@@ -512,3 +512,38 @@ TEST_CASE("an all-gather's sizes count its group: one rank's timeout is not the 
     CHECK(triage_logs({t.dir}).world_size == 1);
   }
 }
+
+// ProcessGroupNCCL's two-line timeout report (2.5 era): "[Rank N] Watchdog caught collective operation timeout:
+// WorkNCCL(SeqNum=S, ...)" with no group tag, then "[PG ID i PG GUID g(desc) Rank N] Exception (either an error or
+// timeout) detected by watchdog at work: S, ...". The GUID names the group on every member (the ID counts this
+// process's groups): timeouts in two different groups are no mismatch of one sequence.
+TEST_CASE("watchdog timeouts of two process groups (by the GUID the second line names) are not compared",
+          "[triage_logs]") {
+  const auto report = [](int rank, int pg_rank, long long seq, const char* op, long long numel, const char* guid) {
+    return fmt::format(
+        "[rank{0}]:[E218 04:54:22.864467604 ProcessGroupNCCL.cpp:616] [Rank {1}] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum={2}, OpType={3}, NumelIn={4}, NumelOut={4}, Timeout(ms)=600000) ran for 600045 "
+        "milliseconds before timing out.\n"
+        "[rank{0}]:[E218 04:54:22.864535778 ProcessGroupNCCL.cpp:1795] [PG ID 11 PG GUID {5}(undefined) Rank {1}] "
+        "Exception (either an error or timeout) detected by watchdog at work: {2}, last enqueued NCCL work: {2}, last "
+        "completed NCCL work: {6}.\n",
+        rank, pg_rank, seq, op, numel, guid, seq - 1);
+  };
+  {
+    TempDir t("two_groups");
+    write_file(t.dir / "train.log", report(13, 1, 216, "ALLTOALL_BASE", 1379328, "119") +
+                                        report(15, 0, 57, "ALLREDUCE", 32, "112"));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category != "collective_mismatch");
+  }
+  {
+    // One group (the same GUID on both): their sequences differ, the collectives too.
+    TempDir t("one_group");
+    write_file(t.dir / "train.log", report(13, 1, 216, "ALLTOALL_BASE", 1379328, "119") +
+                                        report(15, 0, 215, "ALLREDUCE", 32, "119"));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "collective_mismatch");
+  }
+}
