@@ -225,6 +225,7 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
     c.lines += s.info.lines;
     c.unattributed_steps += s.unattributed_steps;
     c.progress_lines += s.progress_lines;
+    c.torch_launcher |= s.torch_launcher;
     merge_bar(c.unattributed_bar, s.unattributed_bar);
     if (s.unattributed_phase != LogKind::kNone) {
       c.unattributed_phase = s.unattributed_phase;

@@ -35,6 +35,7 @@ struct FileScan {
   std::string unattributed_phase_text;
   bool unattributed_phase_stepped = false;  // a step line (any writer) followed it in this file
   BarSeen unattributed_bar;
+  bool torch_launcher = false;  // names_torch_launcher() held for a line
 };
 
 // reader_lines.cpp
@@ -42,6 +43,9 @@ struct FileScan {
 bool names_epoch(std::string_view m);
 // A platform's quoted copy of a process's last output (newlines escaped) holding a step or progress line.
 bool quoted_progress(std::string_view m, const LogLineContext& ctx);
+// A line only torch's launchers (torchrun, torch.distributed.run/.launch) or their elastic agent write,
+// or a traceback frame of theirs.
+bool names_torch_launcher(std::string_view m);
 // A launcher's or job runner's line (its signals, exits, summary, MPI and srun task lines).
 bool launcher_kind(LogKind k);
 // Kinds whose pid is another process (the killed one), not the writer of the line.

@@ -590,6 +590,7 @@ class FileScanner {
         prev_line_ = line_no_;
       }
     }
+    if (!out_.torch_launcher && names_torch_launcher(text)) out_.torch_launcher = true;
     if (coord_.line(l_, line_no_, out_.events)) return;  // a task list's line, folded into its verdict
     if (bus_ev_ != SIZE_MAX) {
       if (line_no_ - bus_line_ > 24) {

@@ -192,6 +192,9 @@ struct LogCorpus {
   bool unattributed_phase_stepped = false;  // a step line followed it in its file: training went on after it
   uint64_t progress_lines = 0;  // "Epoch 1/1"-style progress without a step number (any writer)
   BarSeen unattributed_bar;     // the last progress bar no rank could be named for
+  // A line of torch's launchers or their elastic agent (reader_lines.cpp names_torch_launcher): the
+  // processes a scheduler started (srun's tasks) may be agents whose workers are the ranks.
+  bool torch_launcher = false;
 };
 
 constexpr size_t kRecentSteps = 48;

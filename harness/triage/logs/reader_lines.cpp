@@ -48,6 +48,38 @@ bool quoted_progress(std::string_view m, const LogLineContext& ctx) {
   return false;
 }
 
+// torch's launchers run an elastic agent per node (torch.distributed.run, behind the torchrun console
+// script; torch.distributed.launch since 1.9), which starts the node's workers itself: a scheduler's
+// task (srun's "task N") is then an agent, and the ranks are the agent's workers. The agent's own lines
+// (torch 2.15, git d0f2af8b): torch/distributed/elastic/agent/server/api.py:706 "[%s] Rendezvous'ing
+// worker group", :714 "Starting worker group", :732 "Stopping worker group", :752 "Received %s death
+// signal, shutting down workers", :942 "[%s] Worker group %s. ..."; elastic/multiprocessing/api.py:388
+// "Setting worker%s reply file to: %s", :1003 "failed (exitcode: %s) local_rank: %s (pid: %s) of
+// binary: %s", :1029 "Sending process %s closing signal %s"; its modules in a traceback or a logger name,
+// and the launchers' own (bin/torchrun, torch/distributed/run.py, launch.py, launcher/api.py, whose
+// ChildFailedError carries the workers' failure summary). A worker's own traceback names none of these
+// (its rendezvous is torch/distributed/rendezvous.py; the @record wrapper is elastic/multiprocessing/errors).
+bool names_torch_launcher(std::string_view m) {
+  constexpr auto npos = std::string_view::npos;
+  if (m.find("torch") != npos) {
+    for (std::string_view k :
+         {std::string_view("torchrun"), std::string_view("torchelastic"), std::string_view("torch.distributed.run"),
+          std::string_view("torch/distributed/run.py"), std::string_view("torch.distributed.launch"),
+          std::string_view("torch/distributed/launch"), std::string_view("elastic.agent"),
+          std::string_view("elastic/agent/"), std::string_view("elastic.rendezvous"),
+          std::string_view("elastic/rendezvous/"), std::string_view("elastic.multiprocessing.api"),
+          std::string_view("elastic/multiprocessing/api.py")})
+      if (m.find(k) != npos) return true;
+  }
+  if (m.find("orker group") != npos &&
+      (m.find("Rendezvous'ing worker group") != npos || m.find("Starting worker group") != npos ||
+       m.find("Stopping worker group") != npos || m.find("] Worker group ") != npos))
+    return true;
+  return m.find("death signal, shutting down workers") != npos || m.find("failed (exitcode: ") != npos ||
+         (m.find("Sending process ") != npos && m.find(" closing signal ") != npos) ||
+         m.find(" reply file to: ") != npos || m.find("ChildFailedError") != npos;
+}
+
 bool launcher_kind(LogKind k) {
   switch (k) {
     case LogKind::kLauncherSignal:

@@ -101,8 +101,9 @@ void LogTimeline::setup_world() {
     if (g.host_tag_lines < g.lines) strong_max = std::max(strong_max, rank);
   }
   int max_rank = strong_max;
+  decide_srun_agents();
   for (const auto& e : c_.events) {
-    if (e.rank_src == RankSource::kHostTag) continue;
+    if (e.rank_src == RankSource::kHostTag || (srun_agents_ && e.kind == LogKind::kSrunTask)) continue;
     max_rank = std::max(max_rank, e.other_rank >= 0 && e.kind != LogKind::kDumpSignal &&
                                           e.kind != LogKind::kSummaryEntry && e.kind != LogKind::kPgInit &&
                                           e.kind != LogKind::kInitDone
@@ -118,9 +119,10 @@ void LogTimeline::setup_world() {
       continue;
     for (int r : e.ranks) max_rank = std::max(max_rank, r);
   }
-  // srun's "tasks 8-15: Terminated" names every task of its list (the parser bounds them too).
+  // srun's "tasks 8-15: Terminated" names every task of its list (the parser bounds them too); the
+  // tasks are ranks only where srun started the ranks themselves, not torch's agents.
   for (const auto& e : c_.events)
-    if (e.kind == LogKind::kSrunTask)
+    if (e.kind == LogKind::kSrunTask && !srun_agents_)
       for (int r : e.ranks) max_rank = std::max(max_rank, r);
   // One node (at most one host named anywhere): torchrun's "local_rank: N" is rank N.
   {
@@ -299,8 +301,10 @@ void LogTimeline::attach() {
     int rank = dropped(e.rank) ? -1 : e.rank;
     switch (e.kind) {
       case LogKind::kMpiExit:
-      case LogKind::kSrunTask:
         rank = e.other_rank;
+        break;
+      case LogKind::kSrunTask:
+        rank = srun_agents_ ? -1 : e.other_rank;
         break;
       case LogKind::kLauncherExit:
       case LogKind::kLauncherSignal:
@@ -324,7 +328,7 @@ void LogTimeline::attach() {
     }
     if (e.kind == LogKind::kDataLoaderKilled && e.rank >= 0 && !dropped(e.rank)) rank = e.rank;
     // srun's "tasks 0,2-3: Terminated" names several ranks: the line is each one's.
-    if (e.kind == LogKind::kSrunTask)
+    if (e.kind == LogKind::kSrunTask && !srun_agents_)
       for (int r : e.ranks)
         if (r != rank && valid_rank(r)) {
           rs_[r].evs.push_back(&e);
@@ -534,6 +538,7 @@ void LogTimeline::derive() {
       if (f.role == Role::kEcho) seen_echo.insert(w);
     }
   }
+  explain_plain_exits();
   mark_outside_teardown(states);
   note_phase_facts(states);
   decide_anon();
@@ -577,28 +582,6 @@ void LogTimeline::note_phase_facts(const std::vector<RankState*>& states) {
       break;
     }
   }
-}
-
-// The unattributed lines speak when no rank's own lines explain the failure.
-void LogTimeline::decide_anon() {
-  const auto rootish = [](const Fail& f) {
-    return f.role == Role::kRoot || (f.role == Role::kExit && (f.signal || (f.code != kNoCode && f.code != 0)));
-  };
-  const auto failing = [](const Fail& f) { return f.role != Role::kInfo && f.role != Role::kTeardown; };
-  bool ranked_fail = false, ranked_root = false;
-  for (const auto& s : rs_) {
-    for (const auto& f : s.fails) {
-      ranked_fail |= failing(f);
-      ranked_root |= rootish(f) && !f.aftermath;
-    }
-  }
-  const bool anon_fail = std::any_of(anon_.fails.begin(), anon_.fails.end(), failing);
-  // A SIGABRT next to ranks' own timeouts is the watchdog taking the process down: their
-  // echo's aftermath, not a root of its own (srun's "Aborted (core dumped)").
-  const bool anon_root = std::any_of(anon_.fails.begin(), anon_.fails.end(), [&](const Fail& f) {
-    return rootish(f) && !f.aftermath && !(ranked_fail && f.signal == 6);
-  });
-  use_anon_ = anon_fail && (!ranked_fail || (!ranked_root && anon_root));
 }
 
 void LogTimeline::find_collectives() {

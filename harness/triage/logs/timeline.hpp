@@ -6,6 +6,7 @@
 // from LogTimeline). Member functions by theme:
 //   timeline.cpp   the world, attribution of lines to ranks, per-rank failures, collectives
 //   meaning.cpp    what one event means for its rank (describe_kind, exit statuses)
+//   anon.cpp       the unattributed lines: when they speak, a plain exit they explain, srun's agents
 #pragma once
 
 #include <fmt/format.h>
@@ -119,6 +120,9 @@ class LogTimeline {
   std::set<const LogEvent*> teardown_evs_;
   bool use_anon_ = false;
   bool single_node_ = false;  // no two hosts named in the logs: local ranks are global
+  // The paste shows torch's launcher or its elastic agent (decide_srun_agents()): srun's "task N" is an
+  // agent, not rank N.
+  bool srun_agents_ = false;
   std::unordered_map<long long, int> pid_rank_;
   std::vector<const LogEvent*> host_events_;  // unattributed host-level events (kernel OOM by pid unknown, storage)
   std::vector<CollReport> reports_;           // first per rank and PG
@@ -158,6 +162,15 @@ class LogTimeline {
   // "[host:N]" names a rank for some launchers and a pid in Open MPI's crash handler: a
   // number named by nothing else and far outside the world is a pid.
   bool dropped(int rank) const { return dropped_.count(rank) > 0; }
+
+  // -- anon.cpp
+  // srun_agents_: srun's task lines and torch's launcher or its elastic agent, whose workers are the ranks.
+  void decide_srun_agents();
+  // A plain exit with status 1 just after an unattributed root of the same process or host: that
+  // root is why it exited (explain_plain_exits).
+  void explain_plain_exits();
+  bool same_host(const Fail& a, const Fail& f) const;
+  bool same_process(const Fail& a, const Fail& f) const;
 
   // -- timeline.cpp
   void setup_world();
@@ -201,6 +214,7 @@ class LogTimeline {
   // order of two kill(2) calls.
   void mark_outside_teardown(const std::vector<RankState*>& states);
   void note_phase_facts(const std::vector<RankState*>& states);
+  // -- anon.cpp
   void decide_anon();
 
   // -- meaning.cpp

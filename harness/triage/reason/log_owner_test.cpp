@@ -121,3 +121,119 @@ TEST_CASE("a job of one process: whatever failed, failed for all of it", "[triag
   CHECK(r.world_size == 1);
   CHECK(r.scope == "all");
 }
+
+// A launcher's plain exit (status 1, no signal) just after an error no rank is named for: a process
+// that raises exits with status 1, and torchrun's agent / srun then report that status
+// (logs/anon.cpp explain_plain_exits). The error is why the rank exited; the rank is the exit's.
+namespace {
+
+std::string py_traceback(const std::string& last) {
+  return "Traceback (most recent call last):\n"
+         "  File \"main.py\", line 34, in <module>\n"
+         "    main()\n"
+         "  File \"main.py\", line 29, in main\n"
+         "    run()\n" +
+         last + "\n";
+}
+
+const std::string kDns = "ValueError: host not found: Temporary failure in name resolution";
+const std::string kAgentExit =
+    "[ERROR] 2021-09-14 14:02:56,862 api: failed (exitcode: 1) local_rank: 0 (pid: 28436) of binary: /usr/bin/python3\n";
+
+}  // namespace
+
+TEST_CASE("a plain exit with status 1 takes the cause of the error just above it", "[triage_logs]") {
+  SECTION("torchrun's agent after the worker's DNS failure") {
+    TempDir t("plain_exit_dns");
+    write_file(t.dir / "agent.log", py_traceback(kDns) + kAgentExit +
+                                        "[INFO] 2021-09-14 14:02:56,862 api: [default] Worker group FAILED. 1/3 "
+                                        "attempts left; will restart worker group\n");
+    auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "rendezvous");
+    CHECK(r.cause == "dns_failure");
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 0);  // the exit's rank, kept
+    check_refs(t.dir, r);
+  }
+  SECTION("srun's task (srun started the ranks) after a CUDA out-of-memory error") {
+    TempDir t("plain_exit_srun_oom");
+    write_file(t.dir / "job.err",
+               py_traceback("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 2; 79.15 "
+                            "GiB total capacity; 75.31 GiB already allocated)") +
+                   "srun: error: node-7: task 2: Exited with exit code 1\n");
+    auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "cuda_oom");
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 2);
+  }
+  SECTION("the same process by its host and pid, in another file, on one of two nodes") {
+    // Rank 9's own NCCL line names its process (gpu-node-2, pid 5000); the agent's notice of pid 5000's
+    // exit is rank 9's; the WARN under that host and pid in a file of no rank is that process's.
+    TempDir t("plain_exit_pid");
+    write_file(t.dir / "a_nccl.log",
+               "[2024-05-30 23:12:40,100] gpu-node-2:5000:5000 [1] enqueue.cc:1556 NCCL WARN Cuda failure 700 'an "
+               "illegal memory access was encountered'\n");
+    write_file(t.dir / "b_job.log",
+               "[rank9]:gpu-node-2:5000:5000 [1] NCCL INFO comm 0x55 rank 9 nranks 16 cudaDev 1 busId 1c000 - Init "
+               "COMPLETE\n"
+               "[rank0]:gpu-node-1:4000:4000 [0] NCCL INFO comm 0x56 rank 0 nranks 16 cudaDev 0 busId 1b000 - Init "
+               "COMPLETE\n"
+               "[2024-05-30 23:12:45,728] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) "
+               "local_rank: 1 (pid: 5000) of binary: /opt/conda/bin/python\n");
+    auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "cuda_error");
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 9);
+  }
+}
+
+TEST_CASE("a plain exit keeps its own reading where the lines above it are not proven its process's",
+          "[triage_logs]") {
+  SECTION("another host's error (two hosts named, the error's host not the exit's)") {
+    TempDir t("plain_exit_hosts");
+    write_file(t.dir / "job.err",
+               "node-3:777:777 [0] enqueue.cc:1556 NCCL WARN Cuda failure 700 'an illegal memory access was "
+               "encountered'\n"
+               "srun: error: node-7: task 2: Exited with exit code 1\n");
+    auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "nonzero_exit");
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 2);
+  }
+  SECTION("another process's error (its pid is not the exit's)") {
+    TempDir t("plain_exit_otherpid");
+    write_file(t.dir / "train.log",
+               "gpu-node-1:4242:4242 [0] enqueue.cc:1556 NCCL WARN Cuda failure 700 'an illegal memory access was "
+               "encountered'\n"
+               "[2024-05-30 23:12:45,728] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) "
+               "local_rank: 1 (pid: 4243) of binary: /opt/conda/bin/python\n");
+    auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK((!r.first_failure || r.first_failure->rank != 1 || r.cause != "cuda_error"));
+  }
+  SECTION("a status other than an uncaught exception's 1 (a signal, a code of the program's own)") {
+    for (const char* code : {"-9", "2"}) {
+      TempDir t(std::string("plain_exit_status") + code);
+      write_file(t.dir / "agent.log", py_traceback(kDns) +
+                                          fmt::format("[ERROR] 2021-09-14 14:02:56,862 api: failed (exitcode: {}) "
+                                                      "local_rank: 0 (pid: 28436) of binary: /usr/bin/python3\n",
+                                                      code));
+      auto r = triage_logs({t.dir});
+      INFO(code << "\n" << render_text(r));
+      CHECK(r.category == "rank_exit");
+    }
+  }
+  SECTION("two different errors above it: which one the exit's process printed is open") {
+    TempDir t("plain_exit_mixed");
+    write_file(t.dir / "agent.log",
+               py_traceback("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB") +
+                   py_traceback(kDns) + kAgentExit);
+    auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK((!r.first_failure || r.first_failure->rank != 0 || r.cause == "nonzero_exit"));
+  }
+}

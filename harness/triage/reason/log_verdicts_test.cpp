@@ -44,6 +44,50 @@ TEST_CASE("srun's 'task N: Out Of Memory' is that task's OOM kill", "[triage_log
   CHECK(r.missing_ranks == std::vector<int>{1});
 }
 
+// srun's "task N" is SLURM_PROCID, the Nth process srun started. Where those are torch's launchers
+// (one elastic agent per node), the ranks are the agents' workers, numbered by the rendezvous
+// (logs/anon.cpp decide_srun_agents): task N is agent N, and naming rank N would be an over-claim.
+TEST_CASE("srun's task N is an agent, not rank N, where srun started torch's launcher", "[triage_logs]") {
+  const std::string srun = "srun: error: node-3: task 3: Killed\n"
+                           "srun: error: node-2: task 1: Exited with exit code 1\n";
+  const auto run = [](const std::string& name, const std::string& text) {
+    TempDir t(name);
+    write_file(t.dir / "slurm-77.out", text);
+    return triage_logs({t.dir});
+  };
+  SECTION("srun started the ranks: task N is rank N") {
+    const auto r = run("srun_ranks", "For gpu:0. Running epoch: 3\n" + srun);
+    INFO(render_text(r));
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 3);
+  }
+  SECTION("a rank's own @record wrapper is torch's elastic code, not its agent") {
+    const auto r = run("srun_record",
+                       "Traceback (most recent call last):\n"
+                       "  File \"/opt/venv/lib/python3.10/site-packages/torch/distributed/elastic/multiprocessing/"
+                       "errors/__init__.py\", line 346, in wrapper\n"
+                       "    return f(*args, **kwargs)\n" +
+                           srun);
+    INFO(render_text(r));
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 3);
+  }
+  for (const std::string agent :
+       {std::string("WARNING:torch.distributed.elastic.agent.server.api:Received 15 death signal, shutting down "
+                    "workers\n"),
+        std::string("Traceback (most recent call last):\n  File \"/opt/venv/bin/torchrun\", line 8, in <module>\n"
+                    "    sys.exit(main())\n"),
+        std::string("[INFO] 2021-09-14 14:02:56,862 api: [default] Rendezvous'ing worker group\n")}) {
+    SECTION("the agent's line: " + agent.substr(0, 40)) {
+      const auto r = run("srun_agents", "For gpu:0. Running epoch: 3\n" + srun + agent);
+      INFO(render_text(r));
+      CHECK((!r.first_failure || r.first_failure->rank < 0));
+      CHECK(r.missing_ranks.empty());
+      CHECK(r.world_size < 4);  // "task 3" says nothing of the world either
+    }
+  }
+}
+
 TEST_CASE("slurmstepd's memory-limit kill is an OOM kill", "[triage_logs]") {
   auto l = parse("slurmstepd: Job 6398 exceeded memory limit (50385312 > 49152000), being killed");
   CHECK(l.kind == LogKind::kOomKill);
