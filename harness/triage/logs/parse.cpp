@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "triage/logs/catalogue.hpp"
+#include "triage/logs/desync.hpp"
 #include "triage/logs/coordination.hpp"
 #include "triage/logs/progress.hpp"
 #include "triage/logs/parse_parts.hpp"
@@ -465,6 +466,8 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
     // One entry of Horovod's stall report (the line before was its header or another entry).
   } else if (ctx.nccl_last_error && apply_catalogue(body, o, "nccl")) {
     // NCCL's own words for the failure the line before reported: its catalogue meaning first.
+  } else if (read_desync(body, ctx, o)) {
+    // ProcessGroupNCCL's desync report (logs/desync.cpp).
   } else if (read_coordination(body, ctx, o)) {
     // The JAX/TSL coordination service's verdicts and XLA's rendezvous (logs/coordination.cpp).
   } else if (catalogue_benign(body)) {

@@ -216,6 +216,9 @@ struct LogLineContext {
   // Inside the JAX/TSL coordination service's task list after a verdict's header (logs/coordination.hpp):
   // this line may be one task name.
   bool coord_list = false;
+  // Inside ProcessGroupNCCL's desync report after its first line (logs/desync.hpp): this line may be one
+  // entry of its snapshot.
+  bool desync_report = false;
 };
 
 // Parses one line (without its newline). Always fills msg; returns kind != kNone.

@@ -19,6 +19,7 @@
 
 #include "triage/logs/catalogue.hpp"
 #include "triage/logs/coordination.hpp"
+#include "triage/logs/desync.hpp"
 #include "triage/logs/frames.hpp"
 #include "triage/logs/patterns.hpp"
 #include "triage/logs/progress.hpp"
@@ -90,6 +91,7 @@ class FileScanner {
     }
     flush_summary();
     coord_.close(out_.events);
+    desync_.close(out_.events, out_.world);
     for (auto& [rank, acc] : out_.ranks) finish_ring(acc);
     return std::move(out_);
   }
@@ -101,6 +103,7 @@ class FileScanner {
   FileScan out_;
   LogLine l_;
   CoordinationList coord_;
+  DesyncReport desync_;
   uint32_t line_no_ = 0;
   std::unordered_map<int, std::pair<double, double>> clocks_;  // writer (rank, -1) -> last clock, resolution
   int clock_rank_ = -2;  // the last stamped line's writer, kept out of the map (the common case)
@@ -549,6 +552,7 @@ class FileScanner {
     ctx_.nccl_last_error = after_last_error_;
     ctx_.hvd_missing_ranks = in_hvd_missing_;
     ctx_.coord_list = coord_.active();
+    ctx_.desync_report = desync_.active();
     parse_log_line(text, ctx_, l_);
     ctx_.nccl_last_error = false;
     {
@@ -605,6 +609,7 @@ class FileScanner {
     int rank = -1;
     RankSource src = RankSource::kNone;
     attribute(text, rank, src);
+    if (desync_.line(l_, rank, line_no_, out_.events, out_.world)) return;  // a desync report's line, folded
     const bool launcher = launcher_kind(l_.kind);
     const Clock clk = clock_of(rank);
     const bool exact = clk.exact, have_t = clk.have;

@@ -149,6 +149,53 @@ const LogEvent* LogAnalyzer::desync_report(std::set<int>& desync) const {
   return desync_ev;
 }
 
+// The last desync report that names ranks (logs/desync.cpp gives an event ranks only where they are global
+// ranks of the default group): "ranks [..] are the lagging ranks ... They never joined any collectives"
+// (analyzeMissingRanks, TraceUtils.h:80-86@v2.15.0), or the lowest seq's ranks while the snapshot shows the
+// others past it (analyzeLaggingRanks :88-121). Those ranks never entered the collective their peers are in;
+// the report calls them "lagging/dead/mismatched" (:100-101): the category stays open, as for Horovod's stall
+// check and the coordination service's verdicts. Read after try_absent, which decides a rank that every
+// rank's own lines show absent (alive, dead, in a save); the report speaks where the lines of the others
+// are not there.
+bool LogAnalyzer::try_desync_report() {
+  const LogEvent* last = nullptr;
+  for (const auto& e : c_.events)
+    if ((e.kind == LogKind::kDesyncMissing || e.kind == LogKind::kDesyncLagging) && e.word == "desync" &&
+        !e.ranks.empty())
+      last = &e;
+  if (!last) return false;
+  std::vector<int> missing;
+  for (int r : last->ranks)
+    if (valid_rank(r) && std::find(missing.begin(), missing.end(), r) == missing.end()) missing.push_back(r);
+  if (missing.empty()) return false;
+  std::sort(missing.begin(), missing.end());
+  r_.category = "unknown";
+  r_.cause = "unknown";
+  r_.confidence = "low";
+  r_.missing_ranks = missing;
+  // As for ranks that all wait (try_all_waiting): a marker's phase, else training only where a line shows it.
+  const std::optional<Marker> mark = stuck_marker();
+  r_.phase = mark ? marker_phase(mark->kind) : training_shown() ? "training" : "unknown";
+  const bool never = last->kind == LogKind::kDesyncMissing;
+  add_evidence(ref(*last), fmt::format("rank {}'s desync report (TORCH_NCCL_DESYNC_DEBUG): {} {}", last->rank,
+                                       reason::ranks_phrase_counted(missing),
+                                       never ? "never joined any collective of the default group"
+                                             : fmt::format("stayed at collective #{} while the other ranks went on",
+                                                           last->seq)));
+  note(fmt::format("the desync report reads every rank's last started and finished collective from the store: {} "
+                   "{}; whether it died, is slow or took another code path the report leaves open "
+                   "(\"lagging/dead/mismatched\") and no other line says",
+                   reason::ranks_phrase_counted(missing),
+                   never ? "never started a collective of the default group"
+                         : "never started the collective after the one it was last in, which the other ranks are "
+                           "past"));
+  r_.summary = fmt::format("unknown: {} missing from {} (ProcessGroupNCCL's desync report); the cause is not in these "
+                           "logs",
+                           reason::ranks_phrase_counted(missing),
+                           never ? "every collective of the default group" : "the collective the others are past");
+  return true;
+}
+
 // The evidence of an absence: who reported the timeout and who never did, the absent rank's last line.
 void LogAnalyzer::cite_absent(const RankState& a, const std::vector<int>& absent, const CollReport& first_rep,
                               const LogEvent* desync_ev) {

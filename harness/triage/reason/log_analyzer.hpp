@@ -208,6 +208,10 @@ class LogAnalyzer : public LogTimeline {
   std::string absent_slow(const RankState& a, const StepRec* later, double t_first, const StepRec* jump_at,
                           double usual, double last);
   void absent_unproven(const RankState& a, const std::vector<int>& absent, bool in_desync, Fail& f);
+  // ProcessGroupNCCL's desync report (logs/desync.hpp) names, in the default group, the ranks that never
+  // joined any collective or that stayed at the lowest count while their peers went on: missing from the
+  // collective their peers wait in; why (dead, slow, another path) the report's own words leave open.
+  bool try_desync_report();
 
   // -- log_waiting.cpp
   // Every rank reported the stuck collective, but some only found their peers' sockets

@@ -47,6 +47,7 @@ void LogAnalyzer::classify() {
   if (try_busy_bar()) return;
   if (try_vanished()) return;
   if (try_absent()) return;
+  if (try_desync_report()) return;
   if (try_all_waiting()) return;
   if (try_stall_check()) return;
   if (try_no_failure()) return;

@@ -184,11 +184,18 @@ void LogAnalyzer::unnamed_mismatch(const CollReport& a, const CollReport& b, lon
 bool LogAnalyzer::try_reported_mismatch() {
   std::map<int, int> named;  // rank -> times named in fingerprint mismatches
   std::vector<const LogEvent*> sized;
+  std::vector<int> desync_odd;  // the smaller side of a desync report's snapshot (logs/desync.cpp)
+  const LogEvent* desync_ev = nullptr;
   const LogEvent* first = nullptr;
   for (const auto& e : c_.events) {
     if (e.kind != LogKind::kCollMismatch) continue;
     if (!first) first = &e;
-    if (e.word == "fingerprint") {
+    if (e.word == "desync") {
+      // Two collectives at one count of the default group's snapshot; ranks only where one side is smaller.
+      for (int r : e.ranks)
+        if (valid_rank(r)) desync_odd.push_back(r);
+      if (!desync_odd.empty() && !desync_ev) desync_ev = &e;
+    } else if (e.word == "fingerprint") {
       // A fingerprint line may name ranks beyond the world this corpus shows (a subgroup,
       // a truncated or garbled paste): only ranks of the timeline can be culprits here.
       for (int r : e.ranks)
@@ -199,7 +206,9 @@ bool LogAnalyzer::try_reported_mismatch() {
   }
   if (!first) return false;
   std::vector<int> odd;
-  if (!named.empty()) {
+  if (!desync_odd.empty()) {
+    odd = desync_odd;
+  } else if (!named.empty()) {
     // The rank named in every report is the odd one; with a single pair, the other side of rank 0.
     int best = -1, count = 0;
     bool unique = false;
@@ -247,7 +256,7 @@ bool LogAnalyzer::try_reported_mismatch() {
   if (first->seq >= 0) r_.divergence_seq = first->seq;
   const RankState& m = rs_[odd.front()];
   r_.phase = phase_of_rank(m);
-  const LogEvent* ev = first;
+  const LogEvent* ev = desync_ev ? desync_ev : first;
   for (const LogEvent* e : sized) {
     if (e->rank == odd.front()) ev = e;
   }
@@ -256,6 +265,9 @@ bool LogAnalyzer::try_reported_mismatch() {
                ? fmt::format("received a message of another size than the collective it posted ({}): it and its "
                              "peers ran different collectives",
                              short_text(ev->text, 120))
+           : ev->word == "desync"
+               ? fmt::format("ran another collective than the other ranks at the same count: {}",
+                             short_text(ev->text, 200))
                : fmt::format("named by the collective fingerprint check: {}", short_text(ev->text, 200));
   set_first(f);
   add_evidence(ref(*ev), fmt::format("{}: {}", ev->rank >= 0 ? fmt::format("rank {}", ev->rank) : "backend",
@@ -277,7 +289,10 @@ bool LogAnalyzer::try_reported_mismatch() {
   }
   r_.summary = fmt::format("collective_mismatch (mismatched_collective): {} ran a different collective than its "
                            "peers ({})",
-                           reason::ranks_phrase_counted(odd), ev->word == "size" ? "message size mismatch" : "fingerprint mismatch");
+                           reason::ranks_phrase_counted(odd),
+                           ev->word == "size"     ? "message size mismatch"
+                           : ev->word == "desync" ? "ProcessGroupNCCL's desync report"
+                                                  : "fingerprint mismatch");
   return true;
 }
 
