@@ -115,7 +115,7 @@ std::vector<const Fail*> LogAnalyzer::all_fails() const {
 
 // Two failures written by one process: the same rank, or (neither attributed) the same pid on the same host,
 // or the same "[host:N]" tag (Open MPI's opal_output prefix is host and pid).
-static bool same_process(const Fail& a, const Fail& b) {
+static bool one_writer(const Fail& a, const Fail& b) {
   if (a.rank >= 0 || b.rank >= 0) return a.rank == b.rank;
   if (!a.ev || !b.ev || a.ev->host != b.ev->host) return false;
   if (a.ev->pid >= 0 && a.ev->pid == b.ev->pid) return true;
@@ -157,7 +157,7 @@ const Fail* LogAnalyzer::first_root() const {
     // received by PID", "[host:pid] Signal: Segmentation fault (11)") are one death: the second says which.
     else if (best->ev && best->ev->kind == LogKind::kCrash && best->ev->signal == 0 && best->strength == 1 &&
              (f->signal > 0 || (f->ev && f->ev->kind == LogKind::kCrash && f->ev->signal > 0)) &&
-             same_process(*best, *f))
+             one_writer(*best, *f))
       best = f;
     else if (best->ev && best->ev->kind == LogKind::kDataLoaderKilled && best->ev->signal == 0 &&
              f->rank == best->rank && f->ev && f->ev->kind == LogKind::kShmBusError)
