@@ -340,7 +340,9 @@ bool nccl_lines(sv m, LogLine& o) {
       o.world = -1;
       long long size = int_after(m, "(size ", 0, false);
       o.numel_in = size;
-    } else if (has(m, "NET/IB") && (ihas(m, "error") || ihas(m, "fail") || has(m, "IBV_WC") || ihas(m, "retry"))) {
+    } else if (has(m, "NET/IB") && !has(m, "collective mismatch error") &&
+               (ihas(m, "error") || ihas(m, "fail") || has(m, "IBV_WC") || ihas(m, "retry"))) {
+      // (NET/IB's "collective mismatch error": the catalogue's, which says what it cannot tell.)
       o.kind = LogKind::kIbError;
     } else if (has(m, "NET/Socket") && (ihas(m, "error") || ihas(m, "fail") || ihas(m, "closed"))) {
       o.kind = LogKind::kSocketError;

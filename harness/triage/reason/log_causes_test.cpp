@@ -690,3 +690,22 @@ TEST_CASE("Open MPI's signal-handler header: a crash, its signal from the line a
     CHECK(r.cause == "segfault");
   }
 }
+
+// NET/IB's size check (src/transport/net_ib.cc:665@v2.9.6-1 "collective mismatch error local size %d remote %d addr
+// %lx rkey %x seq %x/%x", :1037@v2.14.3-1 "req %d/%d tag %x peer %s collective mismatch error, local size %d remote
+// size %d"): fires for ranks in different collectives and for IB memory-ordering faults alike. Neither a proven
+// mismatch nor a proven IB transport error.
+TEST_CASE("NET/IB's 'collective mismatch error' names no cause of its own", "[triage_logs]") {
+  for (const char* line :
+       {"node-0:15483:15645 [0] transport/net_ib.cc:665 NCCL WARN NET/IB : collective mismatch error local size "
+        "546816 remote 524288 addr 7ff7d1530000 rkey 2553d seq 14/1c\n",
+        "node-1:1307367:1307586 [0] transport/net_ib.cc:1038 NCCL WARN NET/IB : req 0/1 tag 0 peer 10.10.23.6<58683> "
+        "collective mismatch error, local size 496640 remote size 65536\n"}) {
+    TempDir t("net_ib_mismatch");
+    write_file(t.dir / "train.log", line);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "unknown");
+    CHECK(r.cause == "unknown");
+  }
+}
