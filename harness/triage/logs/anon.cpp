@@ -10,25 +10,14 @@
 
 namespace hanglab::plainlog {
 
-// srun numbers the processes it starts (its "task N" is SLURM_PROCID). Where those are torch's
-// launchers (torchrun, torch.distributed.run/.launch: one elastic agent per node), the agent starts
-// the node's workers and the ranks are the workers': the agent's group rank is the rendezvous' order
-// ("group_rank = rdzv_info.rank", torch/distributed/elastic/agent/server/api.py:529 @torch 2.15,
-// git d0f2af8b) and a worker's global rank is "base_global_rank + local_rank" (:683). Task N is then
-// agent N, a node: naming rank N from it is an over-claim. The paste shows the agents by their own
-// lines: its failure notice and summary, its signal handling, a frame or logger of the launcher
-// (reader_lines.cpp names_torch_launcher).
+// srun started torch's launcher (corpus.cpp srun_started_agents, where the torch sources are cited):
+// srun's "task N" and its "N: " label name agent N, a node whose workers' ranks the rendezvous assigns.
+// The corpus already took the rank off the lines that only the label names.
 void LogTimeline::decide_srun_agents() {
-  const auto has = [&](auto pred) { return std::any_of(c_.events.begin(), c_.events.end(), pred); };
-  if (!has([](const LogEvent& e) { return e.kind == LogKind::kSrunTask; })) return;
-  srun_agents_ = c_.torch_launcher || !c_.launch_failures.empty() || has([](const LogEvent& e) {
-                   return e.kind == LogKind::kLauncherExit || e.kind == LogKind::kChildFailed ||
-                          e.kind == LogKind::kSummaryHeader ||
-                          (e.kind == LogKind::kStopSignal && e.word == "torchrun");
-                 });
+  srun_agents_ = c_.srun_agents;
   if (srun_agents_)
-    note("srun started torch's launcher here (its elastic agent's lines are in the logs): srun's \"task N\" is "
-         "agent N, a node whose workers' ranks the rendezvous assigns, not rank N");
+    note("srun started torch's launcher here (its elastic agent's lines are in the logs): srun's \"task N\" and "
+         "its \"N: \" line label are agent N, a node whose workers' ranks the rendezvous assigns, not rank N");
 }
 
 namespace {

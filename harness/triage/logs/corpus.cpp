@@ -177,6 +177,87 @@ static void adopt_work_status_pg(std::vector<LogEvent>& evs) {
   }
 }
 
+// One writer's record from another file (or from srun's label lines) into its record so far.
+static void merge_rank_log(RankLog& g, RankLog& x) {
+  if (g.lines == 0) {
+    g = std::move(x);
+    return;
+  }
+  // A rank spread over several files (stdout + stderr, pod log + dmesg).
+  const auto later = [](bool ha, double ta, uint32_t fa, uint32_t la, bool hb, double tb, uint32_t fb,
+                        uint32_t lb) {
+    if (ha && hb && ta != tb) return ta > tb;
+    return std::tie(fa, la) > std::tie(fb, lb);
+  };
+  if (later(g.has_first_t, g.first_t, g.first_file, g.first_line, x.has_first_t, x.first_t, x.first_file,
+            x.first_line)) {
+    g.first_file = x.first_file;
+    g.first_line = x.first_line;
+    g.has_first_t = x.has_first_t;
+    g.first_t = x.first_t;
+  }
+  if (later(x.has_last_t, x.last_t, x.last_file, x.last_line, g.has_last_t, g.last_t, g.last_file, g.last_line)) {
+    g.last_file = x.last_file;
+    g.last_line = x.last_line;
+    g.has_last_t = x.has_last_t;
+    g.last_t = x.last_t;
+  }
+  g.lines += x.lines;
+  g.host_tag_lines += x.host_tag_lines;
+  g.n_steps += x.n_steps;
+  g.max_step = std::max(g.max_step, x.max_step);
+  g.total_steps = std::max(g.total_steps, x.total_steps);
+  if (g.host.empty()) g.host = x.host;
+  merge_bar(g.bar, x.bar);
+  if (x.phase != LogKind::kNone &&
+      (g.phase == LogKind::kNone || later(x.phase_has_t, x.phase_t, x.phase_file, x.phase_line, g.phase_has_t,
+                                          g.phase_t, g.phase_file, g.phase_line))) {
+    g.phase = x.phase;
+    g.phase_file = x.phase_file;
+    g.phase_line = x.phase_line;
+    g.phase_t = x.phase_t;
+    g.phase_has_t = x.phase_has_t;
+    g.phase_text = x.phase_text;
+  }
+  if (x.started.seq >= 0 && g.started.seq >= 0) {
+    // The later of two files' last lines; counting down from the other's is several groups too.
+    const bool x_later = later(x.started.has_t, x.started.t, x.started.file, x.started.line, g.started.has_t,
+                               g.started.t, g.started.file, g.started.line);
+    const bool mixed = x.started.mixed || g.started.mixed ||
+                       (x_later ? x.started.seq < g.started.seq : g.started.seq < x.started.seq);
+    if (x_later) g.started = x.started;
+    g.started.mixed = mixed;
+  } else if (x.started.seq >= 0) {
+    g.started = x.started;
+  }
+  if (!x.recent.empty()) {
+    g.recent.insert(g.recent.end(), x.recent.begin(), x.recent.end());
+    std::stable_sort(g.recent.begin(), g.recent.end(), [](const StepRec& a2, const StepRec& b2) {
+      if (a2.has_t && b2.has_t && a2.t != b2.t) return a2.t < b2.t;
+      return std::tie(a2.file, a2.line) < std::tie(b2.file, b2.line);
+    });
+    if (g.recent.size() > kRecentSteps) g.recent.erase(g.recent.begin(), g.recent.end() - kRecentSteps);
+    g.last_step = g.recent.back().step;
+  }
+}
+
+// srun numbers the processes it starts (its "task N" and its "-l" label are SLURM_PROCID, slurm
+// src/common/write_labelled_message.c:143 "%*d: " @284c3b95f0). Where those are torch's launchers
+// (torchrun, torch.distributed.run/.launch: one elastic agent per node), the agent starts the node's
+// workers and the ranks are the workers': the agent's group rank is the rendezvous' order ("group_rank =
+// rdzv_info.rank", torch/distributed/elastic/agent/server/api.py:529 @torch 2.15, git d0f2af8b) and a
+// worker's global rank is "base_global_rank + local_rank" (:683). Task N is then agent N, a node. The
+// paste shows the agents by their own lines: its failure notice and summary, its signal handling, a frame
+// or logger of the launcher (reader_lines.cpp names_torch_launcher).
+static bool srun_started_agents(const LogCorpus& c, uint64_t label_lines) {
+  const auto has = [&](auto pred) { return std::any_of(c.events.begin(), c.events.end(), pred); };
+  if (label_lines == 0 && !has([](const LogEvent& e) { return e.kind == LogKind::kSrunTask; })) return false;
+  return c.torch_launcher || !c.launch_failures.empty() || has([](const LogEvent& e) {
+           return e.kind == LogKind::kLauncherExit || e.kind == LogKind::kChildFailed ||
+                  e.kind == LogKind::kSummaryHeader || (e.kind == LogKind::kStopSignal && e.word == "torchrun");
+         });
+}
+
 LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads) {
   LogCorpus c;
   bool kubeflow = false;
@@ -220,6 +301,9 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
   // Merge in file order.
   std::unordered_set<long long> pid_seen;
   std::set<std::pair<std::string, long long>> nccl_seen;
+  std::vector<RankLog> label_ranks;
+  std::vector<std::pair<long long, int>> label_pids;
+  uint64_t label_lines = 0;
   for (auto& s : scans) {
     c.bytes += s.info.bytes;
     c.lines += s.info.lines;
@@ -235,70 +319,10 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
       c.unattributed_phase_stepped = s.unattributed_phase_stepped;
     }
     c.files.push_back(std::move(s.info));
-    for (auto& [rank, a] : s.ranks) {
-      RankLog& g = c.ranks[rank];
-      RankLog& x = a.log;
-      if (g.lines == 0) {
-        g = std::move(x);
-        continue;
-      }
-      // A rank spread over several files (stdout + stderr, pod log + dmesg).
-      const auto later = [](bool ha, double ta, uint32_t fa, uint32_t la, bool hb, double tb, uint32_t fb,
-                            uint32_t lb) {
-        if (ha && hb && ta != tb) return ta > tb;
-        return std::tie(fa, la) > std::tie(fb, lb);
-      };
-      if (later(g.has_first_t, g.first_t, g.first_file, g.first_line, x.has_first_t, x.first_t, x.first_file,
-                x.first_line)) {
-        g.first_file = x.first_file;
-        g.first_line = x.first_line;
-        g.has_first_t = x.has_first_t;
-        g.first_t = x.first_t;
-      }
-      if (later(x.has_last_t, x.last_t, x.last_file, x.last_line, g.has_last_t, g.last_t, g.last_file, g.last_line)) {
-        g.last_file = x.last_file;
-        g.last_line = x.last_line;
-        g.has_last_t = x.has_last_t;
-        g.last_t = x.last_t;
-      }
-      g.lines += x.lines;
-      g.host_tag_lines += x.host_tag_lines;
-      g.n_steps += x.n_steps;
-      g.max_step = std::max(g.max_step, x.max_step);
-      g.total_steps = std::max(g.total_steps, x.total_steps);
-      if (g.host.empty()) g.host = x.host;
-      merge_bar(g.bar, x.bar);
-      if (x.phase != LogKind::kNone &&
-          (g.phase == LogKind::kNone || later(x.phase_has_t, x.phase_t, x.phase_file, x.phase_line, g.phase_has_t,
-                                              g.phase_t, g.phase_file, g.phase_line))) {
-        g.phase = x.phase;
-        g.phase_file = x.phase_file;
-        g.phase_line = x.phase_line;
-        g.phase_t = x.phase_t;
-        g.phase_has_t = x.phase_has_t;
-        g.phase_text = x.phase_text;
-      }
-      if (x.started.seq >= 0 && g.started.seq >= 0) {
-        // The later of two files' last lines; counting down from the other's is several groups too.
-        const bool x_later = later(x.started.has_t, x.started.t, x.started.file, x.started.line, g.started.has_t,
-                                   g.started.t, g.started.file, g.started.line);
-        const bool mixed = x.started.mixed || g.started.mixed ||
-                           (x_later ? x.started.seq < g.started.seq : g.started.seq < x.started.seq);
-        if (x_later) g.started = x.started;
-        g.started.mixed = mixed;
-      } else if (x.started.seq >= 0) {
-        g.started = x.started;
-      }
-      if (!x.recent.empty()) {
-        g.recent.insert(g.recent.end(), x.recent.begin(), x.recent.end());
-        std::stable_sort(g.recent.begin(), g.recent.end(), [](const StepRec& a2, const StepRec& b2) {
-          if (a2.has_t && b2.has_t && a2.t != b2.t) return a2.t < b2.t;
-          return std::tie(a2.file, a2.line) < std::tie(b2.file, b2.line);
-        });
-        if (g.recent.size() > kRecentSteps) g.recent.erase(g.recent.begin(), g.recent.end() - kRecentSteps);
-        g.last_step = g.recent.back().step;
-      }
-    }
+    for (auto& [rank, a] : s.ranks) merge_rank_log(c.ranks[rank], a.log);
+    for (auto& [rank, a] : s.label_ranks) label_ranks.emplace_back(std::move(a.log));
+    for (auto& pr : s.label_pid_rank) label_pids.push_back(pr);
+    label_lines += s.srun_label_lines;
     for (auto& e : s.events) c.events.push_back(std::move(e));
     for (auto& l : s.launch) c.launch_failures.push_back(std::move(l));
     for (auto& pr : s.pid_rank) {
@@ -312,6 +336,19 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
     s = FileScan{};
   }
   adopt_work_status_pg(c.events);  // each file's events are still in line order here
+  c.srun_agents = srun_started_agents(c, label_lines);
+  if (!c.srun_agents) {  // srun's task ids are the ranks (or no srun)
+    for (auto& g : label_ranks) merge_rank_log(c.ranks[g.rank], g);
+    for (auto& pr : label_pids)
+      if (pid_seen.insert(pr.first).second) c.pid_rank.push_back(pr);
+  } else {  // a node's agent and its workers: no rank
+    for (auto& e : c.events)
+      if (e.rank_src == RankSource::kSrunLabel) e.rank = -1, e.rank_src = RankSource::kNone;
+    for (auto& g : label_ranks) {
+      c.unattributed_steps += g.n_steps;
+      merge_bar(c.unattributed_bar, g.bar);
+    }
+  }
   // Time order; clock-less events keep their file position, after the timed ones.
   std::stable_sort(c.events.begin(), c.events.end(), [](const LogEvent& a, const LogEvent& b) {
     if (a.has_t != b.has_t) return a.has_t;

@@ -26,6 +26,11 @@ struct FileScan {
   std::vector<LogEvent> events;
   std::vector<LaunchFailure> launch;
   std::vector<std::pair<long long, int>> pid_rank;
+  // Lines whose only rank is srun's task label (RankSource::kSrunLabel): kept apart until the corpus
+  // knows whether srun started the ranks or torch's agents (LogCorpus::srun_agents).
+  std::unordered_map<int, RankAcc> label_ranks;
+  std::vector<std::pair<long long, int>> label_pid_rank;
+  uint64_t srun_label_lines = 0;
   std::vector<WorldHint> world;
   std::vector<NcclProc> nccl_procs;
   uint64_t unattributed_steps = 0;

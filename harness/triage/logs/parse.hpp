@@ -133,7 +133,12 @@ enum class RankSource : uint8_t {
   kHostTag,   // "[host:3]": a rank tag of some launchers, but also Open MPI's "[host:pid]" crash output
   kFile,      // the file's name (rank-3.log, train-worker-3)
   kMessage,   // "[Rank 3]" or a default-PG "[PG ID 0 ... Rank 3]" inside the message
-  kLauncher,  // "3: " (srun -l), "[1,3]<stderr>:" (Open MPI)
+  // "3: " / "  3: " (srun -l): the id of the task srun started (SLURM_PROCID; slurm
+  // src/common/write_labelled_message.c:143 "%*d: " @284c3b95f0). A rank only where srun started the
+  // ranks themselves: under torch's launcher the task is an elastic agent, a node (LogCorpus::srun_agents).
+  // Below kLauncher, so every "< kLauncher" test keeps its meaning for the other sources.
+  kSrunLabel,
+  kLauncher,  // "[1,3]<stderr>:" (Open MPI), "[3]<stderr>:" (horovodrun)
   kPrefix,    // "[rank3]:" (PyTorch), "[rank 3]" (hanglab workloads)
 };
 

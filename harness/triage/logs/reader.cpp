@@ -92,7 +92,8 @@ class FileScanner {
     flush_summary();
     coord_.close(out_.events);
     desync_.close(out_.events, out_.world);
-    for (auto& [rank, acc] : out_.ranks) finish_ring(acc);
+    for (auto* m : {&out_.ranks, &out_.label_ranks})
+      for (auto& [rank, acc] : *m) finish_ring(acc);
     return std::move(out_);
   }
 
@@ -113,11 +114,12 @@ class FileScanner {
   RankSource prev_src_ = RankSource::kNone;
   RankAcc* cache_ = nullptr;
   int cache_rank_ = -2;
+  bool cache_label_ = false;  // cache_ is a label_ranks record
   std::unordered_map<uint64_t, uint32_t> kind_counts_;
   // Exception chains, by writer: its last exception event, and the one a "During handling of
   // the above exception" line marked as handled once the next failure is seen.
   std::unordered_map<int, size_t> last_exception_, chained_;
-  std::unordered_set<long long> pids_seen_;
+  std::unordered_set<long long> pids_seen_, label_pids_seen_;  // the latter: srun's label only
   std::set<std::pair<std::string, long long>> nccl_seen_;
   // torchrun summary
   bool sum_active_ = false;
@@ -212,14 +214,17 @@ class FileScanner {
     bar.t = t;
   }
 
-  RankAcc& acc(int rank) {
-    if (rank == cache_rank_) return *cache_;
-    auto [it, fresh] = out_.ranks.try_emplace(rank);
+  // The record of the writer a line is attributed to: srun's label alone names a task, kept apart.
+  RankAcc& acc(int rank, RankSource src = RankSource::kNone) {
+    const bool label = src == RankSource::kSrunLabel;
+    if (rank == cache_rank_ && label == cache_label_) return *cache_;
+    auto [it, fresh] = (label ? out_.label_ranks : out_.ranks).try_emplace(rank);
     if (fresh) {
       it->second.log.rank = rank;
       it->second.ring.reserve(kRecentSteps);
     }
     cache_rank_ = rank;
+    cache_label_ = label;
     cache_ = &it->second;
     return it->second;
   }
@@ -288,13 +293,10 @@ class FileScanner {
       have_t = true;
       cur_t = clock_t_;
       cur_res = clock_res_;
-    } else if (!clocks_.empty()) {
-      auto it = clocks_.find(rank);
-      if (it != clocks_.end()) {
-        have_t = true;
-        cur_t = it->second.first;
-        cur_res = it->second.second;
-      }
+    } else if (auto it = clocks_.find(rank); it != clocks_.end()) {
+      have_t = true;
+      cur_t = it->second.first;
+      cur_res = it->second.second;
     }
     return Clock{exact, have_t, cur_t, cur_res};
   }
@@ -302,7 +304,7 @@ class FileScanner {
   // The writer's own record: its first and last line, steps, phase markers, its last collective.
   // True for a step line, which is nothing more.
   bool note_rank_line(int rank, RankSource src, bool have_t, double cur_t) {
-      RankAcc& a = acc(rank);
+      RankAcc& a = acc(rank, src);
       RankLog& g = a.log;
       if (g.lines == 0) {
         g.first_file = index_;
@@ -614,10 +616,12 @@ class FileScanner {
     const Clock clk = clock_of(rank);
     const bool exact = clk.exact, have_t = clk.have;
     const double cur_t = clk.t, cur_res = clk.res;
-    if (l_.pid >= 0 && rank >= 0 && !pid_is_other(l_.kind) && src != RankSource::kNone &&
-        pids_seen_.insert(l_.pid).second) {
-      out_.pid_rank.emplace_back(l_.pid, rank);
+    if (l_.pid >= 0 && rank >= 0 && !pid_is_other(l_.kind) && src != RankSource::kNone) {
+      const bool label = src == RankSource::kSrunLabel;  // kept apart, as its records are
+      if ((label ? label_pids_seen_ : pids_seen_).insert(l_.pid).second)
+        (label ? out_.label_pid_rank : out_.pid_rank).emplace_back(l_.pid, rank);
     }
+    if (src == RankSource::kSrunLabel) ++out_.srun_label_lines;
     // NCCL's prefix names the process and its device on every line it prints.
     if (l_.nccl_dev >= 0 && l_.pid > 0 && !l_.host.empty() && nccl_seen_.size() < static_cast<size_t>(kMaxWorld) &&
         nccl_seen_.emplace(std::string(l_.host), l_.pid).second) {
@@ -631,7 +635,7 @@ class FileScanner {
       // joins its line, and the rank that message names ("[Rank 1] Watchdog caught ...") is not the
       // bar's writer.
       const bool joined = src == RankSource::kMessage && l_.kind != LogKind::kNone;
-      BarSeen& bar = rank >= 0 && !joined ? acc(rank).log.bar : out_.unattributed_bar;
+      BarSeen& bar = rank >= 0 && !joined ? acc(rank, src).log.bar : out_.unattributed_bar;
       note_bar(text, bar, have_t, cur_t);
       // A training loop's bar (HF Trainer's, an epoch's) is progress of training, as a step line is.
       if (l_.kind == LogKind::kNone && bar.seen() && bar.line == line_no_ && bar.phase == "training")
@@ -652,7 +656,6 @@ class FileScanner {
     if (rank >= 0 && note_rank_line(rank, src, have_t, cur_t)) return;
     note_event(rank, src, launcher, have_t, exact, cur_t, cur_res, partial, text);
   }
-
 
   // A statement of the world size, kept for the reasoner: a few per file (a start-up line is written
   // once per process), and apart from them a store barrier's count of arrivals per rank that waits

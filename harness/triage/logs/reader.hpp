@@ -195,6 +195,10 @@ struct LogCorpus {
   // A line of torch's launchers or their elastic agent (reader_lines.cpp names_torch_launcher): the
   // processes a scheduler started (srun's tasks) may be agents whose workers are the ranks.
   bool torch_launcher = false;
+  // srun (its "task N" lines or its "N: " labels) started torch's launcher, one elastic agent per node
+  // (corpus.cpp srun_started_agents): srun's task N is agent N, not rank N. Events whose rank came only
+  // from srun's label have none then, and the lines of such a label are no rank's (label_ranks).
+  bool srun_agents = false;
 };
 
 constexpr size_t kRecentSteps = 48;

@@ -37,14 +37,14 @@ static size_t peel_numeric(sv s, size_t p, LogLine& o, bool first) {
     }
     return e;
   }
-  // srun -l / torchrun-style launcher label "3: ".
-  if (first || o.rank_src < RankSource::kLauncher) {
+  // srun -l's task label "3: " (kSrunLabel: a rank only where srun started the ranks).
+  if (first || o.rank_src < RankSource::kSrunLabel) {
     long long r = 0;
     size_t e = read_int(s, p, &r);
     if (e != npos && e - p <= 6 && e + 1 < s.size() && s[e] == ':' && (s[e + 1] == ' ' || s[e + 1] == '\t') &&
-        o.rank_src < RankSource::kLauncher) {
+        o.rank_src < RankSource::kSrunLabel) {
       o.rank = bounded_rank(r);
-      o.rank_src = RankSource::kLauncher;
+      o.rank_src = RankSource::kSrunLabel;
       return e + 2;
     }
   }
@@ -225,7 +225,7 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
     const size_t e = read_int(s, q, &r);
     if (q - p <= 6 && e != npos && e - q <= 6 && e + 1 < s.size() && s[e] == ':' && s[e + 1] == ' ') {
       o.rank = bounded_rank(r);
-      o.rank_src = RankSource::kLauncher;
+      o.rank_src = RankSource::kSrunLabel;
       return e + 2;
     }
     return npos;

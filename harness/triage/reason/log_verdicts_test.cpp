@@ -88,6 +88,63 @@ TEST_CASE("srun's task N is an agent, not rank N, where srun started torch's lau
   }
 }
 
+// srun -l's "N: " label is the task id (slurm src/common/write_labelled_message.c:143 "%*d: "), the
+// Nth process srun started. Under torch's launcher that process is a node's elastic agent, and its
+// stream holds its own lines and its workers' (logs/corpus.cpp srun_started_agents): a line that only
+// the label names is no rank's. A worker's own "[rankN]:" prefix still names its rank.
+TEST_CASE("srun -l's label is an agent, not a rank, where srun started torch's launcher", "[triage_logs]") {
+  const auto run = [](const std::string& name, const std::string& text) {
+    TempDir t(name);
+    write_file(t.dir / "slurm-88.out", text);
+    return triage_logs({t.dir});
+  };
+  const std::string worker = "1: Traceback (most recent call last):\n"
+                             "1:   File \"/work/train.py\", line 40, in <module>\n"
+                             "1:     loss.backward()\n"
+                             "1: RuntimeError: CUDA error: an illegal memory access was encountered\n";
+  const std::string agent =
+      "1: WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 4243 closing signal SIGTERM\n";
+  const std::string srun = "srun: error: node-2: task 1: Exited with exit code 1\n";
+  CHECK(parse("  1: x").rank_src == RankSource::kSrunLabel);
+  CHECK(parse("1: x").rank_src == RankSource::kSrunLabel);
+  SECTION("srun started the ranks: the label names the rank") {
+    const auto r = run("srunlabel_ranks", "0: step 10 loss 0.5\n" + worker + srun);
+    INFO(render_text(r));
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 1);
+  }
+  SECTION("a worker's traceback without a rank prefix under the agent's label") {
+    const auto r = run("srunlabel_worker", "0: step 10 loss 0.5\n" + worker + agent + srun);
+    INFO(render_text(r));
+    CHECK((!r.first_failure || r.first_failure->rank < 0));
+    CHECK(r.missing_ranks.empty());
+    CHECK(r.world_size < 2);
+  }
+  SECTION("the agent's own RendezvousClosedError, padded labels") {
+    const auto r = run("srunlabel_rdzv",
+                       "  0: step 10 loss 0.5\n"
+                       "  1: Traceback (most recent call last):\n"
+                       "  1:   File \"/opt/venv/bin/torchrun\", line 8, in <module>\n"
+                       "  1:     sys.exit(main())\n"
+                       "  1:   File \"/opt/venv/lib/python3.10/site-packages/torch/distributed/elastic/agent/server/"
+                       "api.py\", line 735, in run\n"
+                       "  1:     result = self._invoke_run(role)\n"
+                       "  1: torch.distributed.elastic.rendezvous.api.RendezvousClosedError\n" +
+                           srun);
+    INFO(render_text(r));
+    CHECK((!r.first_failure || r.first_failure->rank < 0));
+    CHECK(r.missing_ranks.empty());
+    CHECK(r.world_size < 2);
+  }
+  SECTION("a worker's own [rankN]: prefix outranks the label") {
+    const auto r = run("srunlabel_prefix", "1: [rank5]: RuntimeError: CUDA error: an illegal memory access was "
+                                           "encountered\n" + agent + srun);
+    INFO(render_text(r));
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 5);
+  }
+}
+
 TEST_CASE("slurmstepd's memory-limit kill is an OOM kill", "[triage_logs]") {
   auto l = parse("slurmstepd: Job 6398 exceeded memory limit (50385312 > 49152000), being killed");
   CHECK(l.kind == LogKind::kOomKill);
