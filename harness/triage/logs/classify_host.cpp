@@ -7,6 +7,18 @@
 namespace hanglab::logparse {
 
 // The kernel and container runtime, data loading, crashes, storage, CUDA.
+bool dataloader_killed(sv m, LogLine& o) {
+  const bool worker = has(m, "DataLoader worker");
+  const bool process = has(m, "DataLoader process (pid");  // Paddle's
+  if (!(worker && (has(m, "killed by signal") || has(m, "exited unexpectedly"))) &&
+      !(process && has(m, "killed by signal")))
+    return false;
+  o.kind = LogKind::kDataLoaderKilled;
+  if (size_t k = m.find("killed by signal"); k != npos) o.signal = signal_from_name(m.substr(k + 16));
+  o.pid = int_after(m, "(pid ", 0, false);
+  return true;
+}
+
 bool host_lines(sv m, LogLine& o) {
   // --- kernel and container runtime
   if ((has(m, "Killed process ") && (ihas(m, "out of memory") || ihas(m, "oom"))) || has(m, "oom-kill:")) {
@@ -30,12 +42,7 @@ bool host_lines(sv m, LogLine& o) {
   if (has(m, "oom_reaper") || has(m, "invoked oom-killer")) return true;
 
   // --- data loading, crashes, storage
-  if (has(m, "DataLoader worker") && (has(m, "killed by signal") || has(m, "exited unexpectedly"))) {
-    o.kind = LogKind::kDataLoaderKilled;
-    if (size_t k = m.find("killed by signal"); k != npos) o.signal = signal_from_name(m.substr(k + 16));
-    o.pid = int_after(m, "(pid ", 0, false);
-    return true;
-  }
+  if (dataloader_killed(m, o)) return true;
   if (has(m, "Unexpected bus error encountered in worker") || has(m, "insufficient shared memory")) {
     o.kind = LogKind::kShmBusError;
     return true;

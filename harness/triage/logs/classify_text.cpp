@@ -298,10 +298,7 @@ bool exception_lines(sv m, LogLine& o) {
       // ENOSPC on a shared-memory segment is a full /dev/shm, not a full disk: PyTorch's
       // "unable to allocate shared memory(shm) for file </torch_...>: No space left on device".
       o.kind = has(m, "shared memory") ? LogKind::kShmBusError : LogKind::kDiskFull;
-    } else if (has(m, "DataLoader worker") && has(m, "killed by signal")) {
-      o.kind = LogKind::kDataLoaderKilled;
-      o.signal = signal_from_name(m.substr(m.find("killed by signal") + 16));
-      o.pid = int_after(m, "(pid ", 0, false);
+    } else if (dataloader_killed(m, o)) {
     } else if (has(m, "Address already in use")) {
       o.kind = LogKind::kAddressInUse;
     } else if (has(m, "Connection refused") || has(m, "failed to connect")) {

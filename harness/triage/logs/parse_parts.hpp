@@ -80,6 +80,12 @@ bool cuda_runtime_oom(sv m);
 // classify_text's family for the host: the kernel and container runtime, data loading, crashes,
 // storage, CUDA. True when it read the line.
 bool host_lines(sv m, LogLine& o);
+// A data-loader worker process killed by a signal, as the frameworks' parents report it: torch's
+// "DataLoader worker (pid N) is killed by signal: <strsignal>" (torch/csrc/DataLoader.cpp) and
+// "DataLoader worker (pid(s) N) exited unexpectedly", Paddle's "DataLoader process (pid N) exited is
+// killed by signal: <strsignal>." (paddle/fluid/imperative/data_loader.cc, _throw_error_if_process_failed,
+// wrapped as "SystemError: (Fatal) ..."). Sets kDataLoaderKilled, the signal and the worker's pid.
+bool dataloader_killed(sv m, LogLine& o);
 
 // peer_connect.cpp
 // A failed connect to a peer's advertised address (a Gloo pair, NCCL's bootstrap or socket

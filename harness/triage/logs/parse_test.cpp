@@ -421,6 +421,15 @@ TEST_CASE("launchers, tracebacks, kernel and exit statuses", "[triage_logs]") {
                           "dataloader's workers are out of shared memory.");
     CHECK(dl.kind == LogKind::kDataLoaderKilled);
     CHECK(dl.signal == 7);
+    // Paddle's parent (data_loader.cc, _throw_error_if_process_failed), wrapped by its SystemError, and
+    // a bare one: the same death as torch's.
+    const auto pd = parse("SystemError: (Fatal) DataLoader process (pid 1104) exited is killed by signal: Killed. (at "
+                          "/paddle/paddle/fluid/imperative/data_loader.cc:181)");
+    CHECK(pd.kind == LogKind::kDataLoaderKilled);
+    CHECK(pd.signal == 9);
+    CHECK(pd.pid == 1104);
+    CHECK(parse("DataLoader process (pid 77) exited is killed by signal: Segmentation fault.").signal == 11);
+    CHECK(parse("DataLoader process (pid 77) exited is killed by signal: Bus error.").kind == LogKind::kDataLoaderKilled);
     CHECK(parse("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory "
                 "(shm).")
               .kind == LogKind::kShmBusError);
