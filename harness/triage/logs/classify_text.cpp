@@ -673,7 +673,7 @@ static bool lm_eval_requests(sv m) {
 bool classify_text(sv m, LogLine& o) {
   // The families in the order they are tested: the most specific first.
   for (const auto part : {workload_lines, torch_c10d_lines, exception_lines, nccl_lines, gloo_store_lines,
-                          torchelastic_lines, mpi_slurm_lines, host_lines})
+                          torchelastic_lines, agent_layout_lines, mpi_slurm_lines, host_lines})
     if (part(m, o)) return true;
   // --- exit statuses
   {

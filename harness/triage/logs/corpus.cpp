@@ -336,6 +336,7 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
     s = FileScan{};
   }
   adopt_work_status_pg(c.events);  // each file's events are still in line order here
+  c.agent = read_agent_layout(c.events);
   c.srun_agents = srun_started_agents(c, label_lines);
   if (!c.srun_agents) {  // srun's task ids are the ranks (or no srun)
     for (auto& g : label_ranks) merge_rank_log(c.ranks[g.rank], g);

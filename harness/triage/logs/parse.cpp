@@ -104,6 +104,7 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kSummaryEntry: return "summary_entry";
     case LogKind::kSummaryField: return "summary_field";
     case LogKind::kSummaryEnd: return "summary_end";
+    case LogKind::kAgentLayout: return "agent_layout";
   }
   return "?";
 }
@@ -188,6 +189,7 @@ LogKind log_kind_from_name(std::string_view name) {
       {"SummaryEntry", LogKind::kSummaryEntry},
       {"SummaryField", LogKind::kSummaryField},
       {"SummaryEnd", LogKind::kSummaryEnd},
+      {"AgentLayout", LogKind::kAgentLayout},
   };
   for (const auto& [n, k] : kNames)
     if (n == name) return k;

@@ -120,6 +120,8 @@ enum class LogKind : uint8_t {
   kSummaryEntry,      // torchrun summary: "[0]:"
   kSummaryField,      // torchrun summary: "  rank      : 5 (local_rank: 1)" (word = key, text = value)
   kSummaryEnd,        // "=====" / "-----" rule
+  kAgentLayout,       // torchrun's elastic agent: where its node's workers sit ("  global_ranks=[8, 9]",
+                      // "  group_world_size=2", "  min_nodes : 2"; word = key, ranks = the values)
 };
 
 const char* log_kind_name(LogKind k);

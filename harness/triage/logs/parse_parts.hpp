@@ -76,6 +76,11 @@ LogKind system_error_kind(sv m);
 // A CUDA runtime's out-of-memory error text (cudaErrorMemoryAllocation's wording).
 bool cuda_runtime_oom(sv m);
 
+// agent_layout.cpp
+// torchrun's elastic agent's rendezvous result ("  group_rank=1", "  local_ranks=[0, 1]", "  global_ranks=[8, 9]",
+// "  global_world_sizes=[16, 16]") and its launch banner ("  min_nodes                : 2"): kAgentLayout.
+bool agent_layout_lines(sv m, LogLine& o);
+
 // classify_host.cpp
 // classify_text's family for the host: the kernel and container runtime, data loading, crashes,
 // storage, CUDA. True when it read the line.

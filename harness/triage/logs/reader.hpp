@@ -173,6 +173,23 @@ struct WorldHint {
   std::string text;
 };
 
+// Where torchrun's elastic agent placed its node's workers, from its own lines (LogKind::kAgentLayout):
+// the rendezvous result ("[default] Rendezvous complete for workers. Result:" then "  group_rank=1",
+// "  group_world_size=2", "  local_ranks=[0, 1]", "  global_ranks=[2, 3]", ...,
+// torch/distributed/elastic/agent/server/api.py:552@2.15.0, the same keys since torch 1.9) and the
+// launcher's banner ("Starting elastic_operator with launch configs:" then "  min_nodes : 2",
+// launcher/api.py:257@2.15.0). A worker's global rank is its agent's base plus its local rank (api.py:683).
+struct AgentLayout {
+  // More than one node: a group world size or a minimum node count above 1. torchrun's local ranks
+  // ("local_rank: 1" in its exit lines, "[default1]:") are then not global ranks.
+  bool multi_node = false;
+  // local rank -> global rank, where every result in the logs agrees (one node's paste, or one agent
+  // that rendezvoused again into the same place); empty where two disagree (several agents' lines).
+  std::map<int, int> local_to_global;
+  uint32_t file = 0, line = 0;  // the line that proved multi_node or gave the map
+};
+AgentLayout read_agent_layout(const std::vector<LogEvent>& events);
+
 struct LogCorpus {
   std::vector<LogFileInfo> files;
   std::map<int, RankLog> ranks;
@@ -199,6 +216,8 @@ struct LogCorpus {
   // (corpus.cpp srun_started_agents): srun's task N is agent N, not rank N. Events whose rank came only
   // from srun's label have none then, and the lines of such a label are no rank's (label_ranks).
   bool srun_agents = false;
+  // torchrun's elastic agent said where its node's workers sit (agent_layout.cpp).
+  AgentLayout agent;
 };
 
 constexpr size_t kRecentSteps = 48;

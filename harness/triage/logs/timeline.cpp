@@ -133,13 +133,12 @@ void LogTimeline::setup_world() {
       if (!e.host.empty() && e.kind != LogKind::kOomKill) hosts.insert(e.host);
     for (const auto& l : c_.launch_failures)
       if (!l.host.empty()) hosts.insert(l.host);
-    single_node_ = hosts.size() <= 1;
+    // torchrun's agent said the job spans nodes (agent_layout.cpp): one host's paste of it.
+    single_node_ = hosts.size() <= 1 && !c_.agent.multi_node;
   }
-  if (single_node_) {
-    for (const auto& e : c_.events)
-      if (e.kind == LogKind::kLauncherExit && e.local_rank >= 0 && e.local_rank < 4096)
-        max_rank = std::max(max_rank, e.local_rank);
-  }
+  for (const auto& e : c_.events)
+    if (e.kind == LogKind::kLauncherExit)
+      if (const int g = global_of_local(e.local_rank); g >= 0) max_rank = std::max(max_rank, g);
   int stated = 0;
   const WorldHint* hint = nullptr;
   std::set<int> values;
@@ -290,11 +289,10 @@ void LogTimeline::attach() {
   // On one node, torchrun's summary "local_rank: 0 (pid: 48)" names the process of rank 0: the
   // lines that process printed under its pid (NCCL's "host:48:48 [0] NCCL WARN Cuda failure ...")
   // are rank 0's, though they name no rank. Across nodes a pid names nothing without its host.
-  if (single_node_)
-    for (const auto& e : c_.events)
-      if (e.kind == LogKind::kLauncherExit && e.pid > 0 && e.local_rank >= 0 && e.local_rank < 4096 &&
-          valid_rank(e.local_rank))
-        pid_rank_.emplace(e.pid, e.local_rank);
+  // Across nodes, where torchrun's agent said where its workers sit, its local rank names the global one.
+  for (const auto& e : c_.events)
+    if (e.kind == LogKind::kLauncherExit && e.pid > 0)
+      if (const int g = global_of_local(e.local_rank); g >= 0 && valid_rank(g)) pid_rank_.emplace(e.pid, g);
   bool any_seen = false;
   for (const auto& s : rs_) any_seen |= s.seen();
   for (const auto& e : c_.events) {
@@ -317,7 +315,7 @@ void LogTimeline::attach() {
           if (it != pid_rank_.end()) rank = it->second;
           // A DataLoader worker's pid is not the rank's: it stays on the line's rank.
         }
-        if (e.kind == LogKind::kLauncherExit && rank < 0 && single_node_ && e.local_rank >= 0) rank = e.local_rank;
+        if (e.kind == LogKind::kLauncherExit && rank < 0) rank = global_of_local(e.local_rank);
         break;
       default:
         // A line under a process's pid (NCCL's "host:pid:tid" prefix) whose pid torchrun's

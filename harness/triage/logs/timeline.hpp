@@ -120,6 +120,17 @@ class LogTimeline {
   std::set<const LogEvent*> teardown_evs_;
   bool use_anon_ = false;
   bool single_node_ = false;  // no two hosts named in the logs: local ranks are global
+  // torchrun's local rank as a global rank: through its agent's layout where the logs give one
+  // (LogCorpus::agent), the rank itself on one node; -1 otherwise.
+  int global_of_local(int local) const {
+    if (local < 0 || local >= 4096) return -1;
+    const auto& map = c_.agent.local_to_global;
+    if (!map.empty()) {
+      const auto it = map.find(local);
+      return it == map.end() ? -1 : it->second;
+    }
+    return single_node_ ? local : -1;
+  }
   // The paste shows torch's launcher or its elastic agent (decide_srun_agents()): srun's "task N" is an
   // agent, not rank N.
   bool srun_agents_ = false;

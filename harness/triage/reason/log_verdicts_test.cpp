@@ -648,3 +648,65 @@ TEST_CASE("watchdog timeouts of two process groups (by the GUID the second line 
     CHECK(r.category == "collective_mismatch");
   }
 }
+
+// torchrun's elastic agent prints where its node's workers sit (agent/server/api.py:552@2.15.0): its local ranks
+// map onto the global ranks it lists, and a group of several agents (nodes) makes a local rank alone no global one.
+TEST_CASE("torchrun's agent layout maps its local ranks onto global ranks, and says when the job spans nodes",
+          "[triage_logs]") {
+  CHECK(parse("  global_ranks=[8, 9, 10, 11]").kind == LogKind::kAgentLayout);
+  CHECK(parse("  global_ranks=[8, 9, 10, 11]").ranks == std::vector<int>{8, 9, 10, 11});
+  CHECK(parse("  group_world_size=2").word == "group_world_size");
+  CHECK(parse("  global_world_sizes=[16, 16]").world == 16);
+  CHECK(parse("  min_nodes                : 2").kind == LogKind::kAgentLayout);
+  CHECK(parse("  global_ranks=[8, x]").kind != LogKind::kAgentLayout);
+  CHECK(parse("group_rank=1 and more").kind != LogKind::kAgentLayout);
+  const std::string exit_line =
+      "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 4711) of binary: "
+      "/usr/bin/python3\n";
+  const auto result = [](int group_rank, const char* locals, const char* globals) {
+    return fmt::format(
+        "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous complete for workers. Result:\n"
+        "  restart_count=0\n  master_addr=node-a\n  master_port=29500\n  group_rank={}\n  group_world_size=2\n"
+        "  local_ranks={}\n  role_ranks={}\n  global_ranks={}\n  role_world_sizes=[4, 4]\n"
+        "  global_world_sizes=[4, 4]\n\n",
+        group_rank, locals, globals, globals);
+  };
+  {
+    // The second node's agent: local rank 1 is global rank 3.
+    TempDir t("agent_layout_map");
+    write_file(t.dir / "node1.log", result(1, "[0, 1]", "[2, 3]") + exit_line);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "killed");
+    CHECK(r.missing_ranks == std::vector<int>{3});
+    CHECK(r.world_size == 4);
+  }
+  {
+    // Two agents' results in one paste (no host to tell them apart): local rank 1 is rank 1 or 3.
+    TempDir t("agent_layout_two");
+    write_file(t.dir / "job.log", result(0, "[0, 1]", "[0, 1]") + result(1, "[0, 1]", "[2, 3]") + exit_line);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "killed");
+    CHECK(r.missing_ranks.empty());
+  }
+  {
+    // The launcher's banner alone: two nodes, no layout. The local rank names no global rank.
+    TempDir t("agent_layout_banner");
+    write_file(t.dir / "node.log",
+               "INFO:torch.distributed.launcher.api:Starting elastic_operator with launch configs:\n"
+               "  entrypoint       : train.py\n  min_nodes        : 2\n  max_nodes        : 2\n"
+               "  nproc_per_node   : 2\n" +
+                   exit_line);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "killed");
+    CHECK(r.missing_ranks.empty());
+  }
+  {
+    // Without any of it (one host's paste): the corpus convention, local rank 1 is rank 1.
+    TempDir t("agent_layout_none");
+    write_file(t.dir / "node.log", exit_line);
+    CHECK(triage_logs({t.dir}).missing_ranks == std::vector<int>{1});
+  }
+}
