@@ -147,7 +147,11 @@ static bool describe_special(const LogEvent& e, const std::string& txt, Fail& f)
       set_root(f, "rank_exit", "exception", 1, "exception: " + txt);
       return true;
     case LogKind::kDataLoaderKilled:
-      set_root(f, "data_loading", e.signal == 7 ? "shm_exhausted" : e.signal == 9 ? "oom" : "data_loader_crash", 2,
+      // The parent reports the signal that ended the worker (torch/csrc/DataLoader.cpp, paddle's
+      // data_loader.cc): SIGBUS is its shared memory (the message says so), SIGKILL proves no sender (the
+      // OOM killer, a cgroup limit, a job manager or a person): oom only beside the OOM's own report
+      // (LogAnalyzer::set_root).
+      set_root(f, "data_loading", e.signal == 7 ? "shm_exhausted" : "data_loader_crash", 2,
                "DataLoader worker died: " + txt);
       return true;
     case LogKind::kWatchdogTimeout:

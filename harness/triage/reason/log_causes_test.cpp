@@ -709,3 +709,38 @@ TEST_CASE("NET/IB's 'collective mismatch error' names no cause of its own", "[tr
     CHECK(r.cause == "unknown");
   }
 }
+
+// torch's DataLoader (torch/csrc/DataLoader.cpp) and Paddle's (data_loader.cc) report the signal that ended a
+// worker: SIGKILL names no sender. An OOM only beside the kernel's report naming that worker (or the job's own).
+TEST_CASE("a DataLoader worker SIGKILLed is a data-loader crash; an OOM only where the OOM's report says so",
+          "[triage_logs]") {
+  const std::string killed =
+      "Traceback (most recent call last):\n"
+      "  File \"train.py\", line 10, in <module>\n"
+      "    for batch in loader:\n"
+      "RuntimeError: DataLoader worker (pid 22358) is killed by signal: Killed.\n";
+  {
+    TempDir t("dl_sigkill");
+    write_file(t.dir / "train.log", "epoch 1 step 10 loss 0.5\n" + killed);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "data_loading");
+    CHECK(r.cause == "data_loader_crash");
+  }
+  {
+    TempDir t("dl_sigkill_oom");
+    write_file(t.dir / "train.log", "epoch 1 step 10 loss 0.5\n" + killed);
+    write_file(t.dir / "dmesg.txt", "[12345.678] Out of memory: Killed process 22358 (python) total-vm:100kB, "
+                                    "anon-rss:90kB\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "data_loading");
+    CHECK(r.cause == "oom");
+  }
+  {
+    TempDir t("dl_sigbus");
+    write_file(t.dir / "train.log", "RuntimeError: DataLoader worker (pid 77) is killed by signal: Bus error. It is "
+                                    "possible that dataloader's workers are out of shared memory.\n");
+    CHECK(triage_logs({t.dir}).cause == "shm_exhausted");
+  }
+}

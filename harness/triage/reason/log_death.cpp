@@ -34,13 +34,22 @@ void LogAnalyzer::set_root(const Fail& root, bool ordered) {
   r_.category = root.category.empty() ? "rank_exit" : root.category;
   r_.cause = root.cause.empty() ? "nonzero_exit" : root.cause;
   if ((r_.cause == "killed" || r_.cause == "nonzero_exit") && has_oom_evidence(s)) r_.cause = "oom";
+  // A DataLoader worker SIGKILLed whose pid the kernel's OOM report names.
+  if (r_.cause == "data_loader_crash" && root.signal == 9 && root.ev && root.ev->pid >= 0)
+    for (const LogEvent* e : host_events_)
+      if (e->kind == LogKind::kOomKill && e->pid == root.ev->pid) r_.cause = "oom";
+  // The kernel's OOM kill of a DataLoader worker (its parent reports the same pid killed): the data
+  // loading ran the host out of memory.
+  if (r_.cause == "oom" && root.ev && root.ev->kind == LogKind::kOomKill && root.ev->pid >= 0)
+    for (const auto& e : c_.events)
+      if (e.kind == LogKind::kDataLoaderKilled && e.pid == root.ev->pid) r_.category = "data_loading";
   // A SIGKILL beside the job's own OOM report that names no process: Slurm's task/cgroup summary
   // "Detected N oom-kill event(s) in <step> [cgroup]. Some of your processes may have been killed by
   // the cgroup out-of-memory handler." (task_cgroup_memory.c:918@slurm-20-02-7-1, :814@slurm-20-11-9-1,
   // :349@slurm-22-05-11-1) / "Detected N oom_kill event[s] in <step>. Some of the step tasks have been
   // OOM Killed." (:349@slurm-23-02-8-1, :304@slurm-24-05-8-1, :302@slurm-24-11-7-1), a pod's OOMKilled:
   // the out-of-memory handler kills with SIGKILL, so the kill is the OOM's.
-  if (r_.cause == "killed" && root.signal == 9 && unowned_oom_report()) {
+  if ((r_.cause == "killed" || r_.cause == "data_loader_crash") && root.signal == 9 && unowned_oom_report()) {
     r_.cause = "oom";
     add_evidence(ref(*unowned_oom_report()), fmt::format("the job's OOM report: {}", short_text(unowned_oom_report()->text)));
   }
