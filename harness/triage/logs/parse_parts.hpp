@@ -94,8 +94,8 @@ bool dataloader_killed(sv m, LogLine& o);
 
 // peer_connect.cpp
 // A failed connect to a peer's advertised address (a Gloo pair, NCCL's bootstrap or socket
-// transport) that names a loopback address: the peer advertised an address only its own host
-// reaches (wrong socket interface, or a host name resolving to 127.0.1.1). Sets kWrongIfname.
+// transport) that names a loopback or link-local address: the peer advertised an address only its own
+// host (or link) reaches (wrong socket interface, or a host name resolving to 127.0.1.1). Sets kWrongIfname.
 bool loopback_peer_connect(sv m, LogLine& o);
 
 }  // namespace hanglab::logparse

@@ -627,6 +627,17 @@ TEST_CASE("a failed connect to a peer's loopback address is the wrong interface"
         LogKind::kWrongIfname);
   CHECK(parse("gpu-2:811:811 [0] NCCL WARN socketStartConnect: Connect to 10.1.1.7<51729> failed : Connection refused")
             .kind != LogKind::kWrongIfname);
+  // A link-local address (an interface with no routable one, which NCCL's findInterfaces may pick).
+  CHECK(parse("node-0:11172:11249 [3] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+              "fe80::20d:3aff:fef7:74b3%eth1<51577> failed : Software caused connection abort")
+            .kind == LogKind::kWrongIfname);
+  CHECK(parse("[pair.cc:152] timed out connecting: SO_ERROR: Connection refused, remote=[169.254.3.7]:35001").kind ==
+        LogKind::kWrongIfname);
+  CHECK(parse("node-0:1:2 [0] NCCL WARN socketStartConnect: Connect to fec0::1<51577> failed : Connection refused").kind !=
+        LogKind::kWrongIfname);  // fec0:: is site-local, not link-local
+  CHECK(parse("node-0:1:2 [0] NCCL WARN socketStartConnect: Connect to 169.2540.1.1<51577> failed : Connection "
+              "refused")
+            .kind != LogKind::kWrongIfname);
   // 127.x only as a prefix of a longer number is no loopback address.
   CHECK(parse("[pair.cc:152] timed out connecting: SO_ERROR: Connection refused, remote=[1270.0.0.1]:35001").kind !=
         LogKind::kWrongIfname);

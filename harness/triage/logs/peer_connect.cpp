@@ -1,5 +1,5 @@
-// A rank's connection to a peer's advertised address that failed, naming a loopback address: the
-// peer advertised an address only its own host can reach (see parse_parts.hpp).
+// A rank's connection to a peer's advertised address that failed, naming a loopback or link-local
+// address: the peer advertised an address only its own host (or link) can reach (see parse_parts.hpp).
 //
 // What the emitters print when a peer-to-peer connect fails (read from their sources):
 //   Gloo tcp/pair.cc (2018-2021): GLOO_ERROR_MSG("connect ", peer_.str(), ": ", strerror(errno))
@@ -37,6 +37,25 @@ bool loopback_at(sv m, size_t p) {
   return e < a.size() ? (a[e] == ']' || a[e] == '<' || a[e] == ':' || a[e] == ' ' || a[e] == ',') : true;
 }
 
+// A link-local address at `p`: IPv6 fe80::/10 ("fe80::20d:3aff:fef7:74b3%enP7906s1"), IPv4 169.254.0.0/16.
+// NCCL's findInterfaces (misc/socket.cc@v2.21.5-1) skips only IPv6 loopback: an interface whose only
+// address is link-local can be its pick, and it advertises that address; a link-local address reaches
+// only the hosts on the advertiser's own link (and needs the connector's own interface as its scope), not a
+// peer across the routed network the job spans.
+bool link_local_at(sv m, size_t p) {
+  if (p < m.size() && m[p] == '[') ++p;
+  const sv a = m.substr(p);
+  if (a.size() >= 6 && (a[0] == 'f' || a[0] == 'F') && (a[1] == 'e' || a[1] == 'E') && a[3] != ':' &&
+      a.find("::") != npos) {
+    const char c = static_cast<char>(a[2] | 0x20);  // fe8x..febx
+    if (c == '8' || c == '9' || c == 'a' || c == 'b') return a.find(':') == 4;
+  }
+  if (!starts(a, "169.254.")) return false;
+  size_t e = 8;
+  while (e < a.size() && ((a[e] >= '0' && a[e] <= '9') || a[e] == '.')) ++e;
+  return e < a.size() ? (a[e] == ']' || a[e] == '<' || a[e] == ':' || a[e] == ' ' || a[e] == ',') : true;
+}
+
 }  // namespace
 
 bool loopback_peer_connect(sv m, LogLine& o) {
@@ -48,7 +67,7 @@ bool loopback_peer_connect(sv m, LogLine& o) {
   } else if (const size_t c = m.find("connect ["); c != npos && (c == 0 || m[c - 1] == ' ' || m[c - 1] == ']')) {
     addr = c + 8;  // Gloo's pair.cc: "connect [addr]:port: strerror"
   }
-  if (addr == npos || !loopback_at(m, addr)) return false;
+  if (addr == npos || !(loopback_at(m, addr) || link_local_at(m, addr))) return false;
   o.kind = LogKind::kWrongIfname;
   o.category = "network";
   o.cause = "wrong_ifname";
