@@ -744,3 +744,30 @@ TEST_CASE("a DataLoader worker SIGKILLed is a data-loader crash; an OOM only whe
     CHECK(triage_logs({t.dir}).cause == "shm_exhausted");
   }
 }
+
+// ROCm's HSA runtime prints a GPU fault itself and aborts (runtime.cpp:1716/1818@rocm-6.2.4, catalogue
+// rocr-runtime-6.2.4): the device fault, not the SIGABRT after it, ended the process.
+TEST_CASE("ROCm's runtime: a GPU hang or memory-access fault before the abort is a device error", "[triage_logs]") {
+  {
+    TempDir t("rocm_hang");
+    write_file(t.dir / "train.log",
+               "{'loss': 0.45, 'epoch': 1.2}\n"
+               "HW Exception by GPU node-9 (Agent handle: 0x631351bb5a20) reason :GPU Hang\n"
+               "HW Exception by GPU node-9 (Agent handle: 0x64ff272d8ab0) reason :GPU Hang\n"
+               "Aborted (core dumped)\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "rank_exit");
+    CHECK(r.cause == "cuda_error");
+  }
+  {
+    TempDir t("rocm_fault");
+    write_file(t.dir / "train.log",
+               "Memory access fault by GPU node-2 (Agent handle: 0x55f1c0a1b2c0) on address 0x7f1a2b000000. Reason: "
+               "Page not present or supervisor privilege.\n"
+               "Aborted (core dumped)\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "cuda_error");
+  }
+}
