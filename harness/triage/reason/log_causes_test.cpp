@@ -771,3 +771,20 @@ TEST_CASE("ROCm's runtime: a GPU hang or memory-access fault before the abort is
     CHECK(r.cause == "cuda_error");
   }
 }
+
+// libmlx5's own completion-error report (providers/mlx5/cq.c:896@rdma-core v44.0, catalogue rdma-core-mlx5-44.0):
+// a work request of this process completed in error on the NIC, whichever library posted it.
+TEST_CASE("libmlx5's 'got completion with error' is an InfiniBand transport error", "[triage_logs]") {
+  TempDir t("mlx5_cqe");
+  write_file(t.dir / "job.log",
+             "step 10 loss 1.0\n"
+             "mlx5: node-031.cluster: got completion with error:\n"
+             "00000000 00000000 00000000 00000000\n"
+             "00000000 00000000 00000000 00000000\n"
+             "00000007 00000000 00000000 00000000\n"
+             "00000000 00008813 08000117 0001d4d2\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "network");
+  CHECK(r.cause == "ib_error");
+}
