@@ -5,6 +5,7 @@
 // of continuation lines, torchrun's failure summary and Open MPI's exit block, the bounded per-rank
 // step history and the writers' progress bars.
 #include "triage/logs/file_scan.hpp"
+#include "triage/logs/scan.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -28,17 +29,6 @@ namespace hanglab {
 
 namespace {
 
-// The number of a store barrier's key, "store_based_barrier_key:37" -> 37; -1 when the line names none.
-long long store_barrier_key(std::string_view msg) {
-  constexpr std::string_view kKey = "store_based_barrier_key:";
-  const size_t k = msg.find(kKey);
-  if (k == std::string_view::npos) return -1;
-  if (k + kKey.size() == msg.size() || msg[k + kKey.size()] < '0' || msg[k + kKey.size()] > '9') return -1;
-  long long key = 0;
-  for (size_t p = k + kKey.size(); p < msg.size() && msg[p] >= '0' && msg[p] <= '9' && key < 1000000; ++p)
-    key = key * 10 + (msg[p] - '0');
-  return key;
-}
 
 constexpr size_t kChunk = 1 << 20;         // read(2) size
 constexpr size_t kMaxLine = 64 * 1024;      // longer lines are cut (progress bars, dumps)
@@ -456,7 +446,7 @@ class FileScanner {
     e.other_rank = other;
     e.world = l_.world;
     e.joined = l_.joined;
-    if (l_.joined >= 0) e.barrier_key = store_barrier_key(l_.msg);
+    if (l_.joined >= 0) e.barrier_key = logparse::store_barrier_key(l_.msg);
     e.step = l_.step;
     e.total_steps = l_.total_steps;
     e.code = l_.code;
@@ -695,7 +685,7 @@ class FileScanner {
     // A store barrier's key counts the process groups created so far (torch 1.x distributed_c10d.py:
     // "store_based_barrier_key:{_group_count}"): key 1 is the default group's, a later key a new_group()'s,
     // whose ranks all passed the default group's barrier.
-    const long long key = l_.joined >= 0 ? store_barrier_key(l_.msg) : -1;
+    const long long key = l_.joined >= 0 ? logparse::store_barrier_key(l_.msg) : -1;
     out_.world.push_back({l_.world, rank, l_.joined, 0, key, index_, line_no_, std::string(l_.msg.substr(0, kMaxEventText))});
   }
 

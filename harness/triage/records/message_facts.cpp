@@ -106,20 +106,31 @@ std::string master_host(sv m) {
   return "";
 }
 
-// Texts naming a socket interface that does not exist, as Gloo ("Unable to find address for: eth7",
-// gloo/transport/tcp/device.cc), NCCL ("Bootstrap : no socket interface found", "failed to find
-// interface") and the kernel (ENODEV "No such device") word it.
-bool no_interface_text(sv m) {
-  return ihas(m, "no socket interface") || ihas(m, "unable to find address for") ||
-         ihas(m, "failed to find interface") || ihas(m, "no such device");
+// A socket interface that does not exist, in the words the classifier does not read: "failed to find
+// interface" and the kernel's ENODEV "No such device" (binding to a named device). Gloo's "Unable to find
+// address for: eth7" (gloo/transport/tcp/device.cc) and NCCL's "Bootstrap : no socket interface found"
+// are the classifier's (kWrongIfname).
+bool no_interface_text(sv m) { return ihas(m, "failed to find interface") || ihas(m, "no such device"); }
+
+// hanglab's workloads print their error as "[rank 1] ERROR (data) in data at step 1: <what>"
+// (workloads/common; logs/fields.cpp parse_harness_error reads it as the workload's class): what
+// <what> means is its emitter's, so it is read on its own.
+LogLine classified(sv text) {
+  LogLine l;
+  parse_log_line(text, LogLineContext{}, l);
+  if (!logparse::starts(l.msg, "ERROR (")) return l;
+  const size_t k = l.msg.find(": ");
+  if (k == npos) return l;
+  LogLine inner;
+  parse_log_line(l.msg.substr(k + 2), LogLineContext{}, inner);
+  return inner;
 }
 
 }  // namespace
 
 TextFacts read_message_facts(std::string_view text) {
   TextFacts f;
-  LogLine l;
-  parse_log_line(text, LogLineContext{}, l);
+  const LogLine l = classified(text);
   const sv m = text;
   f.cause = classified_cause(l);
   if (f.cause.empty() && host_oom_text(m)) f.cause = "oom";

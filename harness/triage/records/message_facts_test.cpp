@@ -31,6 +31,11 @@ TEST_CASE("message facts: a full /dev/shm, not a full disk", "[records]") {
                            "dataloader's workers are out of shared memory. Please try to raise your shared memory "
                            "limit.")
             .cause == "shm_exhausted");
+  // The same text inside hanglab's own error line (stdout.log): its <what> is read on its own.
+  CHECK(read_message_facts("[rank 1] ERROR (data) in data at step 1: DataLoader worker (pid 27960) is killed by "
+                           "signal: Bus error. It is possible that dataloader's workers are out of shared memory. "
+                           "Please try to raise your shared memory limit.")
+            .cause == "shm_exhausted");
   // ... but not of another signal.
   CHECK(read_message_facts("DataLoader worker (pid 27960) is killed by signal: Segmentation fault.").cause.empty());
   // The worker's own SIGBUS handler (torch/utils/data/_utils/signal_handling.py, DataLoader.cpp).
@@ -55,6 +60,7 @@ TEST_CASE("message facts: timeouts, interfaces, addresses and missing ranks", "[
                            "nullptr. Unable to find address for: eth7")
             .no_interface);
   CHECK(read_message_facts("NCCL WARN Bootstrap : no socket interface found").no_interface);
+  CHECK(read_message_facts("setsockopt SO_BINDTODEVICE eth9: No such device").no_interface);
   CHECK_FALSE(read_message_facts("Connection refused").no_interface);
 
   const auto u = read_message_facts(
