@@ -155,8 +155,8 @@ TEST_CASE("frames: rank-prefixed frames parse to their phase", "[triage_logs]") 
 TEST_CASE("frames: a captured stack's phase, innermost frame first (py-spy, Flight Recorder, gdb)", "[triage_logs]") {
   // A Flight Recorder entry's frames: torch's own call plumbing name nothing, the program's do.
   CHECK(stack_phase({"all_reduce (torch/distributed/distributed_c10d.py:4174)",
-                     "wrapper (torch/distributed/c10d_logger.py:79)", "evaluate (eval.py:30)", "train (train.py:77)"}) ==
-        "eval");
+                     "wrapper (torch/distributed/c10d_logger.py:79)", "evaluate (eval.py:30)",
+                     "train (train.py:77)"}) == "eval");
   CHECK(stack_phase({"destroy_process_group (torch/distributed/distributed_c10d.py:2055)", "main (train.py:10)"}) ==
         "shutdown");
   CHECK(stack_phase({"barrier (torch/distributed/distributed_c10d.py:4000)",

@@ -77,7 +77,8 @@ TEST_CASE("message facts: timeouts, interfaces, addresses and missing ranks", "[
   CHECK(read_message_facts("rendezvous timed out after 4000 ms: 3/4 ranks joined (missing ranks: 2) (reported by "
                            "rank 0)")
             .missing_ranks == std::vector<int>{2});
-  CHECK(read_message_facts("Timed out after 10 seconds waiting for clients. 3/4 clients joined.").missing_ranks.empty());
+  CHECK(read_message_facts("Timed out after 10 seconds waiting for clients. 3/4 clients joined.")
+            .missing_ranks.empty());
 
   CHECK(read_message_facts("The client socket has timed out after 4s while trying to connect to (127.0.0.2, 40287).")
             .master == "127.0.0.2");

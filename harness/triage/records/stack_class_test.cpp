@@ -53,7 +53,8 @@ TEST_CASE("py-spy: a library's own save is no torch.save; a stack without a phas
   s.tool = "py-spy";
   s.state = "D";
   s.frames = {"write (safetensors/torch.py:286)", "save_pretrained (transformers/modeling_utils.py:2563)",
-              "Trainer._save_checkpoint (transformers/trainer.py:2390)", "Trainer.train (transformers/trainer.py:1938)"};
+              "Trainer._save_checkpoint (transformers/trainer.py:2390)",
+              "Trainer.train (transformers/trainer.py:1938)"};
   classify_stack(s);
   CHECK_FALSE(s.torch_save);
   CHECK(s.phase == "checkpoint");
