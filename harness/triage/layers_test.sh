@@ -2,7 +2,9 @@
 # unit.triage_layers: no upward #include inside harness/triage/ (model < records, logs, fr <
 # reason < answer < triage.cpp, the tools and the *_test.cpp beside the code), and nothing in triage/
 # includes a higher harness layer (scenario/, run/, history/, report/, validate/, bench/,
-# cli/). Prints every offending include as file:line and exits 1.
+# cli/); and no text matching in reason/*.cpp (a string-literal find / contains / starts_with /
+# regex: reason/ reads typed observations only, see triage.hpp). Prints every offence as
+# file:line and exits 1.
 # usage: layers_test.sh [HARNESS_DIR]
 set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
@@ -33,6 +35,11 @@ while IFS= read -r -d '' f; do
     esac
   done < <(grep -n '^#include "' "$f" | sed -E 's/^([0-9]+):/\1:/')
 done < <(find triage -name '*.[ch]pp' -print0)
+# reason/ reads typed observations only (triage.hpp): no text matching on a message there.
+while IFS= read -r hit; do
+  echo "$hit: text matching in reason/ (give the observation a typed field where its text is read)"; bad=1
+done < <(find triage/reason -name '*.cpp' ! -name '*_test.cpp' -print0 |
+         xargs -0 grep -n -E 'find\("|contains\("|std::regex|starts_with\("|ends_with\("|rfind\("' || true)
 [ "$n" -gt 0 ] || { echo "no source files under $(pwd)/triage"; exit 1; }
-[ "$bad" = 0 ] && echo "ok: $n files under triage/, no upward include"
+[ "$bad" = 0 ] && echo "ok: $n files under triage/, no upward include, no text matching in reason/"
 exit "$bad"

@@ -18,6 +18,14 @@
 //             absence, slow vs dead), the playbook's next steps
 //   answer/   triage.json and the text report
 //   triage.cpp  the entry points below, which chain them.
+//
+// What a line means lives only in the layers that read text: logs/ (the message catalogue,
+// classify_text, the pattern table, frames.cpp's frame -> phase table, progress.cpp), records/
+// (records/message_facts.cpp reads a run record's messages with the same plain-log classifier,
+// stack_class.cpp a captured stack) and fr/ (a dump's frames). reason/ reads typed observations
+// only -- kinds, category, cause, role, strength, phase, signal and the parsed fields (TextFacts,
+// LogEvent) -- and never searches a message's text; layers_test.sh fails on a string-literal
+// find / contains / starts_with / regex in reason/*.cpp.
 #pragma once
 
 #include <filesystem>

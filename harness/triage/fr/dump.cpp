@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "triage/fr/pickle.hpp"
+#include "triage/logs/frames.hpp"
 #include "triage/model/result.hpp"
 
 namespace hanglab::fr {
@@ -171,7 +172,10 @@ FrEntry entry_of(const json& e, size_t index) {
       const size_t sp = file.rfind("site-packages/");
       if (sp != std::string::npos) file = file.substr(sp + 14);
       f.frames.push_back(fmt::format("{} ({}:{})", str(fr, "name"), file, num(fr, "line", 0)));
+      if (f.call_site.empty() && file.rfind("torch/", 0) != 0) f.call_site = f.frames.back();
     }
+    if (f.call_site.empty() && !f.frames.empty()) f.call_site = f.frames.back();
+    f.phase = stack_phase(f.frames);
   }
   return f;
 }

@@ -32,6 +32,8 @@ struct FrEntry {
   double completed_s = 0;      // time_discovered_completed_ns (0 = not seen)
   long long timeout_ms = 0;
   std::vector<std::string> frames;  // innermost first: "all_reduce (torch/.../distributed_c10d.py:4174)"
+  std::string call_site;  // where the program made the call: the innermost frame outside torch itself
+  std::string phase;      // the phase the frames name (logs/frames.hpp stack_phase), "" when none
   size_t index = 0;                 // position in the dump's entries
 };
 

@@ -230,3 +230,30 @@ TEST_CASE("pg_config ranks: torch's string \"[0, 1, 2]\" in any spacing, a list,
   CHECK(ranks_of("[0, 99999999999]") == std::vector<int>{0});  // beyond any world size
   fs::remove_all(tmp);
 }
+
+TEST_CASE("a dump's entry: where the program called from and the phase its frames name", "[fr]") {
+  json j;
+  std::ifstream(fr_dir("json") / "rank_0.json") >> j;
+  REQUIRE(!j["entries"].empty());
+  j["entries"].back()["frames"] = json::array(
+      {{{"name", "all_reduce"}, {"filename", "/usr/lib/python3/site-packages/torch/distributed/distributed_c10d.py"},
+        {"line", 4174}},
+       {{"name", "wrapper"}, {"filename", "/usr/lib/python3/site-packages/torch/distributed/c10d_logger.py"},
+        {"line", 79}},
+       {{"name", "_save_checkpoint"}, {"filename", "/work/train.py"}, {"line", 61}},
+       {{"name", "train"}, {"filename", "/work/train.py"}, {"line", 77}}});
+  const fs::path dir = fs::temp_directory_path() / "hanglab_fr_frames_test";
+  fs::create_directories(dir);
+  std::ofstream(dir / "rank_0.json") << j.dump();
+  const fr::FrDump d = fr::read_fr_dump(dir / "rank_0.json", "rank_0.json", 0);
+  fs::remove_all(dir);
+  REQUIRE(!d.entries.empty());
+  const auto& e = d.entries.back();
+  CHECK(e.call_site == "_save_checkpoint (/work/train.py:61)");  // torch's own frames skipped
+  CHECK(e.phase == "checkpoint");                                 // logs/frames.cpp's table
+  // Frames that name nothing: no phase; a call from torch only: its outermost frame.
+  const fr::FrDump p = fr::read_fr_dump(fr_dir("stuck") / "rank_1", "rank_1", 1);
+  REQUIRE(!p.entries.empty());
+  CHECK(p.entries.back().phase.empty());
+  CHECK_FALSE(p.entries.back().call_site.empty());
+}

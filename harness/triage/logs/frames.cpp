@@ -226,6 +226,26 @@ LogKind frame_phase(sv msg) {
   return LogKind::kNone;
 }
 
+std::string stack_phase(const std::vector<std::string>& frames) {
+  for (const auto& f : frames) {
+    std::string frame = f.substr(0, f.find('\t'));
+    const auto open = frame.find(" (");
+    if (open == std::string::npos) continue;
+    const auto dot = frame.rfind('.', open);
+    if (dot != std::string::npos) frame = frame.substr(dot + 1);
+    switch (frame_phase("    " + frame)) {
+      case LogKind::kCheckpointBegin: return "checkpoint";
+      case LogKind::kEvalBegin: return "eval";
+      case LogKind::kTrainBegin: return "training";
+      case LogKind::kInitBegin: return "init";
+      case LogKind::kDataWait: return "data";
+      case LogKind::kShutdown: return "shutdown";
+      default: break;
+    }
+  }
+  return "";
+}
+
 bool FrameMarkers::keep(sv msg, LogKind kind) {
   const FrameShape fs = frame_shape(msg);
   if (fs == FrameShape::kNone) {

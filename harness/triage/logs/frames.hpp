@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -48,6 +49,13 @@ FrameShape frame_shape(std::string_view msg, std::string_view* path = nullptr, s
 // that is not a frame). Which frame of a stack decides is the reader's business: the last one
 // printed of a traceback, the first one of an innermost-first dump.
 LogKind frame_phase(std::string_view msg);
+
+// The phase a captured stack's frames name, innermost first (py-spy's and Flight Recorder's
+// "name (path:line)"; gdb's native frames, "name\tfrom lib", carry no .py file and name none); a
+// method's class is dropped ("Trainer.train" is read as "train"). The first frame that names one
+// decides: "init" | "training" | "checkpoint" | "eval" | "data" | "shutdown", "" when none does.
+// The one reading of a stack's phase: records/ (stack.txt) and fr/ (a dump's frames) both use it.
+std::string stack_phase(const std::vector<std::string>& frames);
 
 // Which frame markers of a file count, line by line: every one of a Python traceback (it
 // lists the innermost call last, and the last marker wins downstream), only the first one of

@@ -151,3 +151,21 @@ TEST_CASE("frames: rank-prefixed frames parse to their phase", "[triage_logs]") 
   l = parse("  File \"/opt/conda/lib/python3.7/site-packages/torch/serialization.py\", line 379, in save");
   CHECK(l.kind == LogKind::kCheckpointBegin);
 }
+
+TEST_CASE("frames: a captured stack's phase, innermost frame first (py-spy, Flight Recorder, gdb)", "[triage_logs]") {
+  // A Flight Recorder entry's frames: torch's own call plumbing name nothing, the program's do.
+  CHECK(stack_phase({"all_reduce (torch/distributed/distributed_c10d.py:4174)",
+                     "wrapper (torch/distributed/c10d_logger.py:79)", "evaluate (eval.py:30)",
+                     "train (train.py:77)"}) == "eval");
+  CHECK(stack_phase({"destroy_process_group (torch/distributed/distributed_c10d.py:2055)", "main (train.py:10)"}) ==
+        "shutdown");
+  CHECK(stack_phase({"barrier (torch/distributed/distributed_c10d.py:4000)",
+                     "init_process_group (torch/distributed/distributed_c10d.py:1500)", "main (train.py:10)"}) ==
+        "init");
+  // A method's class is dropped; a bare save (np.save, a logger's) names nothing.
+  CHECK(stack_phase({"save (numpy/lib/npyio.py:500)", "Trainer.train (transformers/trainer.py:1938)"}) == "training");
+  // gdb's native frames ("name\tfrom lib") and frames naming nothing.
+  CHECK(stack_phase({"ncclAllReduce\tfrom /usr/lib/libnccl.so.2", "main\tat train.cpp:10"}).empty());
+  CHECK(stack_phase({"<module> (x.py:1)", "wrapper (torch/distributed/c10d_logger.py:79)"}).empty());
+  CHECK(stack_phase({}).empty());
+}

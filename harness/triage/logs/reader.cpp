@@ -5,6 +5,7 @@
 // of continuation lines, torchrun's failure summary and Open MPI's exit block, the bounded per-rank
 // step history and the writers' progress bars.
 #include "triage/logs/file_scan.hpp"
+#include "triage/logs/scan.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -27,6 +28,7 @@
 namespace hanglab {
 
 namespace {
+
 
 constexpr size_t kChunk = 1 << 20;         // read(2) size
 constexpr size_t kMaxLine = 64 * 1024;      // longer lines are cut (progress bars, dumps)
@@ -444,6 +446,7 @@ class FileScanner {
     e.other_rank = other;
     e.world = l_.world;
     e.joined = l_.joined;
+    if (l_.joined >= 0) e.barrier_key = logparse::store_barrier_key(l_.msg);
     e.step = l_.step;
     e.total_steps = l_.total_steps;
     e.code = l_.code;
@@ -682,16 +685,7 @@ class FileScanner {
     // A store barrier's key counts the process groups created so far (torch 1.x distributed_c10d.py:
     // "store_based_barrier_key:{_group_count}"): key 1 is the default group's, a later key a new_group()'s,
     // whose ranks all passed the default group's barrier.
-    long long key = -1;
-    if (l_.joined >= 0) {
-      constexpr std::string_view kKey = "store_based_barrier_key:";
-      if (const size_t k = l_.msg.find(kKey); k != std::string_view::npos) {
-        key = 0;
-        for (size_t p = k + kKey.size(); p < l_.msg.size() && l_.msg[p] >= '0' && l_.msg[p] <= '9' && key < 1000000; ++p)
-          key = key * 10 + (l_.msg[p] - '0');
-        if (k + kKey.size() == l_.msg.size() || l_.msg[k + kKey.size()] < '0' || l_.msg[k + kKey.size()] > '9') key = -1;
-      }
-    }
+    const long long key = l_.joined >= 0 ? logparse::store_barrier_key(l_.msg) : -1;
     out_.world.push_back({l_.world, rank, l_.joined, 0, key, index_, line_no_, std::string(l_.msg.substr(0, kMaxEventText))});
   }
 

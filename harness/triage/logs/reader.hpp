@@ -64,6 +64,9 @@ struct LogEvent {
   long long pid = -1;
   int nccl_dev = -1;  // LogLine::nccl_dev
   int pg_rank = -1, local_rank = -1, other_rank = -1, world = -1, joined = -1, step = -1, total_steps = -1;
+  // c10d's store-based barrier names its key ("store_based_barrier_key:37", torch 1.x distributed_c10d.py
+  // _store_based_barrier): on a line that counts arrivals (joined >= 0), the key's number, else -1.
+  long long barrier_key = -1;
   int code = kNoCode;
   int signal = 0;
   bool pg_default = false;

@@ -130,3 +130,20 @@ TEST_CASE("a progress bar that never ended its line: the text after its closing 
                                       fmt::format(fmt::runtime(to), 0, 1516, 25427968));
   CHECK(triage_logs({d.dir / "train.log"}).category != "collective_mismatch");
 }
+
+TEST_CASE("events: a store barrier's key number, for the reasoner to compare (no text matching there)",
+          "[triage_logs]") {
+  const fs::path dir = fs::temp_directory_path() / "hanglab_reader_barrier_key";
+  fs::create_directories(dir);
+  write_file(dir / "rank-11.log",
+             "RuntimeError: Timed out initializing process group in store based barrier on rank: 11, for key: "
+             "store_based_barrier_key:37 (world_size=16, worker_count=8, timeout=0:30:00)\n"
+             "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 3/4 clients "
+             "joined.\n");
+  const LogCorpus c = load_log_corpus({{dir / "rank-11.log", "rank-11.log"}}, 1);
+  fs::remove_all(dir);
+  std::vector<std::pair<int, long long>> seen;  // joined, key
+  for (const auto& e : c.events)
+    if (e.joined >= 0) seen.emplace_back(e.joined, e.barrier_key);
+  CHECK(seen == std::vector<std::pair<int, long long>>{{8, 37}, {3, -1}});
+}

@@ -169,4 +169,15 @@ inline bool is2(sv s, size_t p) { return p + 1 < s.size() && dig(s[p]) && dig(s[
 
 inline bool host_char(char c) { return alpha(c) || dig(c) || c == '.' || c == '-' || c == '_'; }
 
+// The number of c10d's store barrier key, "store_based_barrier_key:37" -> 37 (torch 1.x distributed_c10d.py
+// _store_based_barrier: "store_based_barrier_key:{_group_count}"); -1 when the line names none.
+inline long long store_barrier_key(sv msg) {
+  constexpr sv kKey = "store_based_barrier_key:";
+  const size_t k = msg.find(kKey), b = k + kKey.size();
+  if (k == npos || b == msg.size() || !dig(msg[b])) return -1;
+  long long key = 0;
+  for (size_t p = b; p < msg.size() && dig(msg[p]) && key < 1000000; ++p) key = key * 10 + (msg[p] - '0');
+  return key;
+}
+
 }  // namespace hanglab::logparse

@@ -75,6 +75,19 @@ struct StepRecord {
   bool had_backward = false;    // a backward phase began in this step
 };
 
+// What a message's text says, read once by the layer that reads text (records/message_facts.cpp,
+// through the plain-log classifier of logs/ where the message is one of the stack's emitters'),
+// when the run directory is loaded: reason/ reads these fields, never the text itself.
+struct TextFacts {
+  std::string cause;         // cuda_oom | oom (host memory) | shm_exhausted (/dev/shm full) | "" (none of these)
+  bool timeout = false;      // the message says something timed out
+  bool no_interface = false; // the socket interface it names does not exist (wrong GLOO/NCCL_SOCKET_IFNAME)
+  bool unreachable = false;  // the kernel has no route to the peer it connected to
+  std::string remote;        // Gloo's peer address "remote=[ADDR]:PORT" -> ADDR
+  std::vector<int> missing_ranks;  // a rendezvous timeout's "missing ranks: 1,3"
+  std::string master;        // the store host it names: "connect to (HOST, PORT)", "master HOST:PORT"
+};
+
 struct ErrorRecord {
   double t = 0;
   int line = 0;
@@ -83,6 +96,7 @@ struct ErrorRecord {
   std::string cls;  // timeout | comm | rendezvous | data | other (workload's classification)
   int step = 0;
   long long seq = 0;
+  TextFacts says;   // what msg says
 };
 
 struct FaultRecord {  // a rank's own `fault` trace event: citable, never decisive
@@ -99,6 +113,7 @@ struct LogHit {
   double t = 0;      // from the harness' timestamp prefix; 0 when absent
   std::string tag;   // pattern tag: wrong_ifname, connection_refused, oom, segfault, ...
   std::string text;  // the line without its timestamp prefix
+  TextFacts says;    // what text says
 };
 
 struct StackFrameInfo {
@@ -119,6 +134,10 @@ struct StackFrameInfo {
   std::string klass;
   std::string klass_frame;
   std::string klass_what;
+  bool torch_save = false;  // the frame that decided is torch.save's own (torch/serialization.py)
+  // The phase the frames name, innermost first (logs/frames.cpp's table): checkpoint | eval |
+  // training | init, "" when none does.
+  std::string phase;
 };
 
 // Progress lines a program printed (logs/progress.hpp), with the harness' timestamps.
@@ -198,6 +217,7 @@ struct HarnessDetect {
   std::string detector;
   int rank = -1;
   std::string detail;
+  TextFacts says;  // what detail says
 };
 
 // The harness' own record of a fault it injected (harness.jsonl `fault`). Neither the

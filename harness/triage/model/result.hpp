@@ -62,6 +62,8 @@ struct Failure {
   std::string what;      // e.g. "killed by SIGKILL", "Timed out waiting 5000ms for recv"
   std::string evidence;  // file:line
   bool t_exact = true;   // false: plain logs, the line had no clock and `t` is its writer's previous one (a lower bound)
+  std::string cause;     // what the failure itself proves (its observation's cause: cuda_oom, oom, ...), "" = nothing
+  int signal = 0;        // the signal it names or died of, 0 = none
 };
 
 struct Evidence {

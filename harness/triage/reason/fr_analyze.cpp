@@ -54,13 +54,6 @@ struct Finding {
 
 std::string entry_ref(const Member& m, const FrEntry& e) { return fmt::format("{}:entries[{}]", m.dump->file, e.index); }
 
-// Where the program made the call: the innermost frame outside torch itself.
-std::string call_site(const FrEntry& e) {
-  for (const auto& f : e.frames)
-    if (f.find("(torch/") == std::string::npos) return f;
-  return e.frames.empty() ? "" : e.frames.back();
-}
-
 std::string call_text(const FrEntry& e) {
   return fmt::format("{} seq {} ({}{})", e.op, e.seq, e.sizes, e.dtypes.empty() ? "" : " " + e.dtypes);
 }
@@ -294,21 +287,10 @@ class FrAnalyzer {
     }
   }
 
+  // The phase the waiting ranks' frames name (fr/dump.cpp read them), else init for the first
+  // collectives and training after.
   std::string phase_of(const Finding& f) const {
-    if (f.at) {
-      for (const auto& fr : f.at->frames) {
-        std::string low = fr;
-        std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return std::tolower(c); });
-        if (low.find("checkpoint") != std::string::npos || low.rfind("save", 0) == 0 ||
-            low.find("_save") != std::string::npos || low.find("save_") != std::string::npos)
-          return "checkpoint";
-        if (low.rfind("eval", 0) == 0 || low.find("_eval") != std::string::npos ||
-            low.find("validat") != std::string::npos || low.rfind("generate", 0) == 0)
-          return "eval";
-        if (low.find("destroy_process_group") != std::string::npos) return "shutdown";
-        if (low.find("init_process_group") != std::string::npos) return "init";
-      }
-    }
+    if (f.at && !f.at->phase.empty()) return f.at->phase;
     if (f.seq <= 1) return "init";
     return "training";
   }
@@ -444,7 +426,7 @@ class FrAnalyzer {
       const Member& w = *mem.at(f.waiting.front());
       r_.evidence.push_back({entry_ref(w, *f.at), fmt::format("{} entered {}{}", reason::ranks_phrase_counted(f.waiting),
                                                               call_text(*f.at),
-                                                              f.at->frames.empty() ? "" : " from " + call_site(*f.at))});
+                                                              f.at->frames.empty() ? "" : " from " + f.at->call_site)});
     }
     rows(f, mem, culprits, waiting);
     answers(f);
@@ -476,7 +458,7 @@ class FrAnalyzer {
         // Gloo records neither start nor completion (its state stays "scheduled").
         t.last_coll_edge = l.backend == "gloo" && !m->last_completed ? "" : m->last_completed ? "end" : "begin";
         t.last_event_t = l.created_s;
-        if (!l.frames.empty()) t.top_frames = {call_site(l)};
+        if (!l.frames.empty()) t.top_frames = {l.call_site};
       }
       if (!d) {
         t.liveness = "unknown";
@@ -504,7 +486,7 @@ class FrAnalyzer {
     const std::string init = r_.phase == "init" ? "init" : r_.phase;
     r_.answers.push_back(fmt::format("Init or training: {} — {}", init,
                                      f.at ? fmt::format("the collective in question is {} (seq {}){}", f.at->op, f.seq,
-                                                        f.at->frames.empty() ? "" : ", called from " + call_site(*f.at))
+                                                        f.at->frames.empty() ? "" : ", called from " + f.at->call_site)
                                           : "no collective recorded"));
     r_.answers.push_back(fmt::format("All or subset: {} — {}", r_.scope,
                                      r_.missing_ranks.empty() ? "no rank apart from its peers"

@@ -288,7 +288,7 @@ std::string LogAnalyzer::marker_phase(LogKind k) {
 }
 
 void LogAnalyzer::set_first(const Fail& f) {
-  r_.first_failure = Failure{f.rank, f.has_t ? f.t : 0, f.what, f.ref, !f.has_t || f.exact};
+  r_.first_failure = Failure{f.rank, f.has_t ? f.t : 0, f.what, f.ref, !f.has_t || f.exact, f.cause, f.signal};
   first_key_ = fmt::format("{}/{}", f.rank, f.ref);
 }
 

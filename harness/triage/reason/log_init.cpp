@@ -211,16 +211,12 @@ std::vector<int> ranks_listed(const std::vector<const Fail*>& fails, int world) 
 static bool barrier_counted_all(const std::vector<const Fail*>& init_fails, const LogEvent* joined_ev, int joined,
                                 int of) {
   if (!joined_ev || joined < 1) return false;
-  const auto key_of = [](const std::string& t) {
-    const size_t k = t.find("store_based_barrier_key:");
-    return k == std::string::npos ? std::string() : t.substr(k, t.find_first_of(" ,)", k) - k);
-  };
-  const std::string key = key_of(joined_ev->text);
+  const long long key = joined_ev->barrier_key;  // the reader's (logs/reader.cpp)
   std::set<int> counted;
   for (const Fail* f : init_fails)
-    if (f->rank >= 0 && f->ev && f->ev->joined >= 0 && f->ev->world == of && key_of(f->ev->text) == key)
+    if (f->rank >= 0 && f->ev && f->ev->joined >= 0 && f->ev->world == of && f->ev->barrier_key == key)
       counted.insert(f->rank);
-  return !key.empty() && static_cast<int>(counted.size()) == joined;
+  return key >= 0 && static_cast<int>(counted.size()) == joined;
 }
 
 bool LogAnalyzer::try_init() {

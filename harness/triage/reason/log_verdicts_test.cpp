@@ -710,3 +710,24 @@ TEST_CASE("torchrun's agent layout maps its local ranks onto global ranks, and s
     CHECK(triage_logs({t.dir}).missing_ranks == std::vector<int>{1});
   }
 }
+
+// c10d's store-based barrier counts each rank as it arrives (store.add(key, 1)): when the ranks whose
+// timeout lines name the same key are as many as it counted, the silent ones never arrived. The key is
+// the reader's typed field (LogEvent::barrier_key); a different key is another group's barrier.
+TEST_CASE("a store barrier whose timed-out ranks account for every arrival: the silent ranks never came",
+          "[triage_logs]") {
+  const auto run = [](int other_key) {
+    TempDir t("barrier_counted");
+    for (int r = 0; r < 4; ++r)
+      write_file(t.dir / fmt::format("rank-{}.log", r),
+                 fmt::format("RuntimeError: Timed out initializing process group in store based barrier on rank: {}, "
+                             "for key: store_based_barrier_key:{} (world_size=8, worker_count=4, timeout=0:30:00)\n",
+                             r, r == 3 ? other_key : 1));
+    return triage_logs({t.dir});
+  };
+  const auto same = run(1);
+  CHECK(same.category == "rendezvous");
+  CHECK(same.missing_ranks == std::vector<int>{4, 5, 6, 7});
+  // One of the four timed out at another group's barrier: the count is not accounted for.
+  CHECK(run(2).missing_ranks.empty());
+}

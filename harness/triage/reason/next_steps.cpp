@@ -123,8 +123,7 @@ bool exit_steps(const TriageResult& r_, const std::string& c, const std::string&
     return true;
   }
   if (c == "rank_exit" || c == "resource_limit" || (c == "data_loading" && k == "data_error")) {
-    const bool gpu_oom = k == "oom" && r_.first_failure &&
-                         r_.first_failure->what.find("CUDA out of memory") != std::string::npos;
+    const bool gpu_oom = k == "oom" && r_.first_failure && r_.first_failure->cause == "cuda_oom";
     if (gpu_oom) {
       n.push_back(fmt::format("{} ran out of GPU memory (CUDA OOM): check its batch/sequence length at that step, "
                               "activation memory, fragmentation (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) "
@@ -142,7 +141,7 @@ bool exit_steps(const TriageResult& r_, const std::string& c, const std::string&
           "Reduce the rank's memory (batch, activation checkpointing) or raise its memory limit; check "
           "for growth over steps.");
     }
-    if (k == "crashed" && r_.first_failure && r_.first_failure->what.find("SIGBUS") != std::string::npos) {
+    if (k == "crashed" && r_.first_failure && r_.first_failure->signal == 7) {  // SIGBUS
       n.push_back(fmt::format(
           "{} died of SIGBUS: in a container that is most often a full /dev/shm (DataLoader workers' shared "
           "memory, NCCL's SHM transport; docker's default is 64 MB): check df -h /dev/shm on its node and raise it "

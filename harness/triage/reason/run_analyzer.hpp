@@ -79,6 +79,7 @@ std::string answer_phase(const std::string& trace_phase);
 // workload's error class. Its clock is always the record's own.
 using ObsKind = Role;
 struct Obs : Observation {
+  TextFacts says;  // what its error's message says (records/message_facts.cpp); empty for an exit
   Obs() {
     has_t = true;
     role = Role::kEcho;
@@ -186,7 +187,6 @@ class Analyzer {
   bool try_duplicate();
 
   // ---- init (run_init.cpp) ----------------------------------------------------------------------
-  static std::string lower_copy(std::string v);
   std::vector<int> ifname_ranks() const;
   // [topology] nodes > 1: peers that could not connect in init to an address of a node's
   // second interface (no route): that node's ranks advertised an interface that exists and
@@ -195,7 +195,6 @@ class Analyzer {
   std::vector<int> verdict_missing() const;
   std::vector<int> init_culprits(const std::string& cause) const;
   bool joined_late(int rank) const;
-  static std::string addr_in(const std::string& text);
   bool other_master_addr(int rank) const;
   bool try_init();
   void cite_init(const std::vector<int>& never_started, const std::vector<int>& not_init,
@@ -228,7 +227,7 @@ class Analyzer {
 
   // ---- rank death (run_death.cpp) ---------------------------------------------------------------
   bool has_oom_evidence(int rank) const;
-  bool has_shm_evidence(int rank, const std::string& what) const;
+  bool has_shm_evidence(int rank) const;
   void set_rank_exit(const Obs& d, bool ordered = true);
 
   // ---- frozen (run_death.cpp) -------------------------------------------------------------------

@@ -30,7 +30,7 @@ void Analyzer::assign_liveness() {
       // A rank that failed while waiting (timeout, lost peer) hung; a rendezvous that
       // failed outright (bad interface, refused) did not wait for anything.
       const Obs* x = f.failure();
-      const bool waited = x && x->role == ObsKind::kEcho && (x->cls != "rendezvous" || message_says_timeout(x->what));
+      const bool waited = x && x->role == ObsKind::kEcho && (x->cls != "rendezvous" || x->says.timeout);
       t.liveness = waited ? "hung" : "dead";
     }
   }

@@ -10,50 +10,25 @@ namespace hanglab::reason {
 
 // ---- rank death ---------------------------------------------------------------------
 
+// An out-of-memory the records show (records/message_facts.cpp read what each message says): the
+// kernel's or the cgroup's record, a detector's notice, the rank's own error.
 bool Analyzer::has_oom_evidence(int rank) const {
+  const auto oom = [](const TextFacts& s) { return s.cause == "oom" || s.cause == "cuda_oom"; };
   if (rank_has_tag(rank, "oom") || f_[rank].o->oom_evidence) return true;
-  for (const auto& d : in_.harness.detections) {
-    std::string low = d.detail;
-    std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return std::tolower(c); });
-    if ((d.rank == rank || d.rank == -1) &&
-        (low.find("oom") != std::string::npos || low.find("out of memory") != std::string::npos))
-      return true;
-  }
-  for (const auto& e : f_[rank].o->errors) {
-    std::string low = e.msg;
-    std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (low.find("out of memory") != std::string::npos || low.find("bad_alloc") != std::string::npos) return true;
-  }
+  for (const auto& d : in_.harness.detections)
+    if ((d.rank == rank || d.rank == -1) && oom(d.says)) return true;
+  for (const auto& e : f_[rank].o->errors)
+    if (oom(e.says)) return true;
   return false;
 }
 
 // A data-class exit caused by a too-small /dev/shm: PyTorch's "out of shared memory"
 // (DataLoader worker killed by SIGBUS), or ENOSPC writing a /dev/shm segment.
-bool Analyzer::has_shm_evidence(int rank, const std::string& what) const {
-  const auto low = [](std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-    return s;
-  };
-  const auto shm_text = [](const std::string& l) {
-    return l.find("out of shared memory") != std::string::npos ||
-           l.find("insufficient shared memory") != std::string::npos ||
-           (l.find("bus error") != std::string::npos && l.find("shared memory") != std::string::npos);
-  };
-  // ENOSPC on a shm segment name ("unable to write to file </hanglab-dl-...>", "/dev/shm/...").
-  const auto shm_enospc = [](const std::string& l) {
-    return l.find("no space left on device") != std::string::npos &&
-           (l.find("/dev/shm") != std::string::npos || l.find("</") != std::string::npos);
-  };
-  const std::string w = low(what);
-  if (shm_text(w) || shm_enospc(w)) return true;
-  for (const auto& e : f_[rank].o->errors) {
-    const std::string l = low(e.msg);
-    if (shm_text(l) || shm_enospc(l)) return true;
-  }
-  for (const auto& h : f_[rank].o->log_hits) {
-    const std::string l = low(h.text);
-    if ((h.tag == "bus_error" && shm_text(l)) || (h.tag == "disk_full" && shm_enospc(l))) return true;
-  }
+bool Analyzer::has_shm_evidence(int rank) const {
+  for (const auto& e : f_[rank].o->errors)
+    if (e.says.cause == "shm_exhausted") return true;
+  for (const auto& h : f_[rank].o->log_hits)
+    if ((h.tag == "bus_error" || h.tag == "disk_full") && h.says.cause == "shm_exhausted") return true;
   return false;
 }
 
@@ -70,7 +45,7 @@ void Analyzer::set_rank_exit(const Obs& d, bool ordered) {
   } else if (d.cls == "data") {
     cat = "data_loading";
     cause = "data_error";
-    if (has_shm_evidence(d.rank, d.what)) {
+    if (has_shm_evidence(d.rank)) {
       cause = "shm_exhausted";
     } else if (rank_has_tag(d.rank, "disk_full")) {
       cat = "resource_limit";

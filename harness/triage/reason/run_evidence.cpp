@@ -25,7 +25,6 @@
 #include <map>
 #include <set>
 
-#include "triage/logs/frames.hpp"
 #include "triage/reason/next_steps.hpp"
 #include "triage/reason/run_analyzer.hpp"
 
@@ -62,7 +61,7 @@ std::string busy_phrase(const Seen& s) {
   if (st->klass == "io" && st->klass_what == "a checkpoint save") {
     // Name the save: torch.save itself, or the program's save and where it stands in it
     // ("a checkpoint save (SFTTrainer._save_checkpoint ..., in RepoCard.save ...)").
-    if (st->klass_frame.find("torch/serialization.py") != std::string::npos) return "torch.save";
+    if (st->torch_save) return "torch.save";
     std::string top;
     for (const auto& f : st->frames)
       if (!f.empty()) { top = f; break; }
@@ -73,26 +72,6 @@ std::string busy_phrase(const Seen& s) {
   if (st->klass == "data") return "data loading";
   if (st->klass == "compute") return "its own code (" + short_frame(st->klass_frame) + ")";
   return st->klass_what;
-}
-
-// The phase a stack's frames name, innermost first (logs/frames.cpp's table over py-spy
-// frames; a method's class is dropped: "Trainer.train" is read as "train"): "" when none.
-std::string phase_of_frames(const StackFrameInfo& st) {
-  for (const auto& f : st.frames) {
-    std::string frame = f.substr(0, f.find('\t'));
-    const auto open = frame.find(" (");
-    if (open == std::string::npos) continue;
-    const auto dot = frame.rfind('.', open);
-    if (dot != std::string::npos) frame = frame.substr(dot + 1);
-    switch (frame_phase("    " + frame)) {
-      case LogKind::kCheckpointBegin: return "checkpoint";
-      case LogKind::kEvalBegin: return "eval";
-      case LogKind::kTrainBegin: return "training";
-      case LogKind::kInitBegin: return "init";
-      default: break;
-    }
-  }
-  return "";
 }
 
 // The supervisor's record per rank folder: its exit (and whether the teardown caused it).
@@ -349,7 +328,7 @@ void byo_phase(const ByoVerdict& v, std::map<int, Seen>& seen, TriageResult& r, 
       if (st->klass == "io" && st->klass_what == "a checkpoint save") phase = "checkpoint";
       else if (st->klass == "data") phase = "data";
       else if (st->klass == "init") phase = "init";
-      else phase = phase_of_frames(*st);  // e.g. stopped inside Trainer.train
+      else phase = st->phase;  // e.g. stopped inside Trainer.train
     }
   }
   if (phase.empty() && (r.phase == "init" || r.phase == "unknown" || r.phase.empty())) {
@@ -404,7 +383,7 @@ void byo_phase(const ByoVerdict& v, std::map<int, Seen>& seen, TriageResult& r, 
       const auto it = seen.find(t.rank);
       if (it == seen.end()) continue;
       if (const auto* st = it->second.stack()) {
-        if (std::string p = phase_of_frames(*st); !p.empty() && p != "init") {
+        if (const std::string& p = st->phase; !p.empty() && p != "init") {
           phase = p;
           r.evidence.push_back({fmt::format("ranks/{}/stack.txt", t.rank),
                                 fmt::format("rank {}'s stack places it in {} while it waited", t.rank, phase)});

@@ -223,6 +223,8 @@ void Analyzer::build_obs(RankFacts& f) {
     x.what = err->msg + exit_suffix();
     x.ref = ev_ref(f.rank, err->line);
     x.cls = err->cls;
+    x.says = err->says;
+    x.cause = err->says.cause;
     x.role = (x.cls == "timeout" || x.cls == "comm" || x.cls == "rendezvous") ? ObsKind::kEcho : ObsKind::kRoot;
     x.code = f.code.value_or(kNoCode);
     x.signal = f.teardown_exit ? 0 : f.signal.value_or(0);
@@ -425,7 +427,7 @@ void Analyzer::add_evidence(std::string ref, std::string text) {
 }
 
 void Analyzer::set_first(const Obs& x) {
-  r_.first_failure = Failure{x.rank, x.t, x.what, x.ref};
+  r_.first_failure = Failure{x.rank, x.t, x.what, x.ref, true, x.cause, x.signal};
   first_key_ = fmt::format("{}/{}", x.rank, x.ref);
 }
 

@@ -61,27 +61,13 @@ bool Analyzer::try_duplicate() {
 
 // ---- init ------------------------------------------------------------------------
 
-std::string Analyzer::lower_copy(std::string v) {
-  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
-  return v;
-}
-
 // Ranks whose own text says the interface does not exist (not the peers' echoes).
 std::vector<int> Analyzer::ifname_ranks() const {
-  static const char* kNeedles[] = {"no socket interface", "unable to find address for", "failed to find interface",
-                                   "no such device"};
-  const auto says = [](const std::string& text) {
-    const std::string l = lower_copy(text);
-    for (const char* n : kNeedles) {
-      if (l.find(n) != std::string::npos) return true;
-    }
-    return false;
-  };
   std::vector<int> out;
   for (const auto& f : f_) {
     bool hit = false;
-    for (const auto& e : f.o->errors) hit = hit || says(e.msg);
-    for (const auto& h : f.o->log_hits) hit = hit || (h.tag == "wrong_ifname" && says(h.text));
+    for (const auto& e : f.o->errors) hit = hit || e.says.no_interface;
+    for (const auto& h : f.o->log_hits) hit = hit || (h.tag == "wrong_ifname" && h.says.no_interface);
     if (hit) out.push_back(f.rank);
   }
   return out;
@@ -89,20 +75,11 @@ std::vector<int> Analyzer::ifname_ranks() const {
 
 bool Analyzer::unreachable_ifname(std::vector<int>& ranks, std::string& addr, std::string& node) const {
   if (in_.harness.nodes.size() < 2) return false;
-  // Gloo: "timed out connecting: SO_ERROR: No route to host, remote=[10.230.7.2]:33193";
-  // the kernel's words for a destination no interface leads to.
-  static const char* kUnreachable[] = {"no route to host", "network is unreachable", "timed out connecting"};
+  // A peer's connect that found no route to the address it was given (Gloo's "remote=[ADDR]").
   for (const auto& f : f_) {
     for (const auto& e : f.o->errors) {
-      const std::string l = lower_copy(e.msg);
-      if (std::none_of(std::begin(kUnreachable), std::end(kUnreachable),
-                       [&](const char* n) { return l.find(n) != std::string::npos; }))
-        continue;
-      const auto p = e.msg.find("remote=[");
-      if (p == std::string::npos) continue;
-      const auto q = e.msg.find(']', p + 8);
-      if (q == std::string::npos) continue;
-      const std::string a = e.msg.substr(p + 8, q - p - 8);
+      if (!e.says.unreachable || e.says.remote.empty()) continue;
+      const std::string& a = e.says.remote;
       for (const auto& n : in_.harness.nodes) {
         if (n.addr2.empty() || n.addr2 != a) continue;
         ranks = n.ranks;
@@ -115,24 +92,13 @@ bool Analyzer::unreachable_ifname(std::vector<int>& ranks, std::string& addr, st
   return false;
 }
 
-// "missing ranks: 2" / "missing ranks: 1,3" in any rank's error.
+// The ranks any rank's rendezvous timeout names as missing ("missing ranks: 1,3").
 std::vector<int> Analyzer::verdict_missing() const {
   std::set<int> out;
-  for (const auto& f : f_) {
-    for (const auto& e : f.o->errors) {
-      const std::string l = lower_copy(e.msg);
-      const auto p = l.find("missing ranks:");
-      if (p == std::string::npos) continue;
-      size_t i = p + 14;
-      while (i < l.size()) {
-        while (i < l.size() && (l[i] == ' ' || l[i] == ',')) ++i;
-        if (i >= l.size() || !std::isdigit(static_cast<unsigned char>(l[i]))) break;
-        int v = 0;
-        while (i < l.size() && std::isdigit(static_cast<unsigned char>(l[i]))) v = v * 10 + (l[i++] - '0');
+  for (const auto& f : f_)
+    for (const auto& e : f.o->errors)
+      for (int v : e.says.missing_ranks)
         if (v >= 0 && v < world_) out.insert(v);
-      }
-    }
-  }
   return {out.begin(), out.end()};
 }
 
@@ -166,31 +132,14 @@ bool Analyzer::joined_late(int rank) const {
   return peer_fail && o.first_t > peer_fail;
 }
 
-// Host of "(HOST, PORT)" or "master HOST:PORT" in a text; empty when absent.
-std::string Analyzer::addr_in(const std::string& text) {
-  auto p = text.find("connect to (");
-  if (p != std::string::npos) {
-    p += 12;
-    const auto q = text.find(',', p);
-    if (q != std::string::npos) return text.substr(p, q - p);
-  }
-  p = text.find("master ");
-  if (p != std::string::npos) {
-    p += 7;
-    const auto q = text.find(':', p);
-    if (q != std::string::npos && q - p < 64) return text.substr(p, q - p);
-  }
-  return "";
-}
-
 // The rank's error or start line names a master address that differs from its peers'.
 bool Analyzer::other_master_addr(int rank) const {
   std::string mine;
   for (const auto& e : f_[rank].o->errors) {
-    if (mine.empty()) mine = addr_in(e.msg);
+    if (mine.empty()) mine = e.says.master;
   }
   for (const auto& h : f_[rank].o->log_hits) {
-    if (mine.empty() && h.tag == "master_addr") mine = addr_in(h.text);
+    if (mine.empty() && h.tag == "master_addr") mine = h.says.master;
   }
   if (mine.empty()) return false;
   bool other = false;
@@ -198,7 +147,7 @@ bool Analyzer::other_master_addr(int rank) const {
     if (f.rank == rank) continue;
     for (const auto& h : f.o->log_hits) {
       if (h.tag != "master_addr") continue;
-      const std::string a = addr_in(h.text);
+      const std::string& a = h.says.master;
       if (!a.empty() && a != mine) other = true;
     }
   }
@@ -297,7 +246,7 @@ bool Analyzer::try_init() {
   for (const auto& f : f_) {
     for (const auto& e : f.o->errors) {
       if (e.cls == "rendezvous" || e.cls == "timeout") rdzv_errors = true;
-      if (e.cls == "timeout" || (e.cls == "rendezvous" && message_says_timeout(e.msg))) rdzv_timeouts = true;
+      if (e.cls == "timeout" || (e.cls == "rendezvous" && e.says.timeout)) rdzv_timeouts = true;
     }
   }
   const auto has = [&](const char* tag) { return tag_hits.count(tag) > 0; };
@@ -313,7 +262,7 @@ bool Analyzer::try_init() {
       r_.confidence = "high";
       const Obs* pick = nullptr;
       for (const Obs* x : all_obs(false))
-        if (x->what.find(addr) != std::string::npos) {
+        if (x->says.remote == addr) {
           pick = x;
           break;
         }

@@ -98,7 +98,7 @@ bool Analyzer::try_absent_alive() {
     r_.cause = "slow_rank";
   } else if (rank_has_tag(f.rank, "disk_full")) {
     // ENOSPC writing a /dev/shm segment is a too-small /dev/shm, not a full disk.
-    const bool shm = has_shm_evidence(f.rank, "");
+    const bool shm = has_shm_evidence(f.rank);
     r_.category = shm ? "data_loading" : "resource_limit";
     r_.cause = shm ? "shm_exhausted" : "disk_full";
   } else {

@@ -4,6 +4,7 @@
 #include "triage/records/run_dir.hpp"
 
 #include "triage/logs/progress.hpp"
+#include "triage/records/message_facts.hpp"
 #include "triage/records/stack_class.hpp"
 #include "util.hpp"
 
@@ -204,6 +205,7 @@ void read_trace(const fs::path& file, RankObservations& r) {
       e.cls = get_or<std::string>(j, "class", "other");
       e.step = get_or<int>(j, "step", 0);
       e.seq = get_or<long long>(j, "seq", 0);
+      e.says = read_message_facts(e.msg);
       r.errors.push_back(std::move(e));
     } else if (ev == "exit") {
       if (!r.trace_exit_code) {
@@ -243,7 +245,7 @@ void read_log(const fs::path& file, const char* name, RankObservations& r) {
       const bool hit = std::any_of(p.needles.begin(), p.needles.end(),
                                    [&](const char* n) { return low.find(n) != std::string::npos; });
       if (!hit) continue;
-      r.log_hits.push_back({name, static_cast<int>(i) + 1, t, p.tag, text});
+      r.log_hits.push_back({name, static_cast<int>(i) + 1, t, p.tag, text, read_message_facts(text)});
       ++kept;
       break;
     }
@@ -352,8 +354,9 @@ void read_harness(const fs::path& file, HarnessObservations& h) {
         h.exits[*rank] = {t, ln, get_opt<int>(j, "code"), get_opt<int>(j, "signal"), get_opt<bool>(j, "by_teardown")};
       }
     } else if (ev == "detect") {
-      h.detections.push_back({t, ln, get_or<std::string>(j, "detector", ""), get_or<int>(j, "rank", -1),
-                              get_or<std::string>(j, "detail", "")});
+      const std::string detail = get_or<std::string>(j, "detail", "");
+      h.detections.push_back({t, ln, get_or<std::string>(j, "detector", ""), get_or<int>(j, "rank", -1), detail,
+                              read_message_facts(detail)});
     } else if (ev == "teardown") {
       if (!h.teardown_t) {
         h.teardown_t = t;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "triage/logs/frames.hpp"
+
 namespace hanglab {
 
 const std::vector<StackClassRule>& stack_class_rules() {
@@ -51,7 +53,9 @@ bool is_plumbing(const std::string& f) {
 
 }  // namespace
 
-void classify_stack(StackFrameInfo& info) {
+namespace {
+
+void classify_frames(StackFrameInfo& info) {
   info.klass.clear();
   info.klass_frame.clear();
   info.klass_what.clear();
@@ -108,6 +112,15 @@ void classify_stack(StackFrameInfo& info) {
     return;
   }
   info.klass = "unknown";
+}
+
+}  // namespace
+
+void classify_stack(StackFrameInfo& info) {
+  classify_frames(info);
+  // torch.save's own frames (torch/serialization.py) decided: the save is torch's, not a library's.
+  info.torch_save = info.klass_frame.find("torch/serialization.py") != std::string::npos;
+  info.phase = stack_phase(info.frames);  // logs/frames.cpp
 }
 
 }  // namespace hanglab

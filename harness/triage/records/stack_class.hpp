@@ -31,7 +31,8 @@ struct StackClassRule {
 
 const std::vector<StackClassRule>& stack_class_rules();
 
-// Sets info.klass, klass_frame and klass_what from info.frames, idle, state and wchan.
+// Sets info.klass, klass_frame and klass_what from info.frames, idle, state and wchan; torch_save
+// (the deciding frame is torch.save's own) and phase (the phase the frames name, logs/frames.cpp).
 void classify_stack(StackFrameInfo& info);
 
 }  // namespace hanglab

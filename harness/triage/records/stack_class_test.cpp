@@ -42,6 +42,26 @@ Thread 4301 (idle): "Thread-1"
   CHECK(s.klass_what == "a checkpoint save");
   CHECK(s.frames.size() == 6);
   CHECK(s.frames.front() == "__exit__ (torch/serialization.py:499)");
+  // Typed for the reasoner: torch.save's own frames decided, and the program's _save_snapshot names
+  // the phase (logs/frames.cpp's table; the bare "save" of torch/serialization.py names none).
+  CHECK(s.torch_save);
+  CHECK(s.phase == "checkpoint");
+}
+
+TEST_CASE("py-spy: a library's own save is no torch.save; a stack without a phase frame names none") {
+  StackFrameInfo s;
+  s.tool = "py-spy";
+  s.state = "D";
+  s.frames = {"write (safetensors/torch.py:286)", "save_pretrained (transformers/modeling_utils.py:2563)",
+              "Trainer._save_checkpoint (transformers/trainer.py:2390)",
+              "Trainer.train (transformers/trainer.py:1938)"};
+  classify_stack(s);
+  CHECK_FALSE(s.torch_save);
+  CHECK(s.phase == "checkpoint");
+  s.frames = {"wait (threading.py:320)", "main (train.py:96)", "<module> (train.py:104)"};
+  classify_stack(s);
+  CHECK(s.phase.empty());
+  CHECK_FALSE(s.torch_save);
 }
 
 TEST_CASE("py-spy: a DDP rank blocked in backward waits for the gradient allreduce") {
