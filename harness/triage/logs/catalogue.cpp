@@ -27,6 +27,7 @@ struct Shape {
   sv emitter;
   std::vector<sv> markers;
   std::vector<sv> anywhere_calls;  // calls whose text is quoted inside other messages (error strings)
+  std::vector<sv> bare_calls;      // calls that print without the emitter's marker: where a message begins
 };
 
 const std::vector<Shape>& shapes() {
@@ -51,6 +52,11 @@ const std::vector<Shape>& shapes() {
       // "XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. ...".
       {"tsl", {}, {"errors", "absl"}},
       {"xla", {}, {"errors", "absl"}},
+      // MPICH's Hydra (and Intel MPI's mpiexec built on it): HYDU_error_printf and HYDU_dump print the process's
+      // tag first, "[mpiexec@HOST] " or "[proxy:PGID:ID@HOST] " (HYD_dbg_prefix, lib/utils/dbg.c:24), then for an
+      // error "FUNC (FILE:LINE): <format>" (lib/hydra.h:393-417@v4.3.2). HYDU_dump_noprefix and mpiexec's printf
+      // print the bare format (the BAD TERMINATION banner, the exit string): those start where a message does.
+      {"mpich-hydra", {"[mpiexec@", "[proxy:"}, {}, {"HYDU_dump_noprefix", "printf", "fprintf"}},
   };
   return kShapes;
 }
@@ -98,6 +104,8 @@ size_t shape_start(const CatalogueEntry& e, sv line, sv inside) {
   if (!s || (!inside.empty() && e.emitter == inside)) return 0;
   const sv call = sv(e.call).substr(0, sv(e.call).find(':'));
   for (sv c : s->anywhere_calls)
+    if (c == call) return 0;
+  for (sv c : s->bare_calls)
     if (c == call) return 0;
   if (s->markers.empty()) return 0;  // no marker: where a message begins, as for an emitter without a shape
   size_t best = sv::npos;

@@ -259,6 +259,19 @@ static bool apply_catalogue(std::string_view line, LogLine& o, std::string_view 
   return true;
 }
 
+// A line of MPICH Hydra's shape ("[mpiexec@HOST] FUNC (FILE:LINE): msg", hydra.cpp): the catalogue's Hydra
+// entry decides what it means, whatever its role (an echo of the error chain, HYDU_ERR_POP, stays unread), so
+// that the generic tables do not read a word of it ("exit code 256" of a launcher's child is no rank's exit).
+// Intel MPI's proxy launch failure has no public source, hence a hand-written check (hydra_proxy_not_run).
+static bool read_hydra_line(std::string_view body, LogLine& o) {
+  if (hydra_message(body).empty()) return false;
+  if (const auto hit = builtin_catalogue().match(body); hit && hit->entry->emitter == "mpich-hydra") {
+    apply_catalogue(body, o);
+    return true;
+  }
+  return hydra_proxy_not_run(body, o);
+}
+
 // The catalogue's most specific entry for the line says its emitter prints it where nothing failed.
 static bool catalogue_benign(std::string_view line) {
   const auto hit = builtin_catalogue().match(line);
@@ -472,6 +485,8 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
     // ProcessGroupNCCL's desync report (logs/desync.cpp).
   } else if (read_coordination(body, ctx, o)) {
     // The JAX/TSL coordination service's verdicts and XLA's rendezvous (logs/coordination.cpp).
+  } else if (read_hydra_line(body, o)) {
+    // MPICH Hydra's / Intel MPI's launcher and proxy lines (logs/hydra.cpp, the catalogue's mpich-hydra).
   } else if (catalogue_benign(body)) {
     // A format its emitter prints where nothing failed (a shutdown path's warning, advice): the
     // words it shares with failures ("RendezvousConnectionError") do not make it one.

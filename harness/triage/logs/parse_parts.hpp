@@ -5,6 +5,7 @@
 //   classify_text.cpp  what a message means (its LogKind and fields): the specific checks, in order
 //   classify_host.cpp  ... its last family: the host's messages (kernel, container runtime, data loading, CUDA)
 //   peer_connect.cpp   a failed connect to a peer's loopback address (wrong interface)
+//   hydra.cpp          MPICH Hydra's / Intel MPI's launcher lines: their shape, Intel's proxy launch failure
 //   parse.cpp          parse_log_line(), the driver; log_kind_name()
 #pragma once
 
@@ -91,6 +92,14 @@ bool host_lines(sv m, LogLine& o);
 // killed by signal: <strsignal>." (paddle/fluid/imperative/data_loader.cc, _throw_error_if_process_failed,
 // wrapped as "SystemError: (Fatal) ..."). Sets kDataLoaderKilled, the signal and the worker's pid.
 bool dataloader_killed(sv m, LogLine& o);
+
+// hydra.cpp
+// The message of a Hydra line "[mpiexec@HOST] FUNC (FILE:LINE): <message>" / "[proxy:P:I@HOST] ...", after the
+// tag and the function's location; empty when the line is not of that shape. `launcher`: written by mpiexec.
+sv hydra_message(sv m, bool* launcher = nullptr);
+// Intel MPI's "unable to run [bstrap_]proxy on HOST (pid N, exit code C)" on mpiexec's line: a launch failure
+// at init (no source is public; see hydra.cpp).
+bool hydra_proxy_not_run(sv m, LogLine& o);
 
 // peer_connect.cpp
 // A failed connect to a peer's advertised address (a Gloo pair, NCCL's bootstrap or socket

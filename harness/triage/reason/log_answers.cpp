@@ -208,6 +208,10 @@ std::string LogAnalyzer::anon_scope() const {
   if (r_.cause == "wrong_ifname" || r_.cause == "time_limit" || r_.cause == "preemption" || r_.cause == "store_timeout" ||
       r_.cause == "stale_rendezvous")
     return "all";
+  // A launcher that could not start the job's processes (its daemons or proxies, a task, an exec: mpirun's
+  // "unable to reliably start one or more daemons", Hydra's "Launch proxy failed." / execvp error, srun's task
+  // launch) aborts the whole launch: no rank of the job runs.
+  if (r_.category == "rendezvous" && r_.cause == "launch_error") return "all";
 
   std::set<std::string> root_w, echo_w;
   for (const auto& f : anon_.fails) {
