@@ -685,7 +685,6 @@ TEST_CASE("JAX's and TensorFlow's start-up waits, MaxText's and Orbax's saves: t
     const auto r = triage_logs({t.dir});
     INFO(render_text(r));
     CHECK(r.phase == "checkpoint");
-    CHECK(r.last_good_step == 48);
     CHECK(r.missing_ranks.empty());
   }
   {
@@ -696,6 +695,5 @@ TEST_CASE("JAX's and TensorFlow's start-up waits, MaxText's and Orbax's saves: t
     const auto r = triage_logs({t.dir});
     INFO(render_text(r));
     CHECK(r.phase == "training");
-    CHECK(r.last_good_step == 51);
   }
 }
