@@ -291,6 +291,7 @@ void Catalogue::add_jsonl(sv text, sv source) {
         cm.cause = m.value("cause", "");
         cm.phase = m.value("phase", "");
         cm.note = m.value("note", "");
+        cm.marker = m.value("marker", false);
         if (m.contains("names") && m["names"].is_object())
           for (const auto& [k, v] : m["names"].items()) cm.names[k] = v.get<int>();
         if (!catalogue_role(cm.role))

@@ -35,6 +35,7 @@ struct CatalogueMeaning {
   std::string phase;                 // "" or init | training | checkpoint | eval | data | shutdown
   std::map<std::string, int> names;  // rank, host, device, signal, ... -> hole index (0-based)
   std::string note;
+  bool marker = false;  // the emitter prints it only in `phase`: it places its writer there (meanings' `marker = true`)
 };
 
 struct CatalogueEntry {

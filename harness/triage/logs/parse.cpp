@@ -217,9 +217,17 @@ static bool apply_catalogue(std::string_view line, LogLine& o, std::string_view 
   const LogKind kind = m.kind == "Info" ? LogKind::kNone : log_kind_from_name(m.kind);
   // A second: a collective in flight (NCCL's proxy progress thread failing on a posted op), a fact
   // of the phase rule ("collectives ran") like a WorkNCCL timeout, neither a failure nor a marker.
-  const bool marker = m.role == "context" && (kind == LogKind::kTrainBegin || kind == LogKind::kCheckpointBegin ||
-                                              kind == LogKind::kCheckpointEnd || kind == LogKind::kEvalBegin ||
-                                              kind == LogKind::kCollInFlight);
+  // A third: start-up under way (kInitBegin) where the meaning says its emitter prints the line only
+  // then (`marker`: JAX's TPU start-up timer, TF's wait for its cluster), read as a traceback frame of
+  // start-up is: init while no step line follows. Other start-up facts (NCCL's "Init START", the
+  // elastic agent's "Starting worker group") are printed again by a communicator created lazily in
+  // the training loop or a restart: no marker.
+  // A fourth: a training loop's step line whose emitter names the step (MaxText's "completed step: N").
+  const bool marker =
+      m.role == "context" &&
+      (kind == LogKind::kTrainBegin || kind == LogKind::kCheckpointBegin || kind == LogKind::kCheckpointEnd ||
+       kind == LogKind::kEvalBegin || kind == LogKind::kCollInFlight || (kind == LogKind::kInitBegin && m.marker) ||
+       (kind == LogKind::kStep && hit->named_int("step").value_or(-1) >= 0));
   if (m.role != "root" && m.role != "exit" && !marker) return false;
   o.catalogue = hit->entry;
   o.role = m.role;

@@ -667,6 +667,51 @@ TEST_CASE("a catalogue line printed only after init places its writer in that ph
   CHECK(parse("INFO:torch.nn.parallel.distributed:Delay the AllReduce of all parameters.").kind == LogKind::kNone);
 }
 
+TEST_CASE("JAX's and TensorFlow's start-up lines, Orbax's and MaxText's save lines are phase markers; MaxText's step "
+          "line a step",
+          "[triage_logs]") {
+  // Printed only while start-up waits: xla_bridge.py:129-146@jax-v0.5.3 (warnings.warn from a timer around
+  // the TPU client's creation), collective_all_reduce_strategy.py:857@v2.6.0 (the cluster barrier's wait).
+  for (const char* line :
+       {"UserWarning: TPU backend initialization is taking more than 60.0 seconds. Did you run your code on all TPU "
+        "hosts? See https://jax.readthedocs.io/en/latest/multi_process.html for more information.",
+        "INFO:tensorflow:Waiting for the cluster, timeout = inf",
+        "2021-11-17 12:30:54,311 [INFO] Waiting for the cluster, timeout = inf"}) {
+    INFO(line);
+    const auto l = parse(line);
+    CHECK(l.kind == LogKind::kInitBegin);
+    CHECK(l.category.empty());
+  }
+  // Start-up facts after which a process goes on silently (a connect that succeeded, a backend set up) or
+  // that are printed again later (torchelastic's agent on a restart) are no marker (meaning without `marker`).
+  for (const char* line :
+       {"INFO:jax._src.distributed:Connecting to JAX distributed service on 10.0.0.1:1234",
+        "INFO:tensorflow:Enabled multi-worker collective ops with available devices: "
+        "['/job:worker/replica:0/task:1/device:CPU:0']",
+        "[2023-07-10 04:09:42,841] [INFO] [comm.py:652:init_distributed] Initializing TorchBackend in DeepSpeed with "
+        "backend nccl",
+        "INFO:torch.distributed.elastic.agent.server.api:[default] Starting worker group"}) {
+    INFO(line);
+    CHECK(parse(line).kind != LogKind::kInitBegin);
+  }
+  // MaxText's save_checkpoint (train.py:142@7d23752) and Orbax's wait for a running finalize thread
+  // (checkpoint_manager.py:1809@v0.11.5).
+  CHECK(parse("Waiting for step 50 to finish before checkpoint...").kind == LogKind::kCheckpointBegin);
+  const auto wait = parse("I0320 20:56:05.504896 140582565907968 checkpoint_manager.py:1682] [process=15][thread=Main"
+                          "Thread][step=0][wait_until_finished] Waiting for Save Finalize thread (save_finalize) to "
+                          "complete.");
+  CHECK(wait.kind == LogKind::kCheckpointBegin);
+  // wait_until_finished's entry and no-op return print on every call (close() after the last step too).
+  CHECK(parse("I0320 20:56:05.504717 140582565907968 checkpoint_manager.py:1664] [process=15][thread=MainThread]"
+              "[wait_until_finished] No Save Finalize thread to wait for. Returning.")
+            .kind == LogKind::kNone);
+  // MetricLogger.log_metrics (metric_logger.py:82@7d23752): step N finished.
+  const auto step = parse("completed step: 46, seconds: 64.453, TFLOP/s/device: 424.123, Tokens/s/device: 889.699, "
+                          "total_weights: 7304679, loss: 6.548");
+  CHECK(step.kind == LogKind::kStep);
+  CHECK(step.step == 46);
+}
+
 TEST_CASE("NCCL's proxy progress-thread error trace is a collective in flight, not an init step", "[triage_logs]") {
   // ncclProxyProgress's loop over the ops a launched collective posted (proxy.cc:858/871@v2.18.3-1,
   // :878/892@v2.21.5-1, :983/1002@v2.30.7-1; 2.3's per-connector proxy thread, transport.cu:153@v2.3.7-1):

@@ -639,3 +639,61 @@ TEST_CASE("HF Trainer's end-of-training summary: what fails after it fails in th
     CHECK(r.phase != "shutdown");
   }
 }
+
+TEST_CASE("JAX's and TensorFlow's start-up waits, MaxText's and Orbax's saves: the phase a paste stopped in",
+          "[triage_logs]") {
+  // jax/_src/xla_bridge.py:129-146@jax-v0.5.3: a timer around the TPU client's creation warns while it waits.
+  const std::string tpu =
+      "UserWarning: TPU backend initialization is taking more than 60.0 seconds. Did you run your code on all TPU "
+      "hosts? See https://jax.readthedocs.io/en/latest/multi_process.html for more information.\n";
+  // MaxText's step line (metric_logger.py:82@7d23752).
+  const auto step = [](int n) {
+    return fmt::format("completed step: {}, seconds: 64.453, TFLOP/s/device: 424.123, Tokens/s/device: 889.699, "
+                       "total_weights: 7304679, loss: 6.548\n",
+                       n);
+  };
+  {
+    TempDir t("jax_tpu_startup");
+    write_file(t.dir / "train.log", tpu);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.phase == "init");
+  }
+  {
+    // TF's MultiWorkerMirroredStrategy constructor (collective_all_reduce_strategy.py:470/857/873@v2.6.0):
+    // the cluster barrier's wait; "Cluster is ready." ends it, the job has not trained yet.
+    TempDir t("tf_cluster_wait");
+    write_file(t.dir / "worker.log",
+               "INFO:tensorflow:Enabled multi-worker collective ops with available devices: "
+               "['/job:worker/replica:0/task:1/device:CPU:0']\n"
+               "INFO:tensorflow:Waiting for the cluster, timeout = inf\n"
+               "INFO:tensorflow:Cluster is ready.\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.phase == "init");
+  }
+  {
+    // MaxText's save_checkpoint (train.py:142/146@7d23752), then Orbax's wait for the running finalize thread
+    // (checkpoint_manager.py:1809@v0.11.5), nothing after it: the save.
+    TempDir t("maxtext_save");
+    write_file(t.dir / "train.log",
+               step(46) + step(47) + step(48) +
+                   "Waiting for step 50 to finish before checkpoint...\n"
+                   "Waited 0.00076 seconds for step 50 to finish before starting checkpointing.\n"
+                   "I0320 20:56:05.504896 140582565907968 checkpoint_manager.py:1682] [process=15][thread=MainThread]"
+                   "[step=0][wait_until_finished] Waiting for Save Finalize thread (save_finalize) to complete.\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.phase == "checkpoint");
+    CHECK(r.missing_ranks.empty());
+  }
+  {
+    // Steps after the start-up warning and after the save: the job went on training.
+    TempDir t("jax_steps_after");
+    write_file(t.dir / "train.log",
+               tpu + step(1) + "Waiting for step 50 to finish before checkpoint...\n" + step(50) + step(51));
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.phase == "training");
+  }
+}

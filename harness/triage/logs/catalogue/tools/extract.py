@@ -69,7 +69,7 @@ NAME_KEYS = ("rank", "peer_rank", "world", "host", "peer_host", "device", "pid",
              "address", "path", "size", "errno", "reason")
 EMITTER_KEYS = {"emitter", "version", "repo", "rev", "language", "paths", "exclude", "calls", "note"}
 MEANING_KEYS = {"formats", "file", "call", "kind", "role", "category", "cause", "phase", "names",
-                "note", "example"}
+                "note", "example", "marker"}
 
 
 class BadInput(Exception):
@@ -391,9 +391,16 @@ def load_meanings(path: str) -> list[Meaning]:
         if example is not None and not (isinstance(example, str) or
                                         (isinstance(example, list) and all(isinstance(x, str) for x in example))):
             raise BadInput(f"{where}: key example: want a string or a list of strings")
+        marker = m.get("marker", False)
+        if not isinstance(marker, bool):
+            raise BadInput(f"{where}: key marker: want true or false")
+        if marker and (m["role"] != "context" or not m.get("phase")):
+            raise BadInput(f"{where}: key marker: only a context meaning with a phase marks one")
         value = {"kind": m["kind"], "role": m["role"], "category": m.get("category", ""),
                  "cause": m.get("cause", ""), "phase": m.get("phase", ""), "names": dict(sorted(names.items())),
                  "note": m.get("note", "")}
+        if marker:
+            value["marker"] = True
         if example is not None:
             value["example"] = example
         out.append(Meaning(i, fm, files, m.get("call"), value))

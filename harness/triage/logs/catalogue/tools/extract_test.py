@@ -177,6 +177,27 @@ class DriverTest(unittest.TestCase):
         finally:
             c.close()
 
+    def test_marker_only_on_a_context_meaning_with_a_phase(self):
+        # `marker = true`: the emitter prints the line only in its phase (catalogue README); written into the
+        # data only when true, refused on a failure's meaning or without a phase.
+        ctx = MEANINGS.replace('kind = "IbError"', 'kind = "InitBegin"').replace('role = "root"', 'role = "context"')
+        ctx = ctx.replace('category = "network"\n', "").replace('cause = "ib_error"\n', "")
+        for meanings, rc_want, marker in ((ctx.replace('note = "test"', 'phase = "init"\nmarker = true\nnote = "test"'), 0, True),
+                                          (ctx.replace('note = "test"', 'phase = "init"\nnote = "test"'), 0, None),
+                                          (ctx.replace('note = "test"', 'marker = true\nnote = "test"'), 2, None),
+                                          (MEANINGS.replace('note = "test"', 'phase = "init"\nmarker = true\nnote = "test"'), 2, None),
+                                          (ctx.replace('note = "test"', 'phase = "init"\nmarker = "yes"\nnote = "test"'), 2, None)):
+            c = Catalogue(meanings=meanings)
+            try:
+                rc, _, err = c.run()
+                self.assertEqual(rc, rc_want, meanings + err)
+                if rc == 0:
+                    got = [e["meaning"] for e in c.data() if e["meaning"]]
+                    self.assertEqual(len(got), 1)
+                    self.assertEqual(got[0].get("marker"), marker)
+            finally:
+                c.close()
+
     def test_diff(self):
         c = Catalogue()
         try:
