@@ -177,6 +177,42 @@ static void adopt_work_status_pg(std::vector<LogEvent>& evs) {
   }
 }
 
+static void merge_rank_log(RankLog& g, RankLog& x);
+
+// torchrun's tee prefix "[default3]:" names a local rank
+// (torch/distributed/elastic/multiprocessing/tail_log.py:141@2.15.0, header f"[{name}{local_rank}]:"): the
+// agent's rendezvous result maps it onto a global rank; with no map, a job that spans nodes leaves it no
+// rank's, and one node's local rank is its global rank (the corpus convention for a one-host paste).
+static int tee_rank(const AgentLayout& agent, int local) {
+  if (!agent.local_to_global.empty()) {
+    const auto it = agent.local_to_global.find(local);
+    return it == agent.local_to_global.end() ? -1 : it->second;
+  }
+  return agent.multi_node ? -1 : local;
+}
+
+static void place_local_ranks(LogCorpus& c, std::vector<RankLog>& local_ranks,
+                              std::vector<std::pair<long long, int>>& local_pids,
+                              std::unordered_set<long long>& pid_seen) {
+  for (auto& g : local_ranks) {
+    const int r = tee_rank(c.agent, g.rank);
+    if (r >= 0) {
+      g.rank = r;
+      merge_rank_log(c.ranks[r], g);
+    } else {
+      c.unattributed_steps += g.n_steps;
+      merge_bar(c.unattributed_bar, g.bar);
+    }
+  }
+  for (auto& [pid, local] : local_pids)
+    if (const int r = tee_rank(c.agent, local); r >= 0 && pid_seen.insert(pid).second) c.pid_rank.emplace_back(pid, r);
+  for (auto& e : c.events) {
+    if (e.rank_src != RankSource::kLocal) continue;
+    e.rank = tee_rank(c.agent, e.rank);
+    if (e.rank < 0) e.rank_src = RankSource::kNone;
+  }
+}
+
 // One writer's record from another file (or from srun's label lines) into its record so far.
 static void merge_rank_log(RankLog& g, RankLog& x) {
   if (g.lines == 0) {
@@ -301,8 +337,8 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
   // Merge in file order.
   std::unordered_set<long long> pid_seen;
   std::set<std::pair<std::string, long long>> nccl_seen;
-  std::vector<RankLog> label_ranks;
-  std::vector<std::pair<long long, int>> label_pids;
+  std::vector<RankLog> label_ranks, local_ranks;
+  std::vector<std::pair<long long, int>> label_pids, local_pids;
   uint64_t label_lines = 0;
   for (auto& s : scans) {
     c.bytes += s.info.bytes;
@@ -322,6 +358,8 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
     for (auto& [rank, a] : s.ranks) merge_rank_log(c.ranks[rank], a.log);
     for (auto& [rank, a] : s.label_ranks) label_ranks.emplace_back(std::move(a.log));
     for (auto& pr : s.label_pid_rank) label_pids.push_back(pr);
+    for (auto& [rank, a] : s.local_ranks) local_ranks.emplace_back(std::move(a.log));
+    for (auto& pr : s.local_pid_rank) local_pids.push_back(pr);
     label_lines += s.srun_label_lines;
     for (auto& e : s.events) c.events.push_back(std::move(e));
     for (auto& l : s.launch) c.launch_failures.push_back(std::move(l));
@@ -337,6 +375,7 @@ LogCorpus load_log_corpus(const std::vector<LogInput>& inputs, unsigned threads)
   }
   adopt_work_status_pg(c.events);  // each file's events are still in line order here
   c.agent = read_agent_layout(c.events);
+  place_local_ranks(c, local_ranks, local_pids, pid_seen);
   c.srun_agents = srun_started_agents(c, label_lines);
   if (!c.srun_agents) {  // srun's task ids are the ranks (or no srun)
     for (auto& g : label_ranks) merge_rank_log(c.ranks[g.rank], g);

@@ -30,6 +30,10 @@ struct FileScan {
   // knows whether srun started the ranks or torch's agents (LogCorpus::srun_agents).
   std::unordered_map<int, RankAcc> label_ranks;
   std::vector<std::pair<long long, int>> label_pid_rank;
+  // Lines whose only rank is torchrun's tee prefix "[default3]:" (RankSource::kLocal): a local rank, kept
+  // apart until the corpus knows the agent's layout (LogCorpus::agent).
+  std::unordered_map<int, RankAcc> local_ranks;
+  std::vector<std::pair<long long, int>> local_pid_rank;
   uint64_t srun_label_lines = 0;
   std::vector<WorldHint> world;
   std::vector<NcclProc> nccl_procs;

@@ -94,7 +94,7 @@ class FileScanner {
     flush_summary();
     coord_.close(out_.events);
     desync_.close(out_.events, out_.world);
-    for (auto* m : {&out_.ranks, &out_.label_ranks})
+    for (auto* m : {&out_.ranks, &out_.label_ranks, &out_.local_ranks})
       for (auto& [rank, acc] : *m) finish_ring(acc);
     return std::move(out_);
   }
@@ -116,12 +116,12 @@ class FileScanner {
   RankSource prev_src_ = RankSource::kNone;
   RankAcc* cache_ = nullptr;
   int cache_rank_ = -2;
-  bool cache_label_ = false;  // cache_ is a label_ranks record
+  int cache_label_ = 0;  // cache_'s bucket(): 0 ranks, 1 label_ranks, 2 local_ranks
   std::unordered_map<uint64_t, uint32_t> kind_counts_;
   // Exception chains, by writer: its last exception event, and the one a "During handling of
   // the above exception" line marked as handled once the next failure is seen.
   std::unordered_map<int, size_t> last_exception_, chained_;
-  std::unordered_set<long long> pids_seen_, label_pids_seen_;  // the latter: srun's label only
+  std::unordered_set<long long> pids_seen_, label_pids_seen_, local_pids_seen_;  // srun's label, tee prefix
   std::set<std::pair<std::string, long long>> nccl_seen_;
   // torchrun summary
   bool sum_active_ = false;
@@ -216,11 +216,16 @@ class FileScanner {
     bar.t = t;
   }
 
-  // The record of the writer a line is attributed to: srun's label alone names a task, kept apart.
+  // The record of the writer a line is attributed to: srun's label alone names a task, torchrun's tee
+  // prefix alone a local rank; both are kept apart until the corpus knows what they name.
+  static int bucket(RankSource src) { return src == RankSource::kSrunLabel ? 1 : src == RankSource::kLocal ? 2 : 0; }
+  std::unordered_map<int, RankAcc>& records(int b) {
+    return b == 1 ? out_.label_ranks : b == 2 ? out_.local_ranks : out_.ranks;
+  }
   RankAcc& acc(int rank, RankSource src = RankSource::kNone) {
-    const bool label = src == RankSource::kSrunLabel;
+    const int label = bucket(src);
     if (rank == cache_rank_ && label == cache_label_) return *cache_;
-    auto [it, fresh] = (label ? out_.label_ranks : out_.ranks).try_emplace(rank);
+    auto [it, fresh] = records(label).try_emplace(rank);
     if (fresh) {
       it->second.log.rank = rank;
       it->second.ring.reserve(kRecentSteps);
@@ -620,9 +625,9 @@ class FileScanner {
     const bool exact = clk.exact, have_t = clk.have;
     const double cur_t = clk.t, cur_res = clk.res;
     if (l_.pid >= 0 && rank >= 0 && !pid_is_other(l_.kind) && src != RankSource::kNone) {
-      const bool label = src == RankSource::kSrunLabel;  // kept apart, as its records are
-      if ((label ? label_pids_seen_ : pids_seen_).insert(l_.pid).second)
-        (label ? out_.label_pid_rank : out_.pid_rank).emplace_back(l_.pid, rank);
+      const int label = bucket(src);  // kept apart, as its records are
+      if ((label == 1 ? label_pids_seen_ : label == 2 ? local_pids_seen_ : pids_seen_).insert(l_.pid).second)
+        (label == 1 ? out_.label_pid_rank : label == 2 ? out_.local_pid_rank : out_.pid_rank).emplace_back(l_.pid, rank);
     }
     if (src == RankSource::kSrunLabel) ++out_.srun_label_lines;
     // NCCL's prefix names the process and its device on every line it prints.

@@ -709,6 +709,38 @@ TEST_CASE("torchrun's agent layout maps its local ranks onto global ranks, and s
     write_file(t.dir / "node.log", exit_line);
     CHECK(triage_logs({t.dir}).missing_ranks == std::vector<int>{1});
   }
+  // torchrun --tee's "[default1]:" prefix (tail_log.py:141@2.15.0) names the same local rank.
+  const std::string tee_lines =
+      "[default0]:step 10 loss 1.2\n[default1]:step 10 loss 1.2\n[default1]:Traceback (most recent call last):\n"
+      "[default1]:  File \"train.py\", line 50, in <module>\n"
+      "[default1]:RuntimeError: CUDA error: an illegal memory access was encountered\n";
+  {
+    TempDir t("agent_layout_tee_map");
+    write_file(t.dir / "node1.log", result(1, "[0, 1]", "[2, 3]") + tee_lines);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "cuda_error");
+    CHECK(r.missing_ranks == std::vector<int>{3});
+    REQUIRE(r.first_failure);
+    CHECK(r.first_failure->rank == 3);
+  }
+  {
+    TempDir t("agent_layout_tee_banner");
+    write_file(t.dir / "node.log",
+               "INFO:torch.distributed.launcher.api:Starting elastic_operator with launch configs:\n"
+               "  entrypoint       : train.py\n  min_nodes        : 2\n  max_nodes        : 2\n" +
+                   tee_lines);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause == "cuda_error");
+    CHECK(r.missing_ranks.empty());
+    CHECK((!r.first_failure || r.first_failure->rank < 0));
+  }
+  {
+    TempDir t("agent_layout_tee_none");
+    write_file(t.dir / "node.log", tee_lines);
+    CHECK(triage_logs({t.dir}).missing_ranks == std::vector<int>{1});
+  }
 }
 
 // c10d's store-based barrier counts each rank as it arrives (store.add(key, 1)): when the ranks whose
