@@ -113,7 +113,11 @@ bool LogAnalyzer::try_mismatch() {
                           (odd0->numel_in >= 0 && norm0->numel_in >= 0 && odd0->numel_in != norm0->numel_in));
     size_t reporting = 0;
     for (const auto& [sq, rk] : by) reporting += rk.size();
-    if (!majority_proven(pg, maj->second.size(), minority.size(), reporting)) {
+    // Each rank's watchdog reports its oldest unfinished collective: the ranks at the lower SeqNum stalled at
+    // the earlier one, the others got past it. The odd side is named only where the count and that order agree
+    // (the fewer ranks stalled first); fewer ranks ahead of the rest could have added calls or the rest skipped.
+    const bool minority_ahead = odd_seq > maj->first;
+    if (minority_ahead || !majority_proven(pg, maj->second.size(), minority.size(), reporting)) {
       if (!differs) continue;  // one rank a few collectives behind another, sides unknown: no rule decides
       r_.category = "collective_mismatch";
       r_.cause = "mismatched_collective";

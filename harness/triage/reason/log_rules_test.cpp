@@ -733,3 +733,28 @@ TEST_CASE("a CUDA OOM no line ties to a rank is the GPU's memory limit; a named 
   CHECK(r.cause == "cuda_oom");
   CHECK(r.missing_ranks == std::vector<int>{3});
 }
+
+// Each rank's watchdog reports its oldest unfinished collective (ProcessGroupNCCL's watchdog loop walks
+// workMetaList_ in issue order): a rank at a lower SeqNum stalled first. The fewer ranks are named only when
+// they are also the ones that stalled first; fewer ranks AHEAD of the rest name no side.
+TEST_CASE("a SeqNum mismatch names the fewer ranks only when they stalled at the earlier collective",
+          "[triage_logs]") {
+  TriageOptions opts;
+  opts.world_size = 4;
+  const auto run = [&](long long odd_seq, const char* name) {
+    TempDir t(name);
+    std::string log = watchdog_line(0, odd_seq, "BROADCAST");
+    for (int r = 1; r < 4; ++r) log += watchdog_line(r, 900);
+    write_file(t.dir / "train.log", log);
+    return triage_logs({t.dir}, opts);
+  };
+  const auto behind = run(898, "seq_behind");
+  INFO(render_text(behind));
+  CHECK(behind.category == "collective_mismatch");
+  CHECK(behind.missing_ranks == std::vector<int>{0});
+  const auto ahead = run(902, "seq_ahead");
+  INFO(render_text(ahead));
+  CHECK(ahead.category == "collective_mismatch");
+  CHECK(ahead.missing_ranks.empty());
+  CHECK((!ahead.first_failure || ahead.first_failure->rank < 0));
+}
