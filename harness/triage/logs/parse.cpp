@@ -534,8 +534,23 @@ static bool parse_line_fields(std::string_view line, const LogLineContext& ctx, 
   return o.kind != LogKind::kNone;
 }
 
+// " [repeated 3x across cluster]" and what Ray appends after its first one ("(Ray deduplicates logs by
+// default. Set RAY_DEDUP_LOGS=0 ...)"): the count, and the line cut before it; 0 when the line has none.
+static int ray_dedup_suffix(std::string_view& line) {
+  const size_t k = line.rfind(" [repeated ");
+  if (k == npos) return 0;
+  long long n = 0;
+  const size_t e = read_int(line, k + 11, &n);
+  constexpr std::string_view kTail = "x across cluster]";
+  if (e == npos || n <= 0 || line.compare(e, kTail.size(), kTail) != 0) return 0;
+  line = line.substr(0, k);
+  return n > 1000000000 ? 1000000000 : static_cast<int>(n);
+}
+
 bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& o) {
+  const int repeats = ray_dedup_suffix(line);
   const bool hit = parse_line_fields(line, ctx, o);
+  o.ray_repeats = repeats;
   // Numbers no job has are no rank and no world (kMaxWorld).
   for (int* r : {&o.rank, &o.local_rank, &o.pg_rank, &o.other_rank}) *r = bounded_rank(*r);
   if (o.rank < 0) o.rank_src = RankSource::kNone;

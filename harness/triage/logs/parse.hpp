@@ -210,6 +210,12 @@ struct LogLine {
   const CatalogueEntry* catalogue = nullptr;
   std::string_view role;
   std::string_view phase;
+  // Ray's log deduplication (python/ray/_private/ray_logging/__init__.py@ray-2.x: LogDeduplicator canonicalises
+  // a line by dropping every word that holds a digit, prints the first of a pattern and counts the rest, then
+  // DedupState.formatted() prints the latest one + " [repeated {count}x across cluster]"): the count of other
+  // processes' lines this one stands for, whose ranks, pids and numbers are not in the paste. The suffix is
+  // cut from the line before it is read.
+  int ray_repeats = 0;
 };
 
 struct LogLineContext {

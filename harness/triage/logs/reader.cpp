@@ -637,6 +637,7 @@ class FileScanner {
     }
 
     if (src == RankSource::kLocal) ++out_.info.local_rank_lines;
+    out_.info.ray_hidden_lines += static_cast<uint64_t>(l_.ray_repeats);
     if (l_.msg.find("%|") != std::string_view::npos || l_.msg.find("/s]") != std::string_view::npos ||
         l_.msg.find("/it]") != std::string_view::npos) {
       // A bar redraw ends without a newline (tqdm's '\r'): another process's message written next

@@ -35,6 +35,9 @@ struct LogFileInfo {
   bool any_clock = false;
   bool no_year_clock = false;  // glog/syslog stamps dated with the corpus year
   uint64_t local_rank_lines = 0;  // lines attributed by torchrun's local-rank prefix only
+  // Lines Ray's driver left out of the paste: the sum of its "[repeated Nx across cluster]" counts (LogLine::
+  // ray_repeats). Each stands for another process's line, whatever rank or numbers it held.
+  uint64_t ray_hidden_lines = 0;
 };
 
 struct StepRec {

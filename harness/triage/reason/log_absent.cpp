@@ -64,14 +64,44 @@ bool LogAnalyzer::watchdog_stuck(const RankState& s) const {
   return std::any_of(s.evs.begin(), s.evs.end(), [](const LogEvent* e) { return e->kind == LogKind::kHeartbeatMonitor; });
 }
 
+// "Some NCCL operations have failed or timed out" (ProcessGroupNCCL.cpp WorkNCCL::handleException@2.15.0) is
+// printed for a work of the rank's own whose exception the watchdog found: the rank was in a collective of that
+// group when it failed (the next line, "To avoid data inconsistency, we are taking the entire process down", is
+// printed by the same handler). Its missing timeout line is the paste's cut or its own report's wording, not an absence.
+bool LogAnalyzer::own_work_failed(const RankState& s) const {
+  return std::any_of(s.evs.begin(), s.evs.end(), [&](const LogEvent* e) {
+    return e->kind == LogKind::kNcclAsyncFailed && pg_key(*e) == main_pg_;
+  });
+}
+
+// Lines Ray's driver folded into "[repeated Nx across cluster]" (LogFileInfo::ray_hidden_lines): other
+// processes' lines whose ranks the paste does not show.
+uint64_t LogAnalyzer::ray_hidden_lines() const {
+  uint64_t n = 0;
+  for (const auto& f : c_.files) n += f.ray_hidden_lines;
+  return n;
+}
+
 std::vector<int> LogAnalyzer::provable_absent() {
   // Ranks that left the loop are handled above; without logs they are not provably absent
   // unless the world size is stated.
   std::vector<int> absent;
+  if (const uint64_t hidden = ray_hidden_lines(); hidden > 0 && !absent_.empty()) {
+    note(fmt::format("Ray's log deduplication left {} line(s) of other processes out of the paste (\"[repeated Nx "
+                     "across cluster]\"): a rank silent here may have printed them, so none is named missing",
+                     hidden));
+    return absent;
+  }
   for (int rank : absent_) {
     const auto& s = rs_[rank];
     if (s.clean_end || s.left_loop) continue;
     if (!s.seen() && !world_stated_) continue;
+    if (own_work_failed(s)) {
+      note(fmt::format("rank {} logged that its own NCCL work failed or timed out (ProcessGroupNCCL's handleException, "
+                       "printed for a collective of its own): it was waiting in a collective too, not absent from them",
+                       rank));
+      continue;
+    }
     if (watchdog_stuck(s)) {
       note(fmt::format("rank {}'s own watchdog was stuck (its heartbeat monitor says so): it could not report the "
                        "collective its peers timed out in, so its silence about it does not show that it never "

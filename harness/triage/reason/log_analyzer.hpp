@@ -198,6 +198,8 @@ class LogAnalyzer : public LogTimeline {
   bool step_jump(const RankState& s, double* usual, double* last, const StepRec** at) const;
   bool try_absent();
   bool watchdog_stuck(const RankState& s) const;
+  bool own_work_failed(const RankState& s) const;
+  uint64_t ray_hidden_lines() const;
   std::vector<int> provable_absent();
   const CollReport* first_report() const;
   const CollReport* last_report() const;

@@ -155,6 +155,7 @@ bool LogAnalyzer::try_mismatch() {
 // rank that did not report had joined the minority.
 bool LogAnalyzer::majority_proven(const std::string& pg, size_t maj, size_t min, size_t reporting) const {
   size_t members = static_cast<size_t>(std::max(world_, 0));
+  if (ray_hidden_lines() > 0) return false;  // Ray folded other processes' reports out of the paste
   if (pg != "default") {
     auto it = pg_members_.find(pg);
     members = it != pg_members_.end() ? it->second.size() : reporting;

@@ -237,3 +237,52 @@ TEST_CASE("a plain exit keeps its own reading where the lines above it are not p
     CHECK((!r.first_failure || r.first_failure->rank != 0 || r.cause == "nonzero_exit"));
   }
 }
+
+namespace {
+std::string wd(int rank, const char* tail = "") {
+  return fmt::format("[rank{0}]:[E1224 13:23:05.483840160 ProcessGroupNCCL.cpp:632] [Rank {0}] Watchdog caught "
+                     "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                     "Timeout(ms)=600000) ran for 600058 milliseconds before timing out.{1}\n",
+                     rank, tail);
+}
+}  // namespace
+
+// A rank silent about the collective its peers time out in is absent from it only when nothing in the paste
+// says it was in a collective too, or that its lines were left out.
+TEST_CASE("a silent rank is named absent only when no line says it was waiting or hides its report",
+          "[triage_logs]") {
+  TriageOptions o;
+  o.world_size = 4;
+  const auto run = [&](const char* name, const std::string& rank3, const char* tail) {
+    TempDir t(name);
+    write_file(t.dir / "rank3.log", "[rank3]: step 4 loss 0.5\n" + rank3);
+    write_file(t.dir / "train.log", wd(0) + wd(1, tail) + wd(2) + "[rank0]: exiting\n");
+    return triage_logs({t.dir}, o);
+  };
+  const auto plain = run("absent_plain", "", "");
+  INFO(render_text(plain));
+  CHECK(plain.missing_ranks == std::vector<int>{3});
+  // ProcessGroupNCCL's WorkNCCL::handleException prints this for a work of the rank's own that failed.
+  const auto own = run("absent_own_fail",
+                       "[rank3]:[E1224 13:23:05.266897325 ProcessGroupNCCL.cpp:621] [Rank 3] Some NCCL operations have "
+                       "failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations "
+                       "might run on corrupted/incomplete data.\n",
+                       "");
+  INFO(render_text(own));
+  CHECK(own.missing_ranks.empty());
+  // Ray's driver printed one report for two processes: the other one's rank is not in the paste.
+  const auto ray = run("absent_ray_dedup", "", " [repeated 1x across cluster]");
+  INFO(render_text(ray));
+  CHECK(ray.missing_ranks.empty());
+  CHECK(ray.category != "collective_mismatch");
+}
+
+TEST_CASE("Ray's dedup suffix is cut before a line is read, its count kept", "[triage_logs]") {
+  const auto l = parse(wd(2, " [repeated 3x across cluster] (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to "
+                             "disable log deduplication.)").substr(0, 10000));
+  CHECK(l.kind == LogKind::kWatchdogTimeout);
+  CHECK(l.seq == 5);
+  CHECK(l.ray_repeats == 3);
+  CHECK(parse(wd(2)).ray_repeats == 0);
+  CHECK(parse("done [repeated 3 times]").ray_repeats == 0);
+}
