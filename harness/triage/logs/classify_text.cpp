@@ -315,6 +315,20 @@ bool exception_lines(sv m, LogLine& o) {
   return false;
 }
 
+// c10::Error's backtrace header "Exception raised from <function> at <file>:<line> (most recent call first):"
+// (c10/util/Exception.cpp) naming ProcessGroupNCCL's watchdog thread: the exception the watchdog throws to
+// take the process down (TORCH_NCCL_ASYNC_ERROR_HANDLING), then std::terminate's SIGABRT. The function by
+// version: workCleanupLoop (1.x), ncclCommWatchdog (2.0-2.2), watchdogHandler (2.3-2.6), and in 2.15's
+// libtorch_cuda.so Watchdog::runLoop, checkTimeout (a work's timeout) and WorkNCCL::handleException.
+static bool watchdog_throw(sv m) {
+  if (!starts(m, "Exception raised from ") || !has(m, "ProcessGroupNCCL.cpp")) return false;
+  const sv fn = m.substr(22, m.find(' ', 22) == npos ? sv::npos : m.find(' ', 22) - 22);
+  for (sv w : {sv("workCleanupLoop"), sv("ncclCommWatchdog"), sv("watchdogHandler"), sv("runLoop"),
+               sv("checkTimeout"), sv("handleException")})
+    if (fn == w) return true;
+  return false;
+}
+
 // NCCL's own lines and the errors it names.
 bool nccl_lines(sv m, LogLine& o) {
   if (has(m, "NCCL communicator was aborted") || has(m, "ProcessGroupNCCL aborted") ||
@@ -322,7 +336,8 @@ bool nccl_lines(sv m, LogLine& o) {
     o.kind = LogKind::kCommAborted;
     return true;
   }
-  if (has(m, "Some NCCL operations have failed or timed out") || has(m, "taking the entire process down")) {
+  if (has(m, "Some NCCL operations have failed or timed out") || has(m, "taking the entire process down") ||
+      watchdog_throw(m)) {
     o.kind = LogKind::kNcclAsyncFailed;
     return true;
   }

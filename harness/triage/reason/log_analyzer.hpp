@@ -107,6 +107,8 @@ class LogAnalyzer : public LogTimeline {
   // -- log_classify.cpp
   bool aborted_together(const Fail& root);
   void set_aborted_together(const Fail& root);
+  bool watchdog_aborted(const Fail& root) const;
+  void set_watchdog_aborted(const Fail& root);
   std::vector<const Fail*> all_fails() const;
   // The earliest root candidate: real failures first (OOM, CUDA, crash, kill, exception);
   // a plain non-zero exit only when no rank logged anything stronger.

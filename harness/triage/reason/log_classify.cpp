@@ -40,6 +40,7 @@ void LogAnalyzer::classify() {
   if (try_started_lag()) return;
   const Fail* root = first_root();
   if (root && aborted_together(*root)) return set_aborted_together(*root);
+  if (root && watchdog_aborted(*root)) return set_watchdog_aborted(*root);
   if (root && root_precedes_echoes(*root)) {
     if ((adopted_ = anon_root_owner(*root))) return set_root(*adopted_, true);
     return set_root(*root, true);
@@ -90,6 +91,39 @@ void LogAnalyzer::set_aborted_together(const Fail& root) {
   r_.summary = fmt::format("unknown: {} aborted together (the watchdog's SIGABRT after a collective timeout); the "
                            "cause is not in these logs",
                            reason::ranks_phrase_counted(together_));
+}
+
+// A SIGABRT exit of a process whose lines show ProcessGroupNCCL's watchdog throwing or tearing it down
+// ("Exception raised from <watchdog function> at ProcessGroupNCCL.cpp", "To avoid data inconsistency, we are
+// taking the entire process down": LogKind::kNcclAsyncFailed): the watchdog's abort after a collective failed,
+// not a crash. The marker is the exiting rank's own, or unattributed where the paste names no other rank.
+bool LogAnalyzer::watchdog_aborted(const Fail& root) const {
+  // Where a rank reports the collective itself, the waiting rules read it.
+  if (root.role != Role::kExit || root.signal != 6 || !reports_.empty()) return false;
+  int seen = 0;
+  for (const auto& s : rs_) {
+    seen += s.seen() ? 1 : 0;
+    for (const auto& f : s.fails)
+      if (f.ev && f.role == Role::kRoot) return false;  // a rank's own error line: the ordinary rules decide
+  }
+  const auto marker = [](const LogEvent* e) { return e->kind == LogKind::kNcclAsyncFailed; };
+  if (valid_rank(root.rank) && std::any_of(rs_[root.rank].evs.begin(), rs_[root.rank].evs.end(), marker)) return true;
+  if (seen > 1) return false;
+  return std::any_of(c_.events.begin(), c_.events.end(), [&](const LogEvent& e) { return e.rank < 0 && marker(&e); });
+}
+
+void LogAnalyzer::set_watchdog_aborted(const Fail& root) {
+  r_.category = "unknown";
+  r_.cause = "unknown";
+  r_.confidence = "low";
+  r_.phase = default_phase();
+  set_first_unblamed(root);
+  add_evidence(root.ref, fmt::format("exited by SIGABRT after ProcessGroupNCCL's watchdog threw ({})", short_text(root.what)));
+  note("ProcessGroupNCCL's watchdog takes its process down (std::terminate, SIGABRT) after one of its collectives "
+       "failed or timed out: the SIGABRT is its tear-down, not a crash; the collective's failure and its cause are "
+       "not in these logs");
+  r_.summary = "unknown: a process aborted by ProcessGroupNCCL's watchdog after a collective failed; the cause is not "
+               "in these logs";
 }
 
 std::vector<const Fail*> LogAnalyzer::all_fails() const {

@@ -687,3 +687,38 @@ TEST_CASE("a collective's timeout alone shows no phase; a step line or a trainin
     CHECK(q.phase == "unknown");
   }
 }
+
+// ProcessGroupNCCL's watchdog throws to take its process down after a collective failed (c10::Error's header
+// "Exception raised from <watchdog function> at ProcessGroupNCCL.cpp"), then std::terminate aborts: torchrun's
+// exitcode -6 for it is the tear-down, not a crash.
+TEST_CASE("a SIGABRT exit after ProcessGroupNCCL's watchdog threw is its tear-down, not a crash", "[triage_logs]") {
+  const std::string exit_line =
+      "[2026-01-17 06:10:35,778] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: -6) "
+      "local_rank: 0 (pid: 223) of binary: /usr/bin/python3\n";
+  for (const char* fn : {"ncclCommWatchdog", "watchdogHandler", "checkTimeout", "runLoop"}) {
+    CHECK(parse(fmt::format("Exception raised from {} at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1186 "
+                            "(most recent call first):",
+                            fn))
+              .kind == LogKind::kNcclAsyncFailed);
+  }
+  CHECK(parse("Exception raised from runLoop at ../torch/csrc/elsewhere.cpp:10 (most recent call first):").kind !=
+        LogKind::kNcclAsyncFailed);
+  {
+    TempDir t("watchdog_abort");
+    write_file(t.dir / "train.log",
+               "Exception raised from ncclCommWatchdog at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1186 "
+               "(most recent call first):\nframe #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57\n" +
+                   exit_line);
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.category == "unknown");
+    CHECK(r.missing_ranks.empty());
+  }
+  {
+    // Without the watchdog's lines the same exit is a crash.
+    TempDir t("plain_abort");
+    write_file(t.dir / "train.log", exit_line);
+    const auto r = triage_logs({t.dir});
+    CHECK(r.cause == "crashed");
+  }
+}
