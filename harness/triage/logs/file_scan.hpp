@@ -50,6 +50,10 @@ struct FileScan {
 // reader_lines.cpp
 // "epoch=1", "epoch 3", "Epoch=2": an epoch number stated in the line.
 bool names_epoch(std::string_view m);
+// Where a tqdm bar's closing "[elapsed<remaining, rate]" runs into another writer's text: the offset of that
+// text, npos when the line is not such a join.
+size_t after_progress_bar(std::string_view text);
+bool what_nccl_error(std::string_view m);
 // A platform's quoted copy of a process's last output (newlines escaped) holding a step or progress line.
 bool quoted_progress(std::string_view m, const LogLineContext& ctx);
 // A line only torch's launchers (torchrun, torch.distributed.run/.launch) or their elastic agent write,

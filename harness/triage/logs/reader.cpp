@@ -398,6 +398,11 @@ class FileScanner {
       if (auto it = last_exception_.find(rank); it != last_exception_.end()) chained_[rank] = it->second;
       return;
     }
+    if (l_.kind == LogKind::kNone && terminate_ev_ < out_.events.size() && line_no_ == terminate_line_ + 1 &&
+        what_nccl_error(l_.msg)) {
+      out_.events[terminate_ev_].comm_what = true;  // a failed NCCL call, not a crash (reader_lines.cpp)
+      terminate_ev_ = SIZE_MAX;
+    }
     if (l_.kind == LogKind::kNone || l_.kind == LogKind::kStep) return;
 
     if (l_.world > 0 && (l_.kind == LogKind::kWorldSize || l_.kind == LogKind::kInitDone ||
@@ -507,7 +512,8 @@ class FileScanner {
       while (!m.empty() && (m.front() == ' ' || m.front() == '\t')) m.remove_prefix(1);
       const bool comm = e.kind == LogKind::kWatchdogRepeat || e.kind == LogKind::kWatchdogTimeout ||
                         e.kind == LogKind::kCommException || e.kind == LogKind::kCommClosed ||
-                        e.kind == LogKind::kGlooTimeout || e.kind == LogKind::kStoreTimeout;
+                        e.kind == LogKind::kGlooTimeout || e.kind == LogKind::kStoreTimeout ||
+                        e.kind == LogKind::kNcclError;
       if (m.rfind("what():", 0) == 0) {
         LogEvent& t = out_.events[terminate_ev_];
         // A generic exception text says no more than "terminate called" did: it stays a crash.
@@ -521,27 +527,6 @@ class FileScanner {
       terminate_ev_ = SIZE_MAX;
     }
     out_.events.push_back(std::move(e));
-  }
-
-  // A progress bar that never ended its line (tqdm ends it only when the bar closes) runs into the
-  // next writer's line: "  2%|##  | 13/620 [01:17<58:26,  5.78s/it][rank1]:[E1123 ...] Watchdog caught
-  // ...". Where a tqdm bar's closing "[elapsed<remaining, rate]" is followed by more text, that text is
-  // a line of its own (the same line number in the file).
-  static size_t after_progress_bar(std::string_view text) {
-    const size_t cr = text.rfind('\r');
-    const size_t from = cr == std::string_view::npos ? 0 : cr + 1;
-    const size_t bar = text.find("%|", from);
-    if (bar == std::string_view::npos) return std::string_view::npos;
-    const size_t open = text.find(" [", bar + 2);
-    if (open == std::string_view::npos || open - bar > 400) return std::string_view::npos;
-    const size_t close = text.find(']', open + 2);
-    if (close == std::string_view::npos || close - open > 200) return std::string_view::npos;
-    const std::string_view inside = text.substr(open + 2, close - open - 2);
-    if (inside.find('<') == std::string_view::npos ||
-        (inside.find("it/s") == std::string_view::npos && inside.find("s/it") == std::string_view::npos))
-      return std::string_view::npos;
-    const size_t rest = text.find_first_not_of(" \t", close + 1);
-    return rest == std::string_view::npos ? std::string_view::npos : close + 1;
   }
 
   void line(std::string_view text, bool partial) {

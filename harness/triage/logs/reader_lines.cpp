@@ -8,6 +8,38 @@
 
 namespace hanglab {
 
+// A progress bar that never ended its line (tqdm ends it only when the bar closes) runs into the
+// next writer's line: "  2%|##  | 13/620 [01:17<58:26,  5.78s/it][rank1]:[E1123 ...] Watchdog caught
+// ...". Where a tqdm bar's closing "[elapsed<remaining, rate]" is followed by more text, that text is
+// a line of its own (the same line number in the file).
+size_t after_progress_bar(std::string_view text) {
+  const size_t cr = text.rfind('\r');
+  const size_t from = cr == std::string_view::npos ? 0 : cr + 1;
+  const size_t bar = text.find("%|", from);
+  if (bar == std::string_view::npos) return std::string_view::npos;
+  const size_t open = text.find(" [", bar + 2);
+  if (open == std::string_view::npos || open - bar > 400) return std::string_view::npos;
+  const size_t close = text.find(']', open + 2);
+  if (close == std::string_view::npos || close - open > 200) return std::string_view::npos;
+  const std::string_view inside = text.substr(open + 2, close - open - 2);
+  if (inside.find('<') == std::string_view::npos ||
+      (inside.find("it/s") == std::string_view::npos && inside.find("s/it") == std::string_view::npos))
+    return std::string_view::npos;
+  const size_t rest = text.find_first_not_of(" \t", close + 1);
+  return rest == std::string_view::npos ? std::string_view::npos : close + 1;
+}
+
+// std::terminate's "  what():  " line quoting ProcessGroupNCCL's C10D_NCCL_CHECK text, "NCCL error in:
+// <file>:<line>, <reason>, NCCL version <v>" (1.7: "NCCL error: <reason>, NCCL version <v>"): a failed NCCL
+// call took the process down.
+bool what_nccl_error(std::string_view m) {
+  while (!m.empty() && (m.front() == ' ' || m.front() == '\t')) m.remove_prefix(1);
+  if (m.rfind("what():", 0) != 0) return false;
+  m.remove_prefix(7);
+  while (!m.empty() && m.front() == ' ') m.remove_prefix(1);
+  return m.rfind("NCCL error", 0) == 0;
+}
+
 // "epoch=1", "epoch 3", "Epoch=2": an epoch number stated in the line.
 bool names_epoch(std::string_view m) {
   for (std::string_view key : {std::string_view("epoch="), std::string_view("Epoch="), std::string_view("epoch "),

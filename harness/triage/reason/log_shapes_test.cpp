@@ -715,6 +715,17 @@ TEST_CASE("a SIGABRT exit after ProcessGroupNCCL's watchdog threw is its tear-do
     CHECK(r.missing_ranks.empty());
   }
   {
+    // std::terminate's what() quoting ProcessGroupNCCL's NCCL check: a failed NCCL call, not a crash.
+    TempDir t("terminate_nccl");
+    write_file(t.dir / "train.log",
+               "terminate called after throwing an instance of 'std::runtime_error'\n"
+               "  what():  NCCL error: internal error, NCCL version 2.7.8\nFatal Python error: Aborted\n"
+               "model-train.sh: line 40:  2093 Aborted                 python train.py\n");
+    const auto r = triage_logs({t.dir});
+    INFO(render_text(r));
+    CHECK(r.cause != "crashed");
+  }
+  {
     // Without the watchdog's lines the same exit is a crash.
     TempDir t("plain_abort");
     write_file(t.dir / "train.log", exit_line);
