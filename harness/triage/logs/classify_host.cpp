@@ -6,6 +6,32 @@
 
 namespace hanglab::logparse {
 
+// A host-memory allocation of the process's own that failed (not a kill: the process reports it, then
+// raises or aborts): libstdc++'s operator new throws std::bad_alloc, whose what() is "std::bad_alloc"
+// (libstdc++-v3/libsupc++/new_handler.cc bad_alloc::what); ATen's CPU allocator's enforce "DefaultCPUAllocator:
+// can't allocate memory: you tried to allocate N bytes. Error code 12 (Cannot allocate memory)"
+// (c10/core/impl/alloc_cpu.cpp alloc_cpu()@0803da82). The libstdc++ terminate handler's line naming the
+// exception is kTerminate (its word says bad_alloc; logs/meaning.cpp).
+bool host_alloc_failed(sv m) {
+  return has(m, "std::bad_alloc") || has(m, "DefaultCPUAllocator: can't allocate memory");
+}
+
+// ENOSPC writing a shared-memory object is a full /dev/shm (a tmpfs), not a full disk: a path under
+// /dev/shm, or ATen's MapAllocator extending a segment by writing its last byte, "unable to write to file
+// <NAME>: No space left on device (28)" (aten/src/ATen/MapAllocator.cpp:310@9de0cafe), NAME a shm_open name
+// such as "/torch_<pid>_<rand>_<n>" (NewProcessWideShmHandle, :35): one leading '/' and no other, which
+// shm_open requires and a file path lacks. hanglab's loader writes the same for its segments
+// (workloads/loop/loader.cpp). PyTorch's "unable to allocate shared memory(shm) for file <...>" says so itself.
+bool shm_enospc(sv m) {
+  if (!has(m, "No space left on device")) return false;
+  if (has(m, "shared memory") || has(m, "/dev/shm/")) return true;
+  const size_t k = m.find("unable to write to file </");
+  if (k == npos) return false;
+  const size_t name = k + 25;  // the '/' that starts the name
+  const size_t close = m.find('>', name);
+  return close != npos && close > name + 1 && m.substr(name + 1, close - name - 1).find('/') == npos;
+}
+
 // The kernel and container runtime, data loading, crashes, storage, CUDA.
 bool dataloader_killed(sv m, LogLine& o) {
   const bool worker = has(m, "DataLoader worker");
@@ -56,6 +82,12 @@ bool host_lines(sv m, LogLine& o) {
     o.kind = LogKind::kTraceback;
     return true;
   }
+  // After "terminate called after throwing an instance of 'std::bad_alloc'": its what() line, or the
+  // text a C++ program's own handler prints.
+  if (host_alloc_failed(m)) {
+    o.kind = LogKind::kHostOom;
+    return true;
+  }
   if (has(m, "Segmentation fault") || has(m, "(core dumped)") || starts(trim(m), "Bus error") ||
       has(m, "Fatal Python error") || has(m, "Illegal instruction") || has(m, "Floating point exception")) {
     o.kind = LogKind::kCrash;
@@ -71,7 +103,7 @@ bool host_lines(sv m, LogLine& o) {
     return true;
   }
   if (has(m, "No space left on device")) {
-    o.kind = has(m, "shared memory") ? LogKind::kShmBusError : LogKind::kDiskFull;  // see above
+    o.kind = shm_enospc(m) ? LogKind::kShmBusError : LogKind::kDiskFull;
     return true;
   }
   if (const LogKind k = system_error_kind(m); k != LogKind::kNone) {

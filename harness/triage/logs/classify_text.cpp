@@ -246,6 +246,9 @@ bool exception_lines(sv m, LogLine& o) {
     o.word = cls;
     if (has(cls, "OutOfMemoryError") || has(m, "CUDA out of memory") || cuda_runtime_oom(m)) {
       o.kind = LogKind::kCudaOom;
+    } else if (cls == "MemoryError" || host_alloc_failed(m)) {
+      // CPython raises MemoryError when its allocator fails (PyErr_NoMemory): host memory, like the rest.
+      o.kind = LogKind::kHostOom;
     } else if (const LogKind k = system_error_kind(m); k != LogKind::kNone) {
       o.kind = k;
     } else if (starts(cls, "nccl")) {  // ncclRemoteError:, ncclSystemError:, ncclInternalError: ...
@@ -295,9 +298,8 @@ bool exception_lines(sv m, LogLine& o) {
         o.kind = LogKind::kCommException;
       }
     } else if (has(m, "No space left on device")) {
-      // ENOSPC on a shared-memory segment is a full /dev/shm, not a full disk: PyTorch's
-      // "unable to allocate shared memory(shm) for file </torch_...>: No space left on device".
-      o.kind = has(m, "shared memory") ? LogKind::kShmBusError : LogKind::kDiskFull;
+      // ENOSPC on a shared-memory segment is a full /dev/shm, not a full disk (classify_host.cpp).
+      o.kind = shm_enospc(m) ? LogKind::kShmBusError : LogKind::kDiskFull;
     } else if (dataloader_killed(m, o)) {
     } else if (has(m, "Address already in use")) {
       o.kind = LogKind::kAddressInUse;
@@ -430,7 +432,9 @@ bool gloo_store_lines(sv m, LogLine& o) {
 
   // --- store / rendezvous / interfaces
   if (has(m, "no socket interface found") || has(m, "Unable to find address for") ||
-      (has(m, "SOCKET_IFNAME") && (has(m, "No such device") || ihas(m, "not found")))) {
+      (has(m, "SOCKET_IFNAME") && (has(m, "No such device") || ihas(m, "not found"))) ||
+      // setsockopt(SO_BINDTODEVICE) fails with ENODEV when the named interface does not exist (socket(7)).
+      (has(m, "SO_BINDTODEVICE") && has(m, "No such device"))) {
     o.kind = LogKind::kWrongIfname;
     return true;
   }

@@ -58,6 +58,9 @@ static constexpr KindMeaning kKindMeanings[] = {
      "DataLoader shared memory exhausted (/dev/shm): "},
     {LogKind::kResourceLimit, Role::kRoot, "resource_limit", "resource_limit", 2, "a resource limit ended the job: "},
     {LogKind::kDiskFull, Role::kRoot, "resource_limit", "disk_full", 2, "disk full: "},
+    // Host memory ran out in the process's own allocation: the oom the run records name the same way
+    // (reason/run_death.cpp: a rank whose error says so died of oom).
+    {LogKind::kHostOom, Role::kRoot, "rank_exit", "oom", 3, "out of host memory: "},
     {LogKind::kFdExhausted, Role::kRoot, "resource_limit", "fd_exhausted", 2, "out of file descriptors: "},
     // More processes than GPUs: a rank's set_device (or its communicator) names a GPU the node
     // lacks. As strong as any CUDA error, since it is one, but it says why.
@@ -134,6 +137,11 @@ static bool describe_special(const LogEvent& e, const std::string& txt, Fail& f)
         if (e.word.find(comm) == std::string::npos) continue;
         f.role = Role::kEcho;
         f.what = "aborted after a collective error: " + txt;
+        return true;
+      }
+      // libstdc++'s std::bad_alloc: an allocation failed, the process ran out of host memory.
+      if (e.word.find("bad_alloc") != std::string::npos) {
+        set_root(f, "rank_exit", "oom", 3, "out of host memory (std::bad_alloc): " + txt);
         return true;
       }
       set_root(f, "rank_exit", "crashed", 2, "std::terminate: " + txt);
@@ -263,6 +271,44 @@ void describe_event(const LogEvent& e, Fail& f) {
     f.what = "network: " + f.what;
   }
 }
+
+}  // namespace hanglab::plainlog
+
+namespace hanglab {
+
+LineReading line_meaning(const LogLine& l) {
+  LogEvent e;
+  e.kind = l.kind;
+  e.seq = l.seq;
+  e.pid = l.pid;
+  e.code = l.code;
+  e.signal = l.signal;
+  e.op = std::string(l.op);
+  e.word = std::string(l.word.substr(0, 200));
+  e.text = std::string(l.msg.substr(0, 400));
+  e.category = std::string(l.category);
+  e.cause = std::string(l.cause);
+  e.catalogue = l.catalogue;
+  e.role = l.role;
+  e.phase = l.phase;
+  e.peer_closed = l.peer_closed;
+  e.torch_rendezvous = l.torch_rendezvous;
+  plainlog::Fail f;
+  plainlog::describe_event(e, f);
+  LineReading r;
+  r.kind = l.kind;
+  r.role = f.role;
+  if (f.role != Role::kInfo) {
+    r.category = f.category;
+    r.cause = f.cause;
+  }
+  r.signal = f.signal ? f.signal : l.signal;
+  return r;
+}
+
+}  // namespace hanglab
+
+namespace hanglab::plainlog {
 
 // Exit statuses: a signal death is a root candidate; a plain non-zero code is an exit
 // (root only when nothing else explains it).

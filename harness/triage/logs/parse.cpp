@@ -83,6 +83,7 @@ const char* log_kind_name(LogKind k) {
     case LogKind::kDataLoaderKilled: return "dataloader_killed";
     case LogKind::kShmBusError: return "shm_bus_error";
     case LogKind::kOomKill: return "oom_kill";
+    case LogKind::kHostOom: return "host_oom";
     case LogKind::kDiskFull: return "disk_full";
     case LogKind::kFdExhausted: return "fd_exhausted";
     case LogKind::kInvalidDevice: return "invalid_device";
@@ -168,6 +169,7 @@ LogKind log_kind_from_name(std::string_view name) {
       {"DataLoaderKilled", LogKind::kDataLoaderKilled},
       {"ShmBusError", LogKind::kShmBusError},
       {"OomKill", LogKind::kOomKill},
+      {"HostOom", LogKind::kHostOom},
       {"DiskFull", LogKind::kDiskFull},
       {"FdExhausted", LogKind::kFdExhausted},
       {"InvalidDevice", LogKind::kInvalidDevice},

@@ -96,6 +96,8 @@ enum class LogKind : uint8_t {
   kShmBusError,       // "Unexpected bus error encountered in worker ... insufficient shared memory (shm)",
                       // "unable to allocate shared memory(shm) ...: No space left on device": /dev/shm full
   kOomKill,           // kernel/cgroup/Kubernetes OOM kill ("Out of memory: Killed process 1234 (python)")
+  kHostOom,           // the process's own host-memory allocation failed ("std::bad_alloc", Python's MemoryError,
+                      // ATen's "DefaultCPUAllocator: can't allocate memory"; classify_host.cpp host_alloc_failed)
   kDiskFull,          // "No space left on device"
   kFdExhausted,       // strerror(EMFILE/ENFILE) "Too many open files", Python's "[Errno 24]"/"[Errno 23]"
   kInvalidDevice,     // the CUDA runtime's cudaErrorInvalidDevice text "invalid device ordinal"
@@ -236,6 +238,13 @@ struct LogLineContext {
 
 // Parses one line (without its newline). Always fills msg; returns kind != kNone.
 bool parse_log_line(std::string_view line, const LogLineContext& ctx, LogLine& out);
+
+// What a parsed line means on its own (logs/meaning.cpp describe_event: the catalogue's role, the
+// pattern table's or catalogue's category/cause, else the kind's default), as a record keeps it: the
+// run-directory reader reads its stdout/stderr lines and messages by this, the plain-log reasoner
+// its events by the same rules. Without the lines around it: a "terminate called ..." is a crash even
+// where its what() line would say more, a Python exception is not known to be handled.
+LineReading line_meaning(const LogLine& l);
 
 // Timestamp parsers, each at the start of `s`; on success return the characters used.
 // ISO-8601 / RFC 3339 ("2026-11-29T08:26:59.123456789Z", "+02:00" offsets) and the

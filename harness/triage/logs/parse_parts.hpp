@@ -76,6 +76,10 @@ bool classify_text(sv m, LogLine& o);
 LogKind system_error_kind(sv m);
 // A CUDA runtime's out-of-memory error text (cudaErrorMemoryAllocation's wording).
 bool cuda_runtime_oom(sv m);
+// The process's own host-memory allocation failed (classify_host.cpp): kHostOom.
+bool host_alloc_failed(sv m);
+// ENOSPC ("No space left on device") writing a shared-memory object: a full /dev/shm (classify_host.cpp).
+bool shm_enospc(sv m);
 
 // agent_layout.cpp
 // torchrun's elastic agent's rendezvous result ("  group_rank=1", "  local_ranks=[0, 1]", "  global_ranks=[8, 9]",

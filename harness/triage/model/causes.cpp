@@ -59,7 +59,9 @@ const std::vector<TriageCause>& triage_causes() {
       {"rank_exit", "killed", "killed by a signal from outside (SIGKILL, SIGTERM)"},
       {"rank_exit", "crashed", "died of a crash signal (SIGABRT, SIGBUS, SIGILL, SIGFPE) or std::terminate"},
       {"rank_exit", "segfault", "died of SIGSEGV"},
-      {"rank_exit", "oom", "killed by the kernel's or the cgroup's OOM killer"},
+      {"rank_exit", "oom",
+       "out of host memory: killed by the kernel's or the cgroup's OOM killer, or its own allocation failed "
+       "(std::bad_alloc, MemoryError)"},
       {"rank_exit", "cuda_oom", "CUDA out of memory"},
       {"rank_exit", "cuda_error", "a CUDA error (illegal access, Xid, ...)"},
       {"rank_exit", "exception", "an exception ended the rank"},

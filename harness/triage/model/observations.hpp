@@ -75,10 +75,26 @@ struct StepRecord {
   bool had_backward = false;    // a backward phase began in this step
 };
 
+// The plain-log classifier's kinds of line (logs/parse.hpp defines them): opaque here, so that a
+// message's reading can be kept by value; reason/ compares them with logs/parse.hpp included.
+enum class LogKind : uint8_t;
+
+// How the plain-log classifier reads one message (logs/parse.hpp parse_log_line with its pattern table
+// and message catalogue, then logs/meaning.cpp line_meaning for its role and what it proves): the one
+// reading of a line, whichever reasoner uses it.
+struct LineReading {
+  LogKind kind{};           // LogKind::kNone when the classifier reads nothing in it
+  Role role = Role::kInfo;  // root | echo | exit | teardown | info (not a failure)
+  std::string category;     // what it proves: the pattern table's or catalogue's, else the kind's default
+  std::string cause;        // ("" = nothing beyond its role)
+  int signal = 0;           // the signal it names (a crash, a killed DataLoader worker), 0 = none
+};
+
 // What a message's text says, read once by the layer that reads text (records/message_facts.cpp,
-// through the plain-log classifier of logs/ where the message is one of the stack's emitters'),
-// when the run directory is loaded: reason/ reads these fields, never the text itself.
+// through the plain-log classifier of logs/), when the run directory is loaded: reason/ reads these
+// fields, never the text itself.
 struct TextFacts {
+  LineReading read;          // the classifier's reading of the message
   std::string cause;         // cuda_oom | oom (host memory) | shm_exhausted (/dev/shm full) | "" (none of these)
   bool timeout = false;      // the message says something timed out
   bool no_interface = false; // the socket interface it names does not exist (wrong GLOO/NCCL_SOCKET_IFNAME)
@@ -106,12 +122,13 @@ struct FaultRecord {  // a rank's own `fault` trace event: citable, never decisi
   std::string detail;
 };
 
-// A stdout/stderr line that matched one of the known failure patterns (see kLogPatterns).
+// A stdout/stderr line worth citing: one the plain-log classifier reads as a failure (a root, an
+// echo, an exit or a teardown), a traceback's header or the program's word that its data ran out
+// (records/run_dir.cpp read_log); the reasoner reads it by says.read, never by its text.
 struct LogHit {
-  std::string file;  // stdout.log | stderr.log
+  std::string file;  // stdout.log | stderr.log | oom.txt
   int line = 0;
   double t = 0;      // from the harness' timestamp prefix; 0 when absent
-  std::string tag;   // pattern tag: wrong_ifname, connection_refused, oom, segfault, ...
   std::string text;  // the line without its timestamp prefix
   TextFacts says;    // what text says
 };
@@ -190,6 +207,9 @@ struct RankObservations {
   double last_progress_t = 0;  // any event but hb
   int last_progress_line = 0;
   std::vector<LogHit> log_hits;
+  // The store address the workload's own start line names ("<workload> starting: world_size N, ...,
+  // master HOST:PORT", workloads/loop/trainer.cpp), "" when none: the MASTER_ADDR this rank was given.
+  std::string start_master;
   // Memory-cgroup / kernel evidence of an OOM kill (ranks/<r>/oom.txt: memory.events
   // counters and the kernel's oom-kill lines, collected like `dmesg` on a real node).
   std::optional<LogHit> oom_evidence;

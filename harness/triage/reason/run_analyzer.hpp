@@ -40,12 +40,37 @@
 #include <vector>
 
 #include "signal_name.hpp"
+#include "triage/logs/parse.hpp"
 #include "triage/model/observations.hpp"
 #include "triage/model/result.hpp"
 #include "triage/reason/next_steps.hpp"
 #include "triage/reason/phrases.hpp"
 
 namespace hanglab::reason {
+
+// ---- stdout/stderr lines, by the plain-log classifier's reading of each (LogHit::says) ----------
+inline bool hit_oom(const LogHit& h) { return h.says.cause == "oom" || h.says.cause == "cuda_oom"; }
+inline bool hit_shm(const LogHit& h) { return h.says.cause == "shm_exhausted"; }
+inline bool hit_disk_full(const LogHit& h) { return h.says.read.cause == "disk_full"; }
+// Memory (host, CUDA, /dev/shm) or disk space ran out.
+inline bool hit_resource(const LogHit& h) { return !h.says.cause.empty() || hit_disk_full(h); }
+// A failure of the rank's own (a crash, an OOM, an exception, a full disk) or a traceback's header.
+inline bool hit_root(const LogHit& h) {
+  return h.says.read.role == Role::kRoot || h.says.read.kind == LogKind::kTraceback;
+}
+inline bool hit_dns(const LogHit& h) { return h.says.read.cause == "dns_failure"; }
+// The peer closed or reset the connection: it is gone.
+inline bool hit_peer_closed(const LogHit& h) { return h.says.read.kind == LogKind::kCommClosed; }
+// NCCL's own error, its communicator aborted, or a socket interface that does not exist.
+inline bool hit_link_error(const LogHit& h) {
+  const LogKind k = h.says.read.kind;
+  return k == LogKind::kNcclError || k == LogKind::kNcclSystemError || k == LogKind::kCommAborted ||
+         h.says.no_interface;
+}
+inline bool hit_data_exhausted(const LogHit& h) { return h.says.read.kind == LogKind::kDataExhausted; }
+// What an init failure's line proves: the cause the classifier reads in it (wrong_ifname for a socket
+// interface that does not exist, connection_refused, dns_failure, address_in_use, rendezvous_timeout...).
+inline std::string init_cause_of(const LogHit& h) { return h.says.no_interface ? "wrong_ifname" : h.says.read.cause; }
 
 // A comm error ("Connection closed by peer") can reach a peer's trace before the
 // supervisor's waitpid loop records the dead rank's exit; this much earlier still
@@ -180,8 +205,10 @@ class Analyzer {
   void set_first(const Obs& x);
   std::vector<int> ranks_where(const std::function<bool(const RankFacts&)>& pred) const;
   void cite_stuck(const std::string& why);
-  void cite_log_hits(int rank, const std::set<std::string>& tags, size_t max_hits = 2);
-  bool rank_has_tag(int rank, const std::string& tag) const;
+  // A test of a log line by the classifier's reading of it (LogHit::says), never by its text.
+  using HitTest = bool (*)(const LogHit&);
+  void cite_log_hits(int rank, HitTest which, size_t max_hits = 2);
+  bool rank_has_hit(int rank, HitTest which) const;
 
   // ---- duplicate RANK (run_init.cpp) ------------------------------------------------------------
   bool try_duplicate();
@@ -198,7 +225,7 @@ class Analyzer {
   bool other_master_addr(int rank) const;
   bool try_init();
   void cite_init(const std::vector<int>& never_started, const std::vector<int>& not_init,
-                 const std::string& evidence_tag, std::map<std::string, std::pair<int, const LogHit*>>& tag_hits);
+                 const std::string& evidence_cause, std::map<std::string, std::pair<int, const LogHit*>>& cause_hits);
   void init_summary(const std::vector<int>& never_started, const std::vector<int>& culprits,
                     const std::vector<int>& not_init, const std::string& cause, bool rdzv_errors);
 

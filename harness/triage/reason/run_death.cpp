@@ -14,7 +14,7 @@ namespace hanglab::reason {
 // kernel's or the cgroup's record, a detector's notice, the rank's own error.
 bool Analyzer::has_oom_evidence(int rank) const {
   const auto oom = [](const TextFacts& s) { return s.cause == "oom" || s.cause == "cuda_oom"; };
-  if (rank_has_tag(rank, "oom") || f_[rank].o->oom_evidence) return true;
+  if (rank_has_hit(rank, hit_oom) || f_[rank].o->oom_evidence) return true;
   for (const auto& d : in_.harness.detections)
     if ((d.rank == rank || d.rank == -1) && oom(d.says)) return true;
   for (const auto& e : f_[rank].o->errors)
@@ -27,9 +27,7 @@ bool Analyzer::has_oom_evidence(int rank) const {
 bool Analyzer::has_shm_evidence(int rank) const {
   for (const auto& e : f_[rank].o->errors)
     if (e.says.cause == "shm_exhausted") return true;
-  for (const auto& h : f_[rank].o->log_hits)
-    if ((h.tag == "bus_error" || h.tag == "disk_full") && h.says.cause == "shm_exhausted") return true;
-  return false;
+  return rank_has_hit(rank, hit_shm);
 }
 
 void Analyzer::set_rank_exit(const Obs& d, bool ordered) {
@@ -47,7 +45,7 @@ void Analyzer::set_rank_exit(const Obs& d, bool ordered) {
     cause = "data_error";
     if (has_shm_evidence(d.rank)) {
       cause = "shm_exhausted";
-    } else if (rank_has_tag(d.rank, "disk_full")) {
+    } else if (rank_has_hit(d.rank, hit_disk_full)) {
       cat = "resource_limit";
       cause = "disk_full";
     }
@@ -127,8 +125,8 @@ void Analyzer::set_rank_exit(const Obs& d, bool ordered) {
   if (const auto& oom = f.o->oom_evidence) {
     add_evidence(fmt::format("ranks/{}/{}:{}", d.rank, oom->file, oom->line), oom->text);
   }
-  if (r_.cause == "shm_exhausted") cite_log_hits(d.rank, {"shm", "bus_error"});
-  cite_log_hits(d.rank, {"oom", "segfault", "bus_error", "abort", "traceback", "disk_full", "cuda_error"});
+  if (r_.cause == "shm_exhausted") cite_log_hits(d.rank, hit_shm);
+  cite_log_hits(d.rank, hit_root);
   cite_stuck("");
   if (const Obs* e = first_echo()) add_evidence(e->ref, fmt::format("rank {}: {}", e->rank, e->what));
   if (!ordered) {

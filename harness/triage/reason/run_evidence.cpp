@@ -293,9 +293,8 @@ void apply_verdict(const ByoVerdict& v, std::map<int, Seen>& seen, TriageResult&
     // and whether it then died of that error or its launcher stopped it first is the
     // launcher's timing, not the rank's state: either way it was hung on the culprit.
     const bool culprit = std::find(culprits.begin(), culprits.end(), t.rank) != culprits.end();
-    const bool failed_on_dead_peer =
-        !culprits.empty() && !culprit && s.o &&
-        std::any_of(s.o->log_hits.begin(), s.o->log_hits.end(), [](const LogHit& h) { return h.tag == "comm_closed"; });
+    const bool failed_on_dead_peer = !culprits.empty() && !culprit && s.o &&
+                                     std::any_of(s.o->log_hits.begin(), s.o->log_hits.end(), reason::hit_peer_closed);
     if (s.exit && !s.teardown) {
       t.liveness = s.abnormal() ? (failed_on_dead_peer ? "hung" : "dead") : "completed";
       continue;

@@ -3,9 +3,16 @@
 #include "triage/reason/run_evidence.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+
 #include <string>
 
+#include "triage/reason/run.hpp"
+#include "triage/records/run_dir.hpp"
 #include "triage/records/stack_class.hpp"
+
+#include <filesystem>
+#include <fstream>
 
 using namespace hanglab;
 
@@ -390,4 +397,77 @@ TEST_CASE("a SIGTERM death reported with a peer's SIGKILL at the same moment is 
   CHECK(f.r.missing_ranks == std::vector<int>{1});
   REQUIRE(f.r.first_failure);
   CHECK(f.r.first_failure->evidence == "harness.jsonl:41");
+}
+
+namespace {
+
+// A 2-rank run directory: rank 0 waits in allreduce seq 2 of step 2, rank 1 is alive (heartbeating) in
+// phase data of step 2; the harness's watchdog tears both down. `rank1_log` is rank 1's stdout.log.
+std::filesystem::path stuck_in_data_run(const std::string& name, const std::string& rank1_log) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("hanglab_run_evidence_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir / "ranks/0");
+  fs::create_directories(dir / "ranks/1");
+  std::ofstream(dir / "harness.jsonl")
+      << R"({"t":1000.0,"ev":"run_start","world_size":2,)"
+         R"("timeouts":{"heartbeat_s":1,"collective_s":5,"init_s":30,"progress_s":10}})"
+         "\n"
+      << R"({"t":1000.1,"ev":"launch","rank":0,"pid":100})" "\n"
+      << R"({"t":1000.1,"ev":"launch","rank":1,"pid":101})" "\n"
+      << R"({"t":1030.0,"ev":"detect","detector":"harness_watchdog","rank":-1,"detail":"no progress for 10 s"})" "\n"
+      << R"({"t":1030.5,"ev":"teardown","reason":"harness_watchdog"})" "\n"
+      << R"({"t":1031.0,"ev":"exit","rank":0,"signal":15,"by_teardown":true})" "\n"
+      << R"({"t":1031.0,"ev":"exit","rank":1,"signal":15,"by_teardown":true})" "\n";
+  for (int r = 0; r < 2; ++r) {
+    std::ofstream ev(dir / "ranks" / std::to_string(r) / "events.jsonl");
+    ev << fmt::format(R"({{"t":1001.0,"ev":"start","pid":{},"rank":{}}})", 100 + r, r) << "\n"
+       << R"({"t":1001.1,"ev":"phase","name":"init","edge":"begin"})" "\n"
+       << R"({"t":1001.5,"ev":"phase","name":"init","edge":"end"})" "\n"
+       << R"({"t":1002.2,"ev":"coll","edge":"begin","seq":1,"op":"allreduce","numel":10,"step":1})" "\n"
+       << R"({"t":1002.3,"ev":"coll","edge":"end","seq":1})" "\n"
+       << R"({"t":1002.4,"ev":"step","step":1,"dur_ms":400,"loss":2.0})" "\n";
+    if (r == 0) {
+      ev << R"({"t":1002.7,"ev":"phase","name":"backward","edge":"begin","step":2})" "\n"
+         << R"({"t":1002.8,"ev":"coll","edge":"begin","seq":2,"op":"allreduce","numel":10,"step":2})" "\n";
+    } else {
+      ev << R"({"t":1002.5,"ev":"phase","name":"data","edge":"begin","step":2})" "\n";
+    }
+    for (int i = 0; i < 27; ++i) ev << fmt::format(R"({{"t":{}.0,"ev":"hb"}})", 1003 + i) << "\n";
+  }
+  std::ofstream(dir / "ranks/1/stdout.log") << rank1_log;
+  return dir;
+}
+
+}  // namespace
+
+// A rank stuck in data loading is out of /dev/shm only where a line the classifier reads says so: the
+// loader's banner naming /dev/shm (workloads/loop/trainer.cpp) is no such line; MapAllocator's ENOSPC on
+// a shared-memory object is.
+TEST_CASE("run records: a data stall is shm_exhausted only by a line that proves it", "[run_evidence]") {
+  const std::string banner =
+      "2026-11-29T11:17:00.150000Z [rank 1] data loader: 2 worker process(es) (pids 7,8), prefetch 2 per worker, "
+      "batches of 2.00 MiB through /dev/shm (write)\n";
+  {
+    const auto dir = stuck_in_data_run("banner", banner);
+    const TriageResult r = analyze_run(load_run_observations(dir));
+    CHECK(r.category == "data_loading");
+    CHECK(r.cause == "data_loader_stall");
+    CHECK(r.missing_ranks == std::vector<int>{1});
+    std::filesystem::remove_all(dir);
+  }
+  {
+    const auto dir = stuck_in_data_run(
+        "enospc", banner +
+                      "2026-11-29T11:17:02.000000Z [rank1]: RuntimeError: unable to write to file "
+                      "</torch_3345_2361545085_0>: No space left on device (28)\n");
+    const TriageResult r = analyze_run(load_run_observations(dir));
+    CHECK(r.category == "data_loading");
+    CHECK(r.cause == "shm_exhausted");
+    CHECK(r.missing_ranks == std::vector<int>{1});
+    bool cited = false;
+    for (const auto& e : r.evidence) cited = cited || e.ref == "ranks/1/stdout.log:2";
+    CHECK(cited);
+    std::filesystem::remove_all(dir);
+  }
 }

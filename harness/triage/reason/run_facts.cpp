@@ -456,18 +456,18 @@ void Analyzer::cite_stuck(const std::string& why) {
   }
 }
 
-void Analyzer::cite_log_hits(int rank, const std::set<std::string>& tags, size_t max_hits) {
+void Analyzer::cite_log_hits(int rank, HitTest which, size_t max_hits) {
   size_t n = 0;
   for (const auto& hit : f_[rank].o->log_hits) {
-    if (!tags.count(hit.tag) || n >= max_hits) continue;
+    if (!which(hit) || n >= max_hits) continue;
     add_evidence(fmt::format("ranks/{}/{}:{}", rank, hit.file, hit.line), hit.text);
     ++n;
   }
 }
 
-bool Analyzer::rank_has_tag(int rank, const std::string& tag) const {
+bool Analyzer::rank_has_hit(int rank, HitTest which) const {
   const auto& hits = f_[rank].o->log_hits;
-  return std::any_of(hits.begin(), hits.end(), [&](const LogHit& h) { return h.tag == tag; });
+  return std::any_of(hits.begin(), hits.end(), which);
 }
 
 }  // namespace hanglab::reason

@@ -67,7 +67,7 @@ std::vector<int> Analyzer::ifname_ranks() const {
   for (const auto& f : f_) {
     bool hit = false;
     for (const auto& e : f.o->errors) hit = hit || e.says.no_interface;
-    for (const auto& h : f.o->log_hits) hit = hit || (h.tag == "wrong_ifname" && h.says.no_interface);
+    for (const auto& h : f.o->log_hits) hit = hit || h.says.no_interface;
     if (hit) out.push_back(f.rank);
   }
   return out;
@@ -109,8 +109,7 @@ std::vector<int> Analyzer::init_culprits(const std::string& cause) const {
   } else if (cause == "dns_failure") {
     // The ranks whose own log says the name did not resolve; the others waited for them.
     for (const auto& f : f_)
-      if (std::any_of(f.o->log_hits.begin(), f.o->log_hits.end(), [](const LogHit& h) { return h.tag == "dns_failure"; }))
-        c.push_back(f.rank);
+      if (rank_has_hit(f.rank, hit_dns)) c.push_back(f.rank);
   } else if (cause == "rendezvous_timeout" || cause == "rendezvous_error") {
     c = verdict_missing();
   }
@@ -138,26 +137,21 @@ bool Analyzer::other_master_addr(int rank) const {
   for (const auto& e : f_[rank].o->errors) {
     if (mine.empty()) mine = e.says.master;
   }
-  for (const auto& h : f_[rank].o->log_hits) {
-    if (mine.empty() && h.tag == "master_addr") mine = h.says.master;
-  }
+  if (mine.empty()) mine = f_[rank].o->start_master;
   if (mine.empty()) return false;
   bool other = false;
   for (const auto& f : f_) {
     if (f.rank == rank) continue;
-    for (const auto& h : f.o->log_hits) {
-      if (h.tag != "master_addr") continue;
-      const std::string& a = h.says.master;
-      if (!a.empty() && a != mine) other = true;
-    }
+    const std::string& a = f.o->start_master;
+    if (!a.empty() && a != mine) other = true;
   }
   return other;
 }
 
 // Evidence of an init failure: who never started, who waited in init, what they said.
 void Analyzer::cite_init(const std::vector<int>& never_started, const std::vector<int>& not_init,
-                         const std::string& evidence_tag,
-                         std::map<std::string, std::pair<int, const LogHit*>>& tag_hits) {
+                         const std::string& evidence_cause,
+                         std::map<std::string, std::pair<int, const LogHit*>>& cause_hits) {
   for (int rank : never_started) {
     const auto& h = in_.harness;
     if (auto it = h.launches.find(rank); it != h.launches.end()) {
@@ -180,11 +174,10 @@ void Analyzer::cite_init(const std::vector<int>& never_started, const std::vecto
     add_evidence(x->ref, fmt::format("rank {}: {}", x->rank, x->what));
     break;
   }
-  if (!evidence_tag.empty()) {
-    const auto& [rank, hit] = tag_hits[evidence_tag];
+  if (!evidence_cause.empty()) {
+    const auto& [rank, hit] = cause_hits[evidence_cause];
     add_evidence(fmt::format("ranks/{}/{}:{}", rank, hit->file, hit->line), hit->text);
   }
-
 }
 
 // The summary of an init failure: who never started, the culprits, who waited, and why.
@@ -235,10 +228,11 @@ bool Analyzer::try_init() {
   }
 
   // The messages say which part of rendezvous failed.
-  std::map<std::string, std::pair<int, const LogHit*>> tag_hits;  // first hit per tag
+  std::map<std::string, std::pair<int, const LogHit*>> cause_hits;  // first hit per cause it proves
   for (const auto& f : f_) {
     for (const auto& hit : f.o->log_hits) {
-      if (!tag_hits.count(hit.tag)) tag_hits[hit.tag] = {f.rank, &hit};
+      const std::string c = init_cause_of(hit);
+      if (!c.empty() && !cause_hits.count(c)) cause_hits[c] = {f.rank, &hit};
     }
   }
   bool rdzv_errors = false;
@@ -249,9 +243,9 @@ bool Analyzer::try_init() {
       if (e.cls == "timeout" || (e.cls == "rendezvous" && e.says.timeout)) rdzv_timeouts = true;
     }
   }
-  const auto has = [&](const char* tag) { return tag_hits.count(tag) > 0; };
+  const auto has = [&](const char* cause) { return cause_hits.count(cause) > 0; };
   std::string cause;
-  std::string evidence_tag;
+  std::string evidence_cause;
   // An interface that exists but reaches no peer: the peers name its address as unroutable.
   if (std::vector<int> culprits; never_started.empty() && !has("wrong_ifname")) {
     std::string addr, node;
@@ -280,17 +274,17 @@ bool Analyzer::try_init() {
       return true;
     }
   }
-  for (const char* tag : {"wrong_ifname", "connection_refused", "dns_failure", "address_in_use"}) {
-    if (has(tag)) {
-      cause = tag;
-      evidence_tag = tag;
+  for (const char* c : {"wrong_ifname", "connection_refused", "dns_failure", "address_in_use"}) {
+    if (has(c)) {
+      cause = c;
+      evidence_cause = c;
       break;
     }
   }
   if (cause.empty()) {
     if (has("rendezvous_timeout") || rdzv_timeouts) {
       cause = "rendezvous_timeout";
-      evidence_tag = has("rendezvous_timeout") ? "rendezvous_timeout" : "";
+      evidence_cause = has("rendezvous_timeout") ? "rendezvous_timeout" : "";
     } else if (rdzv_errors) {
       cause = "rendezvous_error";
     } else if (!never_started.empty()) {
@@ -315,9 +309,9 @@ bool Analyzer::try_init() {
   r_.category = cause == "wrong_ifname" ? "network" : "rendezvous";
   r_.cause = cause;
   r_.missing_ranks = culprits.empty() ? never_started : culprits;
-  r_.confidence = (!never_started.empty() && rdzv_errors) || !evidence_tag.empty() ? "high" : "medium";
+  r_.confidence = (!never_started.empty() && rdzv_errors) || !evidence_cause.empty() ? "high" : "medium";
 
-  cite_init(never_started, not_init, evidence_tag, tag_hits);
+  cite_init(never_started, not_init, evidence_cause, cause_hits);
 
   if (!never_started.empty()) {
     const int rank = never_started.front();

@@ -244,7 +244,6 @@ void Analyzer::set_divergence(const Divergence& d0) {
     x.ref = ev_ref(m, nan_sr->line);
     add_evidence(x.ref, fmt::format("rank {}'s step {} event: loss is not finite (NaN/inf), no backward phase", m,
                                     d.step));
-    cite_log_hits(m, {"nan_loss"}, 1);
   } else if (d.cause == "skipped_collective" && sr) {
     const int mine = count_at_step(m, d.step);
     const int theirs = count_at_step(d.majority.front(), d.step);
@@ -363,7 +362,7 @@ bool Analyzer::try_early_exit() {
   if (const StepRecord* sr = step_record(f.rank, f.last_step)) {
     add_evidence(ev_ref(f.rank, sr->line), fmt::format("rank {}'s last step: {}", f.rank, f.last_step));
   }
-  cite_log_hits(f.rank, {"data_exhausted"});
+  cite_log_hits(f.rank, hit_data_exhausted);
   cite_stuck(" (it had already left the loop)");
   if (const Obs* e = first_echo()) add_evidence(e->ref, fmt::format("rank {}: {}", e->rank, e->what));
   r_.summary = flipped ? fmt::format(

@@ -92,11 +92,11 @@ bool Analyzer::try_absent_alive() {
   detect_slow();
   if (phase == "data") {
     r_.category = "data_loading";
-    r_.cause = rank_has_tag(f.rank, "shm") ? "shm_exhausted" : "data_loader_stall";
+    r_.cause = rank_has_hit(f.rank, hit_shm) ? "shm_exhausted" : "data_loader_stall";
   } else if (slow_.count(f.rank)) {
     r_.category = "straggler";
     r_.cause = "slow_rank";
-  } else if (rank_has_tag(f.rank, "disk_full")) {
+  } else if (rank_has_hit(f.rank, hit_disk_full)) {
     // ENOSPC writing a /dev/shm segment is a too-small /dev/shm, not a full disk.
     const bool shm = has_shm_evidence(f.rank);
     r_.category = shm ? "data_loading" : "resource_limit";
@@ -126,7 +126,7 @@ bool Analyzer::try_absent_alive() {
     add_evidence(fmt::format("ranks/{}/stack.txt:{}", f.rank, f.o->stack->line),
                  fmt::format("rank {}'s main thread: {}", f.rank, f.o->stack->frame));
   }
-  cite_log_hits(f.rank, {"shm", "disk_full", "oom"});
+  cite_log_hits(f.rank, hit_resource);
   r_.summary = fmt::format("{} ({}): {} alive but stuck in {}; {} waited in {} seq {}", r_.category, r_.cause,
                            ranks_phrase(absent), phase_phrase(*f.o), ranks_phrase(r_.stuck_collective->waiting_ranks),
                            r_.stuck_collective->op, r_.stuck_collective->seq);
@@ -237,7 +237,7 @@ bool Analyzer::try_all_stuck() {
     link_errors |= !peer_gone;
   }
   for (const auto& f : f_) {
-    link_errors |= rank_has_tag(f.rank, "nccl_error") || rank_has_tag(f.rank, "wrong_ifname");
+    link_errors |= rank_has_hit(f.rank, hit_link_error);
   }
   // Several nodes ([topology] nodes > 1), every rank of every node stuck waiting (here:
   // nobody dead or missing, every failure a wait or a lost peer that did not die): what all ranks share and a single host lacks is

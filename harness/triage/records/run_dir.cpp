@@ -1,12 +1,8 @@
 // Triage records: reads a run directory (harness.jsonl, ranks/<r>/events.jsonl, stdout.log,
-// stderr.log, stack.txt, oom.txt) into RunObservations; see run_dir.hpp. The log lines worth
-// citing are tagged with the small needle table below (LogHit), not judged.
+// stderr.log, stack.txt, oom.txt) into RunObservations; see run_dir.hpp. Each stdout/stderr line is
+// read by the plain-log classifier (records/message_facts.cpp, logs/parse.hpp): the ones it reads as
+// a failure are kept as LogHits with that reading.
 #include "triage/records/run_dir.hpp"
-
-#include "triage/logs/progress.hpp"
-#include "triage/records/message_facts.hpp"
-#include "triage/records/stack_class.hpp"
-#include "util.hpp"
 
 #include <fmt/format.h>
 
@@ -21,6 +17,12 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "triage/logs/parse.hpp"
+#include "triage/logs/progress.hpp"
+#include "triage/records/message_facts.hpp"
+#include "triage/records/stack_class.hpp"
+#include "util.hpp"
+
 namespace hanglab {
 
 namespace fs = std::filesystem;
@@ -28,43 +30,14 @@ using nlohmann::json;
 
 namespace {
 
-// Log lines worth citing, by tag. Substrings are matched case-insensitively; the first
-// matching tag wins, so the more specific patterns come first.
-struct LogPattern {
-  const char* tag;
-  std::vector<const char*> needles;
-};
-
-const std::vector<LogPattern>& log_patterns() {
-  static const std::vector<LogPattern> kPatterns = {
-      {"wrong_ifname",
-       {"no socket interface", "socket_ifname", "unable to find address for", "failed to find interface",
-        "no such device"}},
-      {"connection_refused", {"connection refused"}},
-      {"dns_failure", {"name or service not known", "temporary failure in name resolution", "getaddrinfo"}},
-      {"address_in_use", {"address already in use"}},
-      {"rendezvous_timeout",
-       {"waiting for clients", "socket timeout", "store timeout", "rendezvous timeout", "rendezvoustimeouterror"}},
-      {"oom", {"out of memory", "oom-kill", "oomkilled", "oom killer", "std::bad_alloc", "cannot allocate memory"}},
-      {"segfault", {"segmentation fault", "sigsegv"}},
-      {"bus_error", {"bus error", "sigbus"}},
-      {"abort", {"aborted (core dumped)", "terminate called", "sigabrt"}},
-      {"disk_full", {"no space left on device"}},
-      {"shm", {"/dev/shm"}},
-      {"comm_closed", {"connection closed by peer", "connection reset by peer", "broken pipe"}},
-      {"collective_timeout", {"timed out", "watchdog caught collective operation timeout"}},
-      {"nccl_error", {"nccl error", "unhandled system error", "processgroupnccl aborted"}},
-      {"cuda_error", {"cuda error", " xid "}},
-      {"traceback", {"traceback (most recent call last)", "unhandled exception"}},
-      {"data_exhausted", {"exhausted", "stopiteration", "end of epoch"}},
-      {"nan_loss", {"non-finite loss"}},
-      {"master_addr", {" starting: world_size"}},
-  };
-  return kPatterns;
-}
-
 // A real job's logs can be large: keep the first hits only, they carry the cause.
 constexpr size_t kMaxLogHitsPerFile = 64;
+
+// A line the plain-log classifier reads as a failure (root, echo, exit, teardown), a traceback's header
+// (the exception follows it) or the program's word that its data ran out: what the reasoner cites.
+bool worth_citing(const LineReading& r) {
+  return r.role != Role::kInfo || r.kind == LogKind::kTraceback || r.kind == LogKind::kDataExhausted;
+}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -240,15 +213,13 @@ void read_log(const fs::path& file, const char* name, RankObservations& r) {
         text = text.substr(sp + 1);
       }
     }
-    const std::string low = lower(text);
-    for (const auto& p : log_patterns()) {
-      const bool hit = std::any_of(p.needles.begin(), p.needles.end(),
-                                   [&](const char* n) { return low.find(n) != std::string::npos; });
-      if (!hit) continue;
-      r.log_hits.push_back({name, static_cast<int>(i) + 1, t, p.tag, text, read_message_facts(text)});
-      ++kept;
-      break;
-    }
+    TextFacts says = read_message_facts(text);
+    // hanglab's workloads name the store they were given in their start line (workloads/loop/trainer.cpp
+    // "%s starting: world_size %d, backend %s, steps %d, master %s", nccl_probe/main.cpp).
+    if (r.start_master.empty() && text.find(" starting: world_size") != std::string::npos) r.start_master = says.master;
+    if (!worth_citing(says.read)) continue;
+    r.log_hits.push_back({name, static_cast<int>(i) + 1, t, std::move(text), std::move(says)});
+    ++kept;
   }
 }
 
@@ -317,7 +288,7 @@ void read_oom(const fs::path& file, RankObservations& r) {
     const bool kernel = low.find("oom-kill") != std::string::npos || low.find("killed process") != std::string::npos ||
                         low.find("out of memory") != std::string::npos;
     if (counter || kernel) {
-      r.oom_evidence = LogHit{"oom.txt", static_cast<int>(i) + 1, 0, "oom", l};
+      r.oom_evidence = LogHit{"oom.txt", static_cast<int>(i) + 1, 0, l, {}};
       return;
     }
   }
