@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <unordered_map>
+#include <vector>
 
 #include "triage/logs/coordination.hpp"
 #include "triage/logs/parse.hpp"
@@ -149,6 +150,29 @@ std::optional<long long> first_int(sv s, bool last) {
   return found;
 }
 
+// "[3, 5]" as Python's str() of a list of ints prints it ("[]" empty): its numbers; anything else (Open MPI's
+// "[1,0]" process name, a bracketed host) is no such list.
+std::optional<std::vector<long long>> python_int_list(sv s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  if (s.size() < 2 || s.front() != '[' || s.back() != ']') return std::nullopt;
+  std::vector<long long> out;
+  sv in = s.substr(1, s.size() - 2);
+  while (!in.empty()) {
+    size_t j = in.front() == '-' ? 1 : 0;
+    const size_t digits_from = j;
+    long long v = 0;
+    while (j < in.size() && in[j] >= '0' && in[j] <= '9' && v < (1LL << 40)) v = v * 10 + (in[j++] - '0');
+    if (j == digits_from || (j < in.size() && in[j] >= '0' && in[j] <= '9')) return std::nullopt;
+    out.push_back(in.front() == '-' ? -v : v);
+    in.remove_prefix(j);
+    if (in.empty()) break;
+    if (in.substr(0, 2) != ", " || in.size() == 2) return std::nullopt;
+    in.remove_prefix(2);
+  }
+  return out;
+}
+
 int signal_by_name(sv s) {
   static const std::pair<sv, int> kNames[] = {{"SIGHUP", 1},
                                               {"SIGINT", 2},
@@ -212,6 +236,14 @@ std::optional<long long> CatalogueHit::named_int(sv name) const {
   if (h->find("/job:") != sv::npos && h->find("/task:") != sv::npos) {
     const int r = jax_task_rank(*h);
     return r >= 0 ? std::optional<long long>(r) : std::nullopt;
+  }
+  // A Python list printed by str() ("[3]", "[3, 5]", "[]"): the Paddle fleet launcher's "ABORT!!! ... the trainer
+  // process with rank=[3] was aborted" names every trainer it found exited non-zero in one poll
+  // (fleet/launch_utils.py:641-683@2.6.2). One element is that value; several (which came first is not
+  // shown) or none are no single value.
+  if (const auto listed = python_int_list(*h)) {
+    if (listed->size() != 1) return std::nullopt;
+    return listed->front();
   }
   return first_int(*h, /*last=*/it->second == 0 && entry->lead_hole);
 }

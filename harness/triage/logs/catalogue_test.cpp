@@ -561,3 +561,31 @@ TEST_CASE("catalogue audit: a line that reports another component's failure is a
   CHECK(s.role == "echo");
   CHECK(s.cause != "node_failure");
 }
+
+// The Paddle fleet launcher's watcher (fleet/launch_utils.py:641-683@2.6.2, catalogue paddle-launch-2.6.2) names
+// in "rank=[...]" every local trainer (by its global rank, PADDLE_TRAINER_ID) that it found exited non-zero in
+// one 3-second poll: a Python list. One element is that rank; several, or none (its bare-except path), no rank.
+TEST_CASE("catalogue: a rank printed as a Python list names it only when the list holds one", "[catalogue]") {
+  const Catalogue& c = builtin_catalogue();
+  const std::string head = "ERROR 2022-06-01 10:05:00,001 launch_utils.py:669] ABORT!!! Out of all 16 trainers, ";
+  const auto one = c.match(head + "the trainer process with rank=[11] was aborted. Please check its log.");
+  REQUIRE(one);
+  CHECK(one->entry->emitter == "paddle-launch");
+  REQUIRE(one->entry->meaning);
+  CHECK(one->entry->meaning->role == "exit");
+  CHECK(one->named_int("rank") == 11);
+  CHECK(one->named_int("world") == 16);
+  const auto two = c.match(head + "the trainer process with rank=[11, 3] was aborted. Please check its log.");
+  REQUIRE(two);
+  CHECK_FALSE(two->named_int("rank"));
+  const auto none = c.match(head + "the trainer process with rank=[] was aborted. Please check its log.");
+  REQUIRE(none);
+  CHECK_FALSE(none->named_int("rank"));
+  // The newer launcher's failed container: its index in this node's pod, a local rank, never the global one.
+  const auto cont = c.match("Container rank 1 status failed cmd ['/usr/bin/python', '-u', 'train.py'] code 1 "
+                            "log log/workerlog.1");
+  REQUIRE(cont);
+  CHECK(cont->named_int("local_rank") == 1);
+  CHECK(cont->named_int("code") == 1);
+  CHECK_FALSE(cont->named_int("rank"));
+}
