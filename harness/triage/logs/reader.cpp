@@ -145,6 +145,10 @@ class FileScanner {
   // Open MPI "Process name: [[j,1],r]" ... "Exit code: c"
   int mpi_rank_ = -1;
   uint32_t mpi_line_ = 0;
+  // The last "first process to do so was:" head with no process named yet, and its line.
+  size_t mpi_head_ = SIZE_MAX;
+  uint32_t mpi_head_line_ = 0;
+  static constexpr uint32_t kMpiReportSpan = 3;
 
   // The last plain line (no event, no bar): what a description-less bar that follows counts.
   std::string said_;
@@ -408,14 +412,29 @@ class FileScanner {
     if (l_.kind == LogKind::kMpiProcessName) {
       mpi_rank_ = l_.other_rank;
       mpi_line_ = line_no_;
+      // The report's head ("... exited with non-zero status ... The first process to do so was:", mpirun's
+      // and horovodrun's, one message with this line) names no process itself: this line names it.
+      if (mpi_head_ < out_.events.size() && line_no_ - mpi_head_line_ <= kMpiReportSpan &&
+          out_.events[mpi_head_].other_rank < 0) {
+        out_.events[mpi_head_].other_rank = mpi_rank_;
+        out_.events[mpi_head_].first_failed = true;
+      }
+      mpi_head_ = SIZE_MAX;
       return;
     }
     LogKind kind = l_.kind;
     int other = l_.other_rank;
+    bool first_failed = false;
     if (kind == LogKind::kExitStatus && mpi_rank_ >= 0 && line_no_ - mpi_line_ <= 6) {
       kind = LogKind::kMpiExit;  // "Exit code: 1" of the process named just above
       other = mpi_rank_;
+      first_failed = true;
       mpi_rank_ = -1;
+    } else if (kind == LogKind::kMpiExit && other < 0) {
+      // A paste that keeps the report's lines out of order (a log viewer sorting lines of one timestamp):
+      // the process named just before is the head's.
+      if (mpi_rank_ >= 0 && line_no_ - mpi_line_ <= kMpiReportSpan) other = mpi_rank_, first_failed = true;
+      else mpi_head_ = out_.events.size(), mpi_head_line_ = line_no_;
     }
     // Launcher notices name other processes (one per rank at most): never capped.
     // Unattributed lines get a larger allowance than a rank's own floods.
@@ -474,6 +493,7 @@ class FileScanner {
     e.torch_rendezvous = l_.torch_rendezvous;
     e.report_entry = l_.report_entry;
     e.ranks = l_.ranks;
+    e.first_failed = first_failed;
     if (e.kind == LogKind::kCrash && e.signal == 7) {
       bus_ev_ = out_.events.size();
       bus_line_ = line_no_;

@@ -90,6 +90,9 @@ struct LogEvent {
   // ... whose "what():" line is a failure of another kind the reader knows (a CUDA error, an OOM):
   // that line speaks for it.
   bool read_what = false;
+  // A launcher's report names this process as the first to exit non-zero ("... The first process to do so
+  // was: Process name: N", mpirun's and horovodrun's): the launcher's claim of the root, as torchrun's "Root Cause".
+  bool first_failed = false;
   std::vector<int> ranks;
 };
 
