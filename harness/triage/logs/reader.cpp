@@ -142,13 +142,7 @@ class FileScanner {
   size_t sock_ev_ = SIZE_MAX;
   uint32_t sock_line_ = 0;
   long long sock_pid_ = -1;
-  // Open MPI "Process name: [[j,1],r]" ... "Exit code: c"
-  int mpi_rank_ = -1;
-  uint32_t mpi_line_ = 0;
-  // The last "first process to do so was:" head with no process named yet, and its line.
-  size_t mpi_head_ = SIZE_MAX;
-  uint32_t mpi_head_line_ = 0;
-  static constexpr uint32_t kMpiReportSpan = 3;
+  MpiReport mpi_;  // Open MPI's / horovodrun's "Process name: ..." ... "Exit code: c"
 
   // The last plain line (no event, no bar): what a description-less bar that follows counts.
   std::string said_;
@@ -410,31 +404,18 @@ class FileScanner {
     if (summary(rank)) return;
     if (l_.kind == LogKind::kWorldSize) return;
     if (l_.kind == LogKind::kMpiProcessName) {
-      mpi_rank_ = l_.other_rank;
-      mpi_line_ = line_no_;
-      // The report's head ("... exited with non-zero status ... The first process to do so was:", mpirun's
-      // and horovodrun's, one message with this line) names no process itself: this line names it.
-      if (mpi_head_ < out_.events.size() && line_no_ - mpi_head_line_ <= kMpiReportSpan &&
-          out_.events[mpi_head_].other_rank < 0) {
-        out_.events[mpi_head_].other_rank = mpi_rank_;
-        out_.events[mpi_head_].first_failed = true;
-      }
-      mpi_head_ = SIZE_MAX;
+      mpi_.name(l_.other_rank, line_no_, out_.events);
       return;
     }
     LogKind kind = l_.kind;
     int other = l_.other_rank;
     bool first_failed = false;
-    if (kind == LogKind::kExitStatus && mpi_rank_ >= 0 && line_no_ - mpi_line_ <= 6) {
+    if (kind == LogKind::kExitStatus && mpi_.rank >= 0 && line_no_ - mpi_.line <= 6) {
       kind = LogKind::kMpiExit;  // "Exit code: 1" of the process named just above
-      other = mpi_rank_;
+      other = std::exchange(mpi_.rank, -1);
       first_failed = true;
-      mpi_rank_ = -1;
     } else if (kind == LogKind::kMpiExit && other < 0) {
-      // A paste that keeps the report's lines out of order (a log viewer sorting lines of one timestamp):
-      // the process named just before is the head's.
-      if (mpi_rank_ >= 0 && line_no_ - mpi_line_ <= kMpiReportSpan) other = mpi_rank_, first_failed = true;
-      else mpi_head_ = out_.events.size(), mpi_head_line_ = line_no_;
+      first_failed = (other = mpi_.head(line_no_, out_.events.size())) >= 0;
     }
     // Launcher notices name other processes (one per rank at most): never capped.
     // Unattributed lines get a larger allowance than a rank's own floods.
