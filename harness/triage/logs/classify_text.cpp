@@ -305,7 +305,7 @@ bool exception_lines(sv m, LogLine& o) {
       o.kind = LogKind::kAddressInUse;
     } else if (has(m, "Connection refused") || has(m, "failed to connect")) {
       o.kind = LogKind::kStoreRefused;
-    } else if (has(m, "Name or service not known") || has(m, "Temporary failure in name resolution")) {
+    } else if (resolver_failure(m)) {
       o.kind = LogKind::kDnsFailure;
     } else if (has(m, "insufficient shared memory")) {
       o.kind = LogKind::kShmBusError;
@@ -460,8 +460,7 @@ bool gloo_store_lines(sv m, LogLine& o) {
     o.kind = LogKind::kStoreRefused;
     return true;
   }
-  if (has(m, "Name or service not known") || has(m, "Temporary failure in name resolution") ||
-      has(m, "nodename nor servname")) {
+  if (resolver_failure(m)) {
     o.kind = LogKind::kDnsFailure;
     return true;
   }
@@ -691,8 +690,8 @@ static bool lm_eval_requests(sv m) {
 
 bool classify_text(sv m, LogLine& o) {
   // The families in the order they are tested: the most specific first.
-  for (const auto part : {workload_lines, torch_c10d_lines, exception_lines, nccl_lines, gloo_store_lines,
-                          torchelastic_lines, agent_layout_lines, mpi_slurm_lines, host_lines})
+  for (const auto part : {workload_lines, argparse_usage_error, torch_c10d_lines, exception_lines, nccl_lines,
+                          gloo_store_lines, torchelastic_lines, agent_layout_lines, mpi_slurm_lines, host_lines})
     if (part(m, o)) return true;
   // --- exit statuses
   {

@@ -230,7 +230,24 @@ static bool apply_catalogue(std::string_view line, LogLine& o, std::string_view 
       (kind == LogKind::kTrainBegin || kind == LogKind::kCheckpointBegin || kind == LogKind::kCheckpointEnd ||
        kind == LogKind::kEvalBegin || kind == LogKind::kCollInFlight || (kind == LogKind::kInitBegin && m.marker) ||
        (kind == LogKind::kStep && hit->named_int("step").value_or(-1) >= 0));
-  if (m.role != "root" && m.role != "exit" && !marker) return false;
+  if (m.role != "root" && m.role != "exit" && !marker) {
+    // A fifth: a launcher's report naming the process that failed first (horovodrun's "Process name: N",
+    // the line after "The first process to do so was:"), the rank of the report's exit (logs/reader.cpp).
+    // Only a bare number is a rank: launch_gloo names a slot by its index in host_alloc_plan, which
+    // get_host_assignments lists in rank order (gloo_run.py:272-287, common/util/hosts.py:116-150@v0.28.1);
+    // the elastic driver names it "host[local_rank]" (elastic/driver.py:318@v0.28.1), no global rank.
+    if (m.role != "context" || kind != LogKind::kMpiProcessName) return false;
+    const auto h = hit->named("rank");
+    const sv v = h ? trim(*h) : sv{};
+    if (v.empty() || v.size() > 7 || v.find_first_not_of("0123456789") != npos) return false;
+    const int named = bounded_rank(std::stoll(std::string(v)));
+    if (named < 0) return false;
+    o.kind = kind;
+    o.catalogue = hit->entry;
+    o.role = m.role;
+    o.other_rank = named;
+    return true;
+  }
   o.catalogue = hit->entry;
   o.role = m.role;
   o.phase = m.phase;
@@ -259,6 +276,22 @@ static bool apply_catalogue(std::string_view line, LogLine& o, std::string_view 
   num("joined", o.joined, -1);
   num("step", o.step, -1);
   num("total_steps", o.total_steps, -1);
+  // A CUDA status the emitter printed as a number (torch_memory_saver's "CUresult error  result=2"): what it
+  // means is cuda.h's CUresult enum, whose values driver_types.h's cudaError_t shares for these: 2
+  // CUDA_ERROR_OUT_OF_MEMORY / cudaErrorMemoryAllocation (the device has no memory left for the allocation),
+  // 214 CUDA_ERROR_ECC_UNCORRECTABLE (the GPU's memory failed), 700 CUDA_ERROR_ILLEGAL_ADDRESS and 719
+  // CUDA_ERROR_LAUNCH_FAILED (a kernel faulted). Any other value keeps the meaning's own reading.
+  if (const auto v = hit->named_int("cuda_result"); v && m.role == "root") {
+    if (*v == 2) {
+      o.kind = LogKind::kCudaOom;
+      o.category = "resource_limit";
+      o.cause = "cuda_oom";
+    } else if (*v == 214) {
+      o.cause = "hardware_error";
+    } else if (*v == 700 || *v == 719) {
+      o.cause = "cuda_error";
+    }
+  }
   if (o.host.empty()) {
     if (const auto h = hit->named("host")) {
       sv v = trim(*h);
@@ -297,7 +330,11 @@ static void catalogue_over_generic(std::string_view line, LogLine& o, std::strin
   const auto hit = builtin_catalogue().match(line);
   if (!hit || !hit->entry->meaning || (!not_of.empty() && hit->entry->emitter == not_of)) return;
   const CatalogueMeaning& m = *hit->entry->meaning;
-  if ((m.role != "root" && m.role != "exit") || m.category.empty() || m.category == "rank_exit") return;
+  // A launcher's verdict on another process raised as its own exception (horovodrun's "RuntimeError: Horovod
+  // detected that one or more processes exited with non-zero status ...", gloo_run.py:284@v0.28.1) is that
+  // process's exit, not the launcher's exception.
+  if ((m.role != "root" && m.role != "exit") || m.category.empty() || (m.category == "rank_exit" && m.kind != "MpiExit"))
+    return;
   const LogLine keep = o;
   o.kind = LogKind::kNone;
   o.category = {};

@@ -86,6 +86,14 @@ bool shm_enospc(sv m);
 // "  global_world_sizes=[16, 16]") and its launch banner ("  min_nodes                : 2"): kAgentLayout.
 bool agent_layout_lines(sv m, LogLine& o);
 
+// classify_cli.cpp
+// Python argparse's usage error ("train.py: error: unrecognized arguments: --local-rank=2", ArgumentParser.error):
+// kUsageError, exit status 2; o.word "launcher_argument" where the rejected argument is the one torch's launcher
+// adds to every worker.
+bool argparse_usage_error(sv m, LogLine& o);
+// A name resolver's failure text (getaddrinfo's gai_strerror in glibc, musl and the BSDs; busybox nslookup's).
+bool resolver_failure(sv m);
+
 // classify_host.cpp
 // classify_text's family for the host: the kernel and container runtime, data loading, crashes,
 // storage, CUDA. True when it read the line.

@@ -142,9 +142,7 @@ class FileScanner {
   size_t sock_ev_ = SIZE_MAX;
   uint32_t sock_line_ = 0;
   long long sock_pid_ = -1;
-  // Open MPI "Process name: [[j,1],r]" ... "Exit code: c"
-  int mpi_rank_ = -1;
-  uint32_t mpi_line_ = 0;
+  MpiReport mpi_;  // Open MPI's / horovodrun's "Process name: ..." ... "Exit code: c"
 
   // The last plain line (no event, no bar): what a description-less bar that follows counts.
   std::string said_;
@@ -411,16 +409,18 @@ class FileScanner {
     if (summary(rank)) return;
     if (l_.kind == LogKind::kWorldSize) return;
     if (l_.kind == LogKind::kMpiProcessName) {
-      mpi_rank_ = l_.other_rank;
-      mpi_line_ = line_no_;
+      mpi_.name(l_.other_rank, line_no_, out_.events);
       return;
     }
     LogKind kind = l_.kind;
     int other = l_.other_rank;
-    if (kind == LogKind::kExitStatus && mpi_rank_ >= 0 && line_no_ - mpi_line_ <= 6) {
+    bool first_failed = false;
+    if (kind == LogKind::kExitStatus && mpi_.rank >= 0 && line_no_ - mpi_.line <= 6) {
       kind = LogKind::kMpiExit;  // "Exit code: 1" of the process named just above
-      other = mpi_rank_;
-      mpi_rank_ = -1;
+      other = std::exchange(mpi_.rank, -1);
+      first_failed = true;
+    } else if (kind == LogKind::kMpiExit && other < 0) {
+      first_failed = (other = mpi_.head(line_no_, out_.events.size())) >= 0;
     }
     // Launcher notices name other processes (one per rank at most): never capped.
     // Unattributed lines get a larger allowance than a rank's own floods.
@@ -479,6 +479,7 @@ class FileScanner {
     e.torch_rendezvous = l_.torch_rendezvous;
     e.report_entry = l_.report_entry;
     e.ranks = l_.ranks;
+    e.first_failed = first_failed;
     if (e.kind == LogKind::kCrash && e.signal == 7) {
       bus_ev_ = out_.events.size();
       bus_line_ = line_no_;

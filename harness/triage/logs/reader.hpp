@@ -93,7 +93,40 @@ struct LogEvent {
   // ... whose "what():" line is a failure of another kind the reader knows (a CUDA error, an OOM):
   // that line speaks for it.
   bool read_what = false;
+  // A launcher's report names this process as the first to exit non-zero ("... The first process to do so
+  // was: Process name: N", mpirun's and horovodrun's): the launcher's claim of the root, as torchrun's "Root Cause".
+  bool first_failed = false;
   std::vector<int> ranks;
+};
+
+// A launcher's report of the first process to exit non-zero: its head ("... exited with non-zero status ... The
+// first process to do so was:", mpirun's help text and horovodrun's RuntimeError, gloo_run.py:284@v0.28.1), then
+// "Process name: N" and "Exit code: C", one message; the head names no process itself. A paste may keep the lines
+// out of order (a log viewer sorting lines of one timestamp): a name within kSpan lines of the head, before or
+// after it, is the head's.
+struct MpiReport {
+  static constexpr uint32_t kSpan = 3;
+  int rank = -1;  // the last "Process name:"'s rank, until an "Exit code:" takes it
+  uint32_t line = 0;
+  size_t head_ev = SIZE_MAX;  // a head event no name has followed yet
+  uint32_t head_line = 0;
+  void name(int r, uint32_t at, std::vector<LogEvent>& events) {
+    rank = r;
+    line = at;
+    if (head_ev < events.size() && at - head_line <= kSpan && events[head_ev].other_rank < 0) {
+      events[head_ev].other_rank = r;
+      events[head_ev].first_failed = true;
+    }
+    head_ev = SIZE_MAX;
+  }
+  // A head about to become event `index` at line `at`: the rank a name just before gives it, else -1 (and it
+  // waits for the name).
+  int head(uint32_t at, size_t index) {
+    if (rank >= 0 && at - line <= kSpan) return rank;
+    head_ev = index;
+    head_line = at;
+    return -1;
+  }
 };
 
 // torchrun's failure summary, one "[i]:" entry.

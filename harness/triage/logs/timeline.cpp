@@ -490,6 +490,7 @@ void LogTimeline::derive() {
       Fail f = make_fail(*e, s.rank);
       describe(*e, f);
       if (f.role == Role::kInfo) continue;
+      f.launcher_root = e->first_failed;
       if (f.role == Role::kExit) {
         // A death by signal after the launcher's SIGTERM to the same pid is the teardown.
         if (e->pid >= 0 && sigtermed.count(e->pid) && (f.signal == 15 || f.signal == 9)) f.role = Role::kTeardown;

@@ -140,6 +140,7 @@ class LogAnalyzer : public LogTimeline {
   bool try_store_wait();
   // A RendezvousClosedError at an agent's first join, nothing of the job failed: an earlier run's rendezvous.
   bool closed_before_join(const Fail& pick);  // notes why when true
+  bool same_arguments_rejected();  // a usage error every worker shares (one command line from a launcher)
 
   // -- log_mismatch.cpp
   bool try_mismatch();

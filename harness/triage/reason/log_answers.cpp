@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "util.hpp"
 
@@ -63,6 +64,21 @@ bool shared_setting_cause(const std::string& category, const std::string& cause)
 
 }  // namespace
 
+// A usage error of the program's own arguments where every worker got the same ones: a launcher starts each
+// worker with one command line (torchrun, mpirun, srun, horovodrun), so what one rejects, all reject. Proven when
+// the rejected argument is the one the launcher itself adds to every worker (the reader's "launcher_argument":
+// torch's --local-rank) or when two ranks report it.
+bool LogAnalyzer::same_arguments_rejected() {
+  if (r_.category != "rank_exit" || r_.cause != "usage_error") return false;
+  std::set<int> ranks;
+  for (const Fail* f : all_fails()) {
+    if (!f->ev || f->ev->kind != LogKind::kUsageError) continue;
+    if (f->ev->word == "launcher_argument") return true;
+    if (f->rank >= 0) ranks.insert(f->rank);
+  }
+  return ranks.size() >= 2;
+}
+
 void LogAnalyzer::finish() {
   if (r_.last_good_step == 0) r_.last_good_step = last_good_step();
   if (r_.category == "collective_mismatch" && r_.divergence_step) {
@@ -72,7 +88,7 @@ void LogAnalyzer::finish() {
     r_.scope = forced_scope_;
   } else if (r_.category == "none") {
     r_.scope = "none";
-  } else if (shared_setting_cause(r_.category, r_.cause)) {
+  } else if (shared_setting_cause(r_.category, r_.cause) || same_arguments_rejected()) {
     r_.scope = "all";
   } else if (world_stated_ && world_ == 1) {
     r_.scope = "all";  // a job of one process (NCCL's "nranks 1", world_size=1): what failed is all of it

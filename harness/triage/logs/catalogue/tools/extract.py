@@ -66,7 +66,7 @@ CATEGORIES = ("", "rendezvous", "collective_mismatch", "rank_exit", "straggler",
               "network", "resource_limit", "none", "unknown")
 NAME_KEYS = ("rank", "peer_rank", "world", "host", "peer_host", "device", "pid", "signal", "code",
              "seq", "op", "timeout_ms", "local_rank", "joined", "step", "total_steps", "interface",
-             "address", "path", "size", "errno", "reason")
+             "address", "path", "size", "errno", "reason", "cuda_result")
 EMITTER_KEYS = {"emitter", "version", "repo", "rev", "language", "paths", "exclude", "calls", "note"}
 MEANING_KEYS = {"formats", "file", "call", "kind", "role", "category", "cause", "phase", "names",
                 "note", "example", "marker"}
