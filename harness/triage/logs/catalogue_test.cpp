@@ -589,3 +589,42 @@ TEST_CASE("catalogue: a rank printed as a Python list names it only when the lis
   CHECK(cont->named_int("code") == 1);
   CHECK_FALSE(cont->named_int("rank"));
 }
+
+TEST_CASE("catalogue: Ray's worker-death report names the dead worker's pid", "[catalogue]") {
+  // node_manager.cc DisconnectClient@ray-2.40.0: the raylet's job error for a worker lost with SYSTEM_ERROR, as the
+  // driver prints it ("(raylet) " before it): that process died; no status, so no cause of its own.
+  const LogLine d = logtest::parse(
+      "(raylet) A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the "
+      "problem, check the logs for the dead worker. RayTask ID: ffffffffffffffff0a1b2c3d4e5f60718293a4b502000000 "
+      "Worker ID: 5e0c1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809a1b Node ID: "
+      "7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d Worker IP address: 10.0.3.17 Worker port: 10233 "
+      "Worker PID: 51234 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a "
+      "connection error code 2. End of file. There are some potential root causes. (1) The process is killed by "
+      "SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) The worker is crashed "
+      "unexpectedly due to SIGSEGV or other unexpected errors.");
+  REQUIRE(d.catalogue != nullptr);
+  CHECK(d.catalogue->emitter == "ray-core");
+  CHECK(d.role == "exit");
+  CHECK(d.pid == 51234);
+  CHECK(d.signal == 0);
+  CHECK(d.code == kNoCode);
+}
+
+TEST_CASE("Ray's log monitor prefix names the writing worker's pid and host", "[catalogue]") {
+  // worker.py print_worker_logs@ray-2.40.0: "(" [name " "] "pid=" PID [", ip=" IP] ") " or "(raylet[, ip=IP]) ".
+  const LogLine w = logtest::parse("(RayWorkerWrapper pid=92234, ip=10.0.3.17) mlx5: host_unknown: got completion with "
+                                   "error:");
+  CHECK(w.pid == 92234);
+  CHECK(w.host == "10.0.3.17");
+  CHECK(w.msg.substr(0, 5) == "mlx5:");
+  const LogLine l = logtest::parse("(pid=4101) Segmentation fault (core dumped)");
+  CHECK(l.pid == 4101);
+  // CreateMemoryUsageRefreshCallback (node_manager.cc@ray-2.40.0): the memory monitor's kill, host memory.
+  const LogLine r = logtest::parse("(raylet, ip=10.0.3.18) Task was killed due to the node running low on memory.");
+  CHECK(r.pid == -1);
+  CHECK(r.host == "10.0.3.18");
+  CHECK(r.kind == LogKind::kOomKill);
+  // Not Ray's: a shell prompt's environment name.
+  const LogLine c = logtest::parse("(base) user@node:~$ python train.py");
+  CHECK(c.pid == -1);
+}

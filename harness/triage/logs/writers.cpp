@@ -212,6 +212,31 @@ static size_t peel_bracket(sv s, size_t p, const LogLineContext& ctx, LogLine& o
   return npos;
 }
 
+// Ray's log monitor prefix (python/ray/_private/worker.py print_worker_logs@ray-2.40.0): "(" [a task's or actor's
+// name " "] "pid=" PID [", ip=" IP] ") " before each line a worker process wrote, "(raylet" [", ip=" IP] ") "
+// before the raylet's own. The writer's pid and host (a raylet line names no pid: the raylet's is not printed).
+static size_t peel_ray(sv s, size_t p, LogLine& o) {
+  const size_t close = s.find(')', p);
+  if (close == npos || close - p > 200 || close + 1 >= s.size() || s[close + 1] != ' ') return npos;
+  sv in = s.substr(p + 1, close - p - 1);
+  sv ip;
+  if (const size_t k = in.find(", ip="); k != npos) {
+    ip = in.substr(k + 5);
+    in = in.substr(0, k);
+    if (ip.empty() || ip.find_first_of(" ,()") != npos) return npos;
+  }
+  long long pid = -1;
+  if (in != "raylet") {
+    const size_t k = in.rfind("pid=");
+    if (k == npos || (k > 0 && in[k - 1] != ' ')) return npos;
+    const size_t e = read_int(in, k + 4, &pid);
+    if (e == npos || e != in.size() || pid <= 0) return npos;
+  }
+  if (pid > 0 && o.pid < 0) o.pid = pid;
+  if (!ip.empty() && o.host.empty()) o.host = ip;
+  return skip_sp(s, close + 1);
+}
+
 size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool first) {
   if (p >= s.size()) return npos;
   // srun -l pads its labels ("  3: "): only at the very start of the line.
@@ -234,6 +259,7 @@ size_t peel_prefix(sv s, size_t p, const LogLineContext& ctx, LogLine& o, bool f
   double t = 0, res = 0;
   if (dig(c)) return peel_numeric(s, p, o, first);
   if (c == '[') return peel_bracket(s, p, ctx, o, first);
+  if (c == '(') return peel_ray(s, p, o);
   // glog without brackets: "E1129 08:26:59.123456 12345 file.cpp:123] "
   if (c == 'I' || c == 'W' || c == 'E' || c == 'F') {
     if (size_t e = parse_glog_header(s, p, false, ctx.year, o); e != npos) return e;
