@@ -278,21 +278,7 @@ namespace hanglab {
 
 LineReading line_meaning(const LogLine& l) {
   LogEvent e;
-  e.kind = l.kind;
-  e.seq = l.seq;
-  e.pid = l.pid;
-  e.code = l.code;
-  e.signal = l.signal;
-  e.op = std::string(l.op);
-  e.word = std::string(l.word.substr(0, 200));
-  e.text = std::string(l.msg.substr(0, 400));
-  e.category = std::string(l.category);
-  e.cause = std::string(l.cause);
-  e.catalogue = l.catalogue;
-  e.role = l.role;
-  e.phase = l.phase;
-  e.peer_closed = l.peer_closed;
-  e.torch_rendezvous = l.torch_rendezvous;
+  event_fields(l, e);
   plainlog::Fail f;
   plainlog::describe_event(e, f);
   LineReading r;

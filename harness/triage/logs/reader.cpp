@@ -32,7 +32,6 @@ namespace {
 
 constexpr size_t kChunk = 1 << 20;         // read(2) size
 constexpr size_t kMaxLine = 64 * 1024;      // longer lines are cut (progress bars, dumps)
-constexpr size_t kMaxEventText = 320;
 constexpr size_t kMaxWorldHintsPerFile = 4;
 constexpr uint32_t kMaxUnattributedPerKind = 4096;
 
@@ -441,44 +440,9 @@ class FileScanner {
     e.t = cur_t;
     e.t_res = exact ? l_.t_res : cur_res;
     e.partial = partial;
-    e.seq = l_.seq;
-    e.numel_in = l_.numel_in;
-    e.numel_out = l_.numel_out;
-    e.timeout_ms = l_.timeout_ms;
-    e.ran_ms = l_.ran_ms;
-    e.last_enqueued = l_.last_enqueued;
-    e.pending = l_.pending;
-    e.last_completed = l_.last_completed;
-    e.pid = l_.pid;
-    e.nccl_dev = l_.nccl_dev;
-    e.pg_rank = l_.pg_rank;
-    e.local_rank = l_.local_rank;
+    event_fields(l_, e);  // what the line says (reader_lines.cpp)
+    e.kind = kind;
     e.other_rank = other;
-    e.world = l_.world;
-    e.joined = l_.joined;
-    if (l_.joined >= 0) e.barrier_key = logparse::store_barrier_key(l_.msg);
-    e.step = l_.step;
-    e.total_steps = l_.total_steps;
-    e.code = l_.code;
-    e.signal = l_.signal;
-    e.pg_default = l_.pg_default;
-    e.op = std::string(l_.op);
-    e.pg = std::string(l_.pg);
-    e.host = std::string(l_.host);
-    e.word = std::string(l_.word.substr(0, 200));
-    e.where = std::string(l_.where.substr(0, 200));
-    std::string_view msg = l_.msg;
-    while (!msg.empty() && (msg.back() == ' ' || msg.back() == '\t')) msg.remove_suffix(1);
-    e.text = std::string(msg.substr(0, kMaxEventText));
-    e.category = std::string(l_.category);
-    e.cause = std::string(l_.cause);
-    e.catalogue = l_.catalogue;
-    e.role = l_.role;
-    e.phase = l_.phase;
-    e.peer_closed = l_.peer_closed;
-    e.torch_rendezvous = l_.torch_rendezvous;
-    e.report_entry = l_.report_entry;
-    e.ranks = l_.ranks;
     e.first_failed = first_failed;
     if (e.kind == LogKind::kCrash && e.signal == 7) {
       bus_ev_ = out_.events.size();

@@ -228,6 +228,10 @@ struct AgentLayout {
   uint32_t file = 0, line = 0;  // the line that proved multi_node or gave the map
 };
 AgentLayout read_agent_layout(const std::vector<LogEvent>& events);
+// An event's text is kept to this many bytes.
+constexpr size_t kMaxEventText = 320;
+// What a line says, copied into an event (reader_lines.cpp); the caller sets where and when.
+void event_fields(const LogLine& l, LogEvent& e);
 
 struct LogCorpus {
   std::vector<LogFileInfo> files;

@@ -5,6 +5,7 @@
 
 #include "triage/logs/file_scan.hpp"
 #include "triage/logs/patterns.hpp"
+#include "triage/logs/scan.hpp"
 
 namespace hanglab {
 
@@ -38,6 +39,50 @@ bool what_nccl_error(std::string_view m) {
   m.remove_prefix(7);
   while (!m.empty() && m.front() == ' ') m.remove_prefix(1);
   return m.rfind("NCCL error", 0) == 0;
+}
+
+// What a line says, copied into its event: the one copy both the file scanner and line_meaning() (meaning.cpp)
+// make. Where and when (rank, file, line, clock) is the scanner's own.
+void event_fields(const LogLine& l, LogEvent& e) {
+  e.kind = l.kind;
+  e.seq = l.seq;
+  e.numel_in = l.numel_in;
+  e.numel_out = l.numel_out;
+  e.timeout_ms = l.timeout_ms;
+  e.ran_ms = l.ran_ms;
+  e.last_enqueued = l.last_enqueued;
+  e.pending = l.pending;
+  e.last_completed = l.last_completed;
+  e.pid = l.pid;
+  e.nccl_dev = l.nccl_dev;
+  e.pg_rank = l.pg_rank;
+  e.local_rank = l.local_rank;
+  e.other_rank = l.other_rank;
+  e.world = l.world;
+  e.joined = l.joined;
+  if (l.joined >= 0) e.barrier_key = logparse::store_barrier_key(l.msg);
+  e.step = l.step;
+  e.total_steps = l.total_steps;
+  e.code = l.code;
+  e.signal = l.signal;
+  e.pg_default = l.pg_default;
+  e.op = std::string(l.op);
+  e.pg = std::string(l.pg);
+  e.host = std::string(l.host);
+  e.word = std::string(l.word.substr(0, 200));
+  e.where = std::string(l.where.substr(0, 200));
+  std::string_view msg = l.msg;
+  while (!msg.empty() && (msg.back() == ' ' || msg.back() == '\t')) msg.remove_suffix(1);
+  e.text = std::string(msg.substr(0, kMaxEventText));
+  e.category = std::string(l.category);
+  e.cause = std::string(l.cause);
+  e.catalogue = l.catalogue;
+  e.role = l.role;
+  e.phase = l.phase;
+  e.peer_closed = l.peer_closed;
+  e.torch_rendezvous = l.torch_rendezvous;
+  e.report_entry = l.report_entry;
+  e.ranks = l.ranks;
 }
 
 // "epoch=1", "epoch 3", "Epoch=2": an epoch number stated in the line.
