@@ -80,7 +80,7 @@ TEST_CASE("every injector rejects an unknown key naming file, line, column and k
   }
 }
 
-TEST_CASE("in-process injectors hook only their ranks; every revert is idempotent without fire") {
+TEST_CASE("in-process injectors hook only their ranks -- every revert is idempotent without fire") {
   FakeJob job;
   for (const auto& i : injector_registry()) {
     INFO(i.kind);

@@ -375,7 +375,7 @@ TEST_CASE("tiny_shm gives the wrapped rank, and only it, a tiny /dev/shm", "[tin
   CHECK_NOTHROW(inj->revert(job));
 }
 
-TEST_CASE("disk_full fills the rank's private checkpoint tmpfs; its next write is ENOSPC", "[disk_full]") {
+TEST_CASE("disk_full fills the rank's private checkpoint tmpfs -- its next write is ENOSPC", "[disk_full]") {
   HostInfo h = detect_host();
   auto inj = make("disk_full", "0", "size_mb = 0.25\n");
   if (auto why = inj->unsupported_reason(h); !why.empty()) {

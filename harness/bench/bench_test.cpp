@@ -103,7 +103,7 @@ TEST_CASE("ratio_of_medians: equal arms give 1 inside a narrow interval", "[benc
   CHECK(again.hi == e.hi);
 }
 
-TEST_CASE("ratio_of_medians: a 10 % slower arm misses a 1 % goal; noise makes it undecided", "[bench]") {
+TEST_CASE("ratio_of_medians: a 10 % slower arm misses a 1 % goal -- noise makes it undecided", "[bench]") {
   std::vector<std::vector<double>> slow, fast;
   for (int r = 0; r < 3; ++r) {
     slow.push_back(noisy(22, 0.2, 40, 7 + r));
@@ -156,7 +156,7 @@ TEST_CASE("check_bench_json accepts a complete bench.json and names what is miss
   CHECK(check_bench_json(json::object()).size() >= 5);
 }
 
-TEST_CASE("bench text and HTML carry every figure; the page is self-contained", "[bench]") {
+TEST_CASE("bench text and HTML carry every figure -- the page is self-contained", "[bench]") {
   const json j = canned();
   const std::string text = render_bench_text(j);
   for (const char* want : {"exit_monitor", "1.050x", "collective_s 2.00 s", "ratio 1.0048", "goal < 1 %: not shown",

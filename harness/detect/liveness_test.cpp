@@ -70,7 +70,7 @@ TEST_CASE("a stopped process is stopped") {
   CHECK(l.where == "stopped");
 }
 
-TEST_CASE("a rank whose child works is busy; a launcher's children do not count for it") {
+TEST_CASE("a rank whose child works is busy -- a launcher's children do not count for it") {
   // The grandchild ends with its parent (PDEATHSIG) and, orphaned, is reaped here.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   {
@@ -119,7 +119,7 @@ TEST_CASE("a process that works in short-lived children (a shell running command
   CHECK(l.activity == Activity::kBusy);
 }
 
-TEST_CASE("a process that is gone is gone; the first sample only opens the window") {
+TEST_CASE("a process that is gone is gone -- the first sample only opens the window") {
   LivenessSampler s;
   pid_t pid = ::fork();
   if (pid == 0) _exit(0);

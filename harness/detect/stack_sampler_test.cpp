@@ -38,7 +38,7 @@ void end(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("a Python rank's stack is sampled without stopping it; a native one is not sampled") {
+TEST_CASE("a Python rank's stack is sampled without stopping it -- a native one is not sampled") {
   if (::system("command -v py-spy >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1") != 0) {
     WARN("py-spy or python3 missing: skipped");
     return;

@@ -353,7 +353,7 @@ TEST_CASE("pairwise verdicts name the node every failing path touches") {
   }
 }
 
-TEST_CASE("agreement: majority per setting, ties to node 0; missing and duplicate nodes named") {
+TEST_CASE("agreement: majority per setting, ties to node 0 -- missing and duplicate nodes named") {
   Gathered g;
   auto hello = [](int n, const std::string& proto, const std::string& netns) {
     return json{{"node", n},
@@ -458,7 +458,7 @@ TEST_CASE("storage: a slow, a stalled and a full checkpoint directory each fail 
   CHECK(judge_storage(ctx, tight, 3).status == Status::kFail);
 }
 
-TEST_CASE("storage probe: a real directory is measured; a missing one is bad input") {
+TEST_CASE("storage probe: a real directory is measured -- a missing one is bad input") {
   const fs::path root = temp_root("ckpt");
   Options o;
   o.ckpt_probe_bytes = 2 << 20;

@@ -66,7 +66,7 @@ bool readable(int fd, int ms) {
 
 }  // namespace
 
-TEST_CASE("a running process is not gone; its pidfd is not readable", "[proc_exit]") {
+TEST_CASE("a running process is not gone -- its pidfd is not readable", "[proc_exit]") {
   Grandchild g;
   int fd = open_pidfd(g.grandchild);
   REQUIRE(fd >= 0);

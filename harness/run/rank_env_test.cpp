@@ -34,7 +34,7 @@ TEST_CASE("torchrun's contract for one node: local = global, one group, one role
   for (const auto& [k, v] : env) CHECK(is_torchrun_contract_key(k));
 }
 
-TEST_CASE("every rank gets its own rank, role rank and error file; the rest is shared", "[rank_env]") {
+TEST_CASE("every rank gets its own rank, role rank and error file -- the rest is shared", "[rank_env]") {
   Scenario sc;
   sc.workload.world_size = 3;
   for (int r = 0; r < 3; ++r) {

@@ -125,7 +125,7 @@ TEST_CASE("disabled trace when HANGLAB_TRACE is unset", "[trace]") {
   hb.stop();
 }
 
-TEST_CASE("HANGLAB_TRACE_OFF switches the trace off; \"0\" or empty leaves it on", "[trace]") {
+TEST_CASE("HANGLAB_TRACE_OFF switches the trace off -- \"0\" or empty leaves it on", "[trace]") {
   const std::string path = temp_path("off.jsonl");
   ::setenv("HANGLAB_TRACE", path.c_str(), 1);
   ::setenv("HANGLAB_TRACE_OFF", "1", 1);
@@ -146,7 +146,7 @@ TEST_CASE("HANGLAB_TRACE_OFF switches the trace off; \"0\" or empty leaves it on
   ::unsetenv("HANGLAB_TRACE");
 }
 
-TEST_CASE("a paused trace writes nothing; the ABBA rule of HANGLAB_TRACE_OFF=ab", "[trace]") {
+TEST_CASE("a paused trace writes nothing -- the ABBA rule of HANGLAB_TRACE_OFF=ab", "[trace]") {
   const std::string path = temp_path("paused.jsonl");
   Trace trace(path, 0);
   trace.emit("step", {{"step", 1}});

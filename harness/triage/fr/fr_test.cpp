@@ -72,7 +72,7 @@ TEST_CASE("read_pickle refuses objects and reports the byte of bad input", "[fr]
   CHECK_THROWS_WITH(fr::read_pickle(deep), Catch::Contains("nesting deeper"));
 }
 
-TEST_CASE("dump names give the rank; files that are dumps are told from logs", "[fr]") {
+TEST_CASE("dump names give the rank -- files that are dumps are told from logs", "[fr]") {
   CHECK(fr::fr_rank_from_path("dumps/rank_3") == 3);
   CHECK(fr::fr_rank_from_path("nccl_trace_rank_12.json") == 12);
   CHECK(fr::fr_rank_from_path("run/ranks/5/flight_recorder.pkl") == 5);
@@ -156,7 +156,7 @@ TEST_CASE("triage of Flight Recorder dumps names the culprit where torchfrtrace 
   }
 }
 
-TEST_CASE("a rank whose calls realign one position on skipped its peers' call; one back added one", "[fr]") {
+TEST_CASE("a rank whose calls realign one position on skipped its peers' call -- one back added one", "[fr]") {
   // Records as an NCCL run would leave them when calls of equal size keep pairing after the slip.
   const auto dump = [](int rank, const std::vector<std::string>& ops) {
     fr::FrDump d;

@@ -127,7 +127,7 @@ TEST_CASE("catalogue: a line matches inside its emitter's line shape", "[catalog
   CHECK_FALSE(c.match("the test harness is forcing job termination"));
 }
 
-TEST_CASE("catalogue: the most specific entry wins; holes and named values", "[catalogue]") {
+TEST_CASE("catalogue: the most specific entry wins -- holes and named values", "[catalogue]") {
   const Catalogue& c = fixture();
   const auto closed = c.match(
       "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [10.0.0.2]:4021");

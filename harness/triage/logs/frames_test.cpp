@@ -64,7 +64,7 @@ TEST_CASE("frames: the phase a function's name says", "[triage_logs]") {
   CHECK(frame_phase(frame("/w/megatron/core/parallel_state.py", "destroy_model_parallel")) == LogKind::kShutdown);
 }
 
-TEST_CASE("frames: a DataLoader starting a data pass is data loading; a batch fetch in the loop is not",
+TEST_CASE("frames: a DataLoader starting a data pass is data loading -- a batch fetch in the loop is not",
           "[triage_logs]") {
   const std::string dl = "/opt/conda/lib/python3.9/site-packages/torch/utils/data/dataloader.py";
   CHECK(frame_phase(frame(dl, "_get_iterator")) == LogKind::kDataWait);

@@ -478,7 +478,7 @@ TEST_CASE("launchers, tracebacks, kernel and exit statuses", "[triage_logs]") {
   }
 }
 
-TEST_CASE("step counters of trainers: 'iter: i/N | loss', '[i/N] Forward ...'; a build's '[i/N]' is no step",
+TEST_CASE("step counters of trainers: 'iter: i/N | loss', '[i/N] Forward ...' -- a build's '[i/N]' is no step",
           "[triage_logs]") {
   // ArcticTraining's per-iteration report (arctic_training/trainer/trainer.py: "iter: {i}/{n} ... | loss: ...").
   const auto a = parse("iter:  130/3000   4% | loss: 16.5469 | iter time: 1.038s | iter tflops: 909.8 | lr: 8.667E-04");
@@ -667,7 +667,7 @@ TEST_CASE("a catalogue line printed only after init places its writer in that ph
   CHECK(parse("INFO:torch.nn.parallel.distributed:Delay the AllReduce of all parameters.").kind == LogKind::kNone);
 }
 
-TEST_CASE("JAX's and TensorFlow's start-up lines, Orbax's and MaxText's save lines are phase markers; MaxText's step "
+TEST_CASE("JAX's and TensorFlow's start-up lines, Orbax's and MaxText's save lines are phase markers -- MaxText's step "
           "line a step",
           "[triage_logs]") {
   // Printed only while start-up waits: xla_bridge.py:129-146@jax-v0.5.3 (warnings.warn from a timer around

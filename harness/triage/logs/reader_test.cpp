@@ -23,7 +23,7 @@ using nlohmann::json;
 
 // ---- reading and reporting -------------------------------------------------------------------
 
-TEST_CASE("inputs: single files, several files, directories; unreadable paths throw", "[triage_logs]") {
+TEST_CASE("inputs: single files, several files, directories -- unreadable paths throw", "[triage_logs]") {
   const fs::path d = logs_dir() / "gloo_peer_closed";
   const auto one = triage_logs({d / "rank_0.log", d / "rank_1.log", d / "rank_2.log", d / "rank_3.log"});
   CHECK(one.missing_ranks == std::vector<int>{2});
@@ -42,7 +42,7 @@ TEST_CASE("inputs: single files, several files, directories; unreadable paths th
   CHECK(r.missing_ranks == std::vector<int>{2});
 }
 
-TEST_CASE("a garbled rank or world size never sizes the answer; silent ranks are ranges", "[triage_logs]") {
+TEST_CASE("a garbled rank or world size never sizes the answer -- silent ranks are ranges", "[triage_logs]") {
   TempDir d("bounds");
   // World sizes and ranks no job has (a cut or corrupted number) are no rank and no world.
   write_file(d.dir / "train.log",

@@ -144,7 +144,7 @@ TEST_CASE("torchelastic: a rendezvous already closed at an agent's first join is
   CHECK(r.cause != "stale_rendezvous");
 }
 
-TEST_CASE("an NCCL set-up failure after the process-group banner is init; after a step it is not", "[triage_logs]") {
+TEST_CASE("an NCCL set-up failure after the process-group banner is init -- after a step it is not", "[triage_logs]") {
   // ProcessGroupNCCL builds its communicator at the first collective, after init_process_group
   // returned and Lightning printed its banner: NCCL's topology search failing then is still set-up.
   const std::string banner =
@@ -631,7 +631,7 @@ TEST_CASE("a store connection lost after every rank ended normally is the store'
 // glog's failure handler (google/glog src/signalhandler.cc @v0.3.5): "*** Aborted at <t> (unix time) ..." first,
 // then "*** SIGSEGV (@0x8) received by PID ..." and the stack, then the signal re-raised; installed only for
 // SIGSEGV, SIGILL, SIGFPE, SIGABRT, SIGBUS and SIGTERM. A rank whose header alone is in the paste is dying too.
-TEST_CASE("glog's failure header: every rank that printed it is dying; the one that names SIGSEGV is the cause",
+TEST_CASE("glog's failure header: every rank that printed it is dying -- the one that names SIGSEGV is the cause",
           "[triage_logs]") {
   const std::string hdr = "*** Aborted at 1547614213 (unix time) try \"date -d @1547614213\" if you are using GNU date ***\n";
   const std::string segv =
@@ -712,7 +712,7 @@ TEST_CASE("NET/IB's 'collective mismatch error' names no cause of its own", "[tr
 
 // torch's DataLoader (torch/csrc/DataLoader.cpp) and Paddle's (data_loader.cc) report the signal that ended a
 // worker: SIGKILL names no sender. An OOM only beside the kernel's report naming that worker (or the job's own).
-TEST_CASE("a DataLoader worker SIGKILLed is a data-loader crash; an OOM only where the OOM's report says so",
+TEST_CASE("a DataLoader worker SIGKILLed is a data-loader crash -- an OOM only where the OOM's report says so",
           "[triage_logs]") {
   const std::string killed =
       "Traceback (most recent call last):\n"

@@ -515,7 +515,7 @@ TEST_CASE("an init failure's headline always says what happened, also for causes
   CHECK(r.summary.size() > head.size() + 10);
 }
 
-TEST_CASE("ProcessGroupNCCL's warning at exit is the writer's normal end, in its shutdown; not where another failed",
+TEST_CASE("ProcessGroupNCCL's warning at exit is the writer's normal end, in its shutdown -- not where another failed",
           "[triage_logs]") {
   // torch 2.4-2.6 (~ProcessGroupNCCL) and 2.7 on: printed by the destructor at interpreter exit.
   const std::string w26 =

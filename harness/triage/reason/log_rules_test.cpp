@@ -80,7 +80,7 @@ TEST_CASE("interleaving and missing clocks do not change the answer", "[triage_l
   CHECK(clockless);
 }
 
-TEST_CASE("\"[host:N]\" numbers that do not fit the world are pids, not ranks", "[triage_logs]") {
+TEST_CASE("host:N tags whose numbers do not fit the world are pids, not ranks", "[triage_logs]") {
   TempDir t("hostpid");
   std::string log;
   for (int r = 0; r < 4; ++r) log += "[rank " + std::to_string(r) + "] torch_ddp starting: world_size 4\n";
@@ -359,7 +359,7 @@ TEST_CASE("a rank whose own watchdog was stuck is not missing for not reporting 
   CHECK(r.missing_ranks == std::vector<int>{7});
 }
 
-TEST_CASE("\"no error logged\" is said of every rank's own log, nothing less", "[triage_logs]") {
+TEST_CASE("no_error_logged is said of every rank's own log, nothing less", "[triage_logs]") {
   // A paste whose lines no rank can be named for: its silence says nothing of the others.
   TempDir t("noerr_anon");
   write_file(t.dir / "out.log", "Epoch 1/3\nEpoch 2/3\n");
@@ -379,7 +379,7 @@ TEST_CASE("\"no error logged\" is said of every rank's own log, nothing less", "
   CHECK(r.missing_ranks.empty());
 }
 
-TEST_CASE("a process killed after its own exception died of the kill; an epoch in a line is training",
+TEST_CASE("a process killed after its own exception died of the kill -- an epoch in a line is training",
           "[triage_logs]") {
   // The shell's notices of a SIGKILLed child.
   auto k = parse("Killed");
@@ -462,7 +462,7 @@ std::string watchdog_line(int rank, long long seq, const char* op = "ALLREDUCE")
 }
 }  // namespace
 
-TEST_CASE("a save under way while some ranks time out is a checkpoint stall; a finished one only names the phase",
+TEST_CASE("a save under way while some ranks time out is a checkpoint stall -- a finished one only names the phase",
           "[triage_logs]") {
   TriageOptions opts;
   opts.world_size = 8;
@@ -571,7 +571,7 @@ TEST_CASE("SIGABRT on several ranks at once (torchrun summary only) is a collect
   CHECK(r.missing_ranks.empty());
 }
 
-TEST_CASE("Horovod's stall check names the missing rank; the cause stays open", "[triage_logs]") {
+TEST_CASE("Horovod's stall check names the missing rank -- the cause stays open", "[triage_logs]") {
   auto l = parse("allreduce.grad.fc1 [missing ranks: 2, 3]");
   CHECK(l.kind == LogKind::kDesyncMissing);
   CHECK(l.ranks == std::vector<int>{2, 3});
@@ -706,7 +706,7 @@ TEST_CASE("torchrun's SIGKILL of a rank it had sent SIGTERM (a frozen rank) is i
   CHECK(r.missing_ranks == std::vector<int>{1});
 }
 
-TEST_CASE("a CUDA OOM no line ties to a rank is the GPU's memory limit; a named rank's is that rank's exit",
+TEST_CASE("a CUDA OOM no line ties to a rank is the GPU's memory limit -- a named rank's is that rank's exit",
           "[triage_logs]") {
   const std::string oom =
       "  File \"/opt/venv/lib/python3.11/site-packages/torch/autograd/__init__.py\", line 204, in backward\n"

@@ -260,7 +260,7 @@ TEST_CASE("busy bar: data preparation counting on while the peers time out is a 
   check_refs(t.dir, r);
 }
 
-TEST_CASE("busy bar: a rank's own bar names it; a save's bar names the checkpoint phase", "[triage_logs][shapes]") {
+TEST_CASE("busy bar: a rank's own bar names it -- a save's bar names the checkpoint phase", "[triage_logs][shapes]") {
   // Ordered by clocks: the save's last redraw is stamped after the first timeout.
   TempDir c("busy_bar_clock");
   write_file(c.dir / "all.log",
@@ -636,7 +636,7 @@ TEST_CASE("lm-eval's request announcements mark an evaluation under way on the w
   }
 }
 
-TEST_CASE("a collective's timeout alone shows no phase; a step line or a training-loop frame shows training",
+TEST_CASE("a collective's timeout alone shows no phase -- a step line or a training-loop frame shows training",
           "[triage_logs][shapes]") {
   // Collectives run in evaluation, in saves and at a run's end too: the timeout's SeqNum counts them all.
   {

@@ -543,7 +543,7 @@ TEST_CASE("NCCL's line prefixes count the processes of the job: the world is at 
 // Open MPI 4.1's orte/mca/errmgr/base/help-errmgr-base.txt: [node-died] names two causes itself (the TCP
 // link to the node, or the daemon's own failure) and ends the job: the line decides neither. [failed-daemon]
 // is a daemon that died before it reported back to mpirun: the job never launched.
-TEST_CASE("ORTE's lost daemon names no cause; a daemon dead before it reported back is a launch failure",
+TEST_CASE("ORTE's lost daemon names no cause -- a daemon dead before it reported back is a launch failure",
           "[triage_logs]") {
   const std::string rule = "--------------------------------------------------------------------------\n";
   {

@@ -325,7 +325,9 @@ void byo_phase(const ByoVerdict& v, std::map<int, Seen>& seen, TriageResult& r, 
     const Seen& c = seen[culprits.front()];
     if (const auto* st = c.stack(); st && !(st->t && first_progress_t > 0 && *st->t < first_progress_t)) {
       if (st->klass == "io" && st->klass_what == "a checkpoint save") phase = "checkpoint";
-      else if (st->klass == "data") phase = "data";
+      // A batch fetch inside the loop (the stack class "DataLoader next") is part of the step it feeds: "data"
+      // is the phase only where the answer is a data cause, as for a traced rank (run_death.cpp).
+      else if (st->klass == "data") phase = r.category == "data_loading" ? "data" : "training";
       else if (st->klass == "init") phase = "init";
       else phase = st->phase;  // e.g. stopped inside Trainer.train
     }

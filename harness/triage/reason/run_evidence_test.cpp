@@ -91,6 +91,23 @@ TEST_CASE("a SIGKILLed bring-your-own rank: culprit from the supervisor, trainin
   CHECK(f.r.first_failure->evidence == "harness.jsonl:40");
 }
 
+TEST_CASE("a rank SIGKILLed while fetching its next batch died in training, not in data loading") {
+  // trl_kill_rank: the liveness watch sampled the culprit inside accelerate's DataLoaderShard a moment before the kill.
+  Fixture f;
+  f.stack(1, "S",
+          {"_BaseDataLoaderIter.__next__ (torch/utils/data/dataloader.py:725)",
+           "DataLoaderShard.__iter__ (accelerate/data_loader.py:598)", "Trainer.get_batch_samples (transformers/trainer.py:2299)",
+           "Trainer._inner_training_loop (transformers/trainer.py:1660)"},
+          false, 1012.4);
+  REQUIRE(f.in.ranks[1].stack->klass == "data");
+  f.exit(1, 1012.5, std::nullopt, 9, false, 40);
+  f.exit(0, 1012.6, 1, std::nullopt, false, 41);
+  f.exit(2, 1012.6, 1, std::nullopt, false, 42);
+  apply_run_evidence(f.in, f.r, false);
+  CHECK(f.r.cause == "killed");
+  CHECK(f.r.phase == "training");
+}
+
 TEST_CASE("a culprit's stack sampled before the job's first progress line does not name the phase it died in") {
   // lightning_kill_rank: the liveness watch sampled the quiet culprit while it was still
   // building DistributedDataParallel (init), 2 s before rank 0's bar began; it was killed
@@ -182,7 +199,7 @@ TEST_CASE("an exception exit reported a moment after a peer's echo exit still na
   CHECK(f.r.cause == "exception");
 }
 
-TEST_CASE("exit codes alone do not overturn a culprit the logs named; a signal death does") {
+TEST_CASE("exit codes alone do not overturn a culprit the logs named -- a signal death does") {
   Fixture f;  // a skipped collective: the culprit exits 0, its peers' echoes exit 1 first
   f.r.category = "collective_mismatch";
   f.r.cause = "skipped_collective";
@@ -317,7 +334,7 @@ TEST_CASE("a save on stalled storage that trips the watchdog: checkpoint, slow n
   CHECK(f.r.detector_context.find("progress_s (8 s) is below") != std::string::npos);
 }
 
-TEST_CASE("a library's own save (not torch.save) is named by its frames; the last step comes from the counters") {
+TEST_CASE("a library's own save (not torch.save) is named by its frames -- the last step comes from the counters") {
   // TRL 1.16's SFTTrainer under slow storage, as py-spy read it (scenarios/thirdparty/trl_slow_checkpoint).
   Fixture f;
   for (int k : {0, 1, 2}) f.in.ranks[k].progress->steps_done = k == 0 ? 300 : std::optional<long long>();
@@ -343,7 +360,7 @@ TEST_CASE("a library's own save (not torch.save) is named by its frames; the las
   CHECK(f.r.last_good_step == 300);
 }
 
-TEST_CASE("a traced run keeps its verdict; the table gets states and frames") {
+TEST_CASE("a traced run keeps its verdict -- the table gets states and frames") {
   Fixture f;
   f.r.category = "rank_exit";
   f.r.missing_ranks = {2};

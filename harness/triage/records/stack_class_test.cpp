@@ -48,7 +48,7 @@ Thread 4301 (idle): "Thread-1"
   CHECK(s.phase == "checkpoint");
 }
 
-TEST_CASE("py-spy: a library's own save is no torch.save; a stack without a phase frame names none") {
+TEST_CASE("py-spy: a library's own save is no torch.save -- a stack without a phase frame names none") {
   StackFrameInfo s;
   s.tool = "py-spy";
   s.state = "D";
@@ -151,7 +151,7 @@ Thread 1 (Thread 0x7f3a6f0b4740 (LWP 4100) "torch_ddp"):
   CHECK(s.frames.size() == 5);
 }
 
-TEST_CASE("gdb: a native rank in fsync is in I/O; in its own loop it computes") {
+TEST_CASE("gdb: a native rank in fsync is in I/O -- in its own loop it computes") {
   CHECK(parsed("Thread 1 (Thread 0x7f (LWP 1) \"w\"):\n"
                "#0  0x00007f in fsync (fd=7) at ../sysdeps/unix/sysv/linux/fsync.c:27\n"
                "#1  0x000055 in hanglab::save_checkpoint (path=...) at /src/ckpt.cpp:40\n"
