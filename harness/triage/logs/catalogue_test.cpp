@@ -568,17 +568,21 @@ TEST_CASE("catalogue audit: a line that reports another component's failure is a
 TEST_CASE("catalogue: a rank printed as a Python list names it only when the list holds one", "[catalogue]") {
   const Catalogue& c = builtin_catalogue();
   const std::string head = "ERROR 2022-06-01 10:05:00,001 launch_utils.py:669] ABORT!!! Out of all 16 trainers, ";
-  const auto one = c.match(head + "the trainer process with rank=[11] was aborted. Please check its log.");
+  // A hit views the line it matched: each line lives as long as its hit.
+  const std::string l1 = head + "the trainer process with rank=[11] was aborted. Please check its log.";
+  const auto one = c.match(l1);
   REQUIRE(one);
   CHECK(one->entry->emitter == "paddle-launch");
   REQUIRE(one->entry->meaning);
   CHECK(one->entry->meaning->role == "exit");
   CHECK(one->named_int("rank") == 11);
   CHECK(one->named_int("world") == 16);
-  const auto two = c.match(head + "the trainer process with rank=[11, 3] was aborted. Please check its log.");
+  const std::string l2 = head + "the trainer process with rank=[11, 3] was aborted. Please check its log.";
+  const auto two = c.match(l2);
   REQUIRE(two);
   CHECK_FALSE(two->named_int("rank"));
-  const auto none = c.match(head + "the trainer process with rank=[] was aborted. Please check its log.");
+  const std::string l3 = head + "the trainer process with rank=[] was aborted. Please check its log.";
+  const auto none = c.match(l3);
   REQUIRE(none);
   CHECK_FALSE(none->named_int("rank"));
   // The newer launcher's failed container: its index in this node's pod, a local rank, never the global one.
