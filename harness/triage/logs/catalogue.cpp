@@ -400,12 +400,6 @@ static bool message_start(sv line, size_t p, size_t from) {
   if (p == from) return true;
   if (p < 2 || p < from) return false;
   const char a = line[p - 2], b = line[p - 1];
-  if (b == ' ' && a == ')') {
-    // Ray's driver prints a worker's line after "(ActorName pid=N) " or "(pid=N, ip=ADDR) " (its log monitor's
-    // prefix, ray/_private/worker.py print_worker_logs): the worker's message begins after it.
-    const size_t open = line.rfind('(', p - 2);
-    return open != sv::npos && line.substr(open, p - 2 - open).find("pid=") != sv::npos;
-  }
   return (b == ' ' && (a == ':' || a == ']' || a == '|' || a == '-' || a == '>')) || (b == ':' && a != ':') ||
          (b == ']' && a != ']');
 }
