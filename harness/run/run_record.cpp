@@ -69,6 +69,13 @@ RunFacts read_run_facts(const fs::path& run_dir) {
       f.manifests.push_back(m);
     } else if (ev == "detect") {
       f.detections.push_back({e.value("detector", ""), e.value("rank", -1), t, e.value("detail", "")});
+    } else if (ev == "detect_retracted") {
+      // A detection the supervisor found later to be another's echo (Supervisor::detect).
+      const std::string det = e.value("detector", "");
+      const int rank = e.value("rank", -1);
+      f.detections.erase(std::remove_if(f.detections.begin(), f.detections.end(),
+                                        [&](const Detection& d) { return d.detector == det && d.rank == rank; }),
+                         f.detections.end());
     } else if (ev == "exit") {
       RankExit x;
       x.rank = e.value("rank", -1);

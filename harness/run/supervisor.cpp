@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "detect/backend_error.hpp"
+#include "detect/backend_timeout.hpp"
 #include "detect/exit_monitor.hpp"
 #include "detect/flight_recorder.hpp"
 #include "detect/harness_watchdog.hpp"
@@ -215,6 +217,39 @@ void Supervisor::detect(std::string_view detector, int rank, const std::string& 
   }
   for (const auto& d : facts_.detections)
     if (d.detector == detector && d.rank == rank) return;
+  // A closed or reset connection (backend_error) after a rank's own backend timeout is that
+  // timeout's echo: the rank whose timer fired raised and exited, closing its sockets, while a
+  // peer still waited with its own timer running. Its pipe or trace is read on its own, so the
+  // echo may be read before its cause: the times the ranks stamped decide, and a timeout read
+  // later retracts an error stamped after it. Logged, not counted, so the verdict does not
+  // depend on which waiting rank's timer fires first.
+  if (detector == kBackendError.name) {
+    for (const auto& d : facts_.detections)
+      if (d.detector == kBackendTimeout.name && d.t <= t) {
+        harness_log_.write({{"t", t},
+                            {"ev", "detect_echo"},
+                            {"detector", detector},
+                            {"rank", rank},
+                            {"echo_of", {{"detector", d.detector}, {"rank", d.rank}}},
+                            {"detail", detail}});
+        return;
+      }
+  }
+  if (detector == kBackendTimeout.name) {
+    for (auto it = facts_.detections.begin(); it != facts_.detections.end();) {
+      if (it->detector != kBackendError.name || it->t < t) {
+        ++it;
+        continue;
+      }
+      harness_log_.write({{"t", it->t},
+                          {"ev", "detect_retracted"},
+                          {"detector", it->detector},
+                          {"rank", it->rank},
+                          {"echo_of", {{"detector", detector}, {"rank", rank}}},
+                          {"detail", it->detail}});
+      it = facts_.detections.erase(it);
+    }
+  }
   facts_.detections.push_back({std::string(detector), rank, t, detail});
   harness_log_.write({{"t", t}, {"ev", "detect"}, {"detector", detector}, {"rank", rank}, {"detail", detail}});
   if (sc_.detect.flight_recorder && !fr_signalled_ && !in_teardown_) signal_fr_dump(t);

@@ -1,6 +1,7 @@
 // Supervisor tests with real processes: small shell programs as ranks (the
 // bring-your-own path), so they run without LibTorch and in well under a second each.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cerrno>
 #include <csignal>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "injector.hpp"
+#include "run/run_record.hpp"
 #include "run/supervisor.hpp"
 #include "util.hpp"
 
@@ -405,6 +407,44 @@ TEST_CASE("the first detection writes the pre-teardown snapshot: each rank's ker
   const std::string stack = read_file(dir / "ranks/0/stack.txt");
   CHECK(stack.find("# state: S") != std::string::npos);
   CHECK(f.teardown_reason == "deadline");
+}
+
+TEST_CASE("a closed connection after a peer's own backend timeout is that timeout's echo in either reading order") {
+  // Rank 0's timer fires and it exits; rank 1, still waiting, reads its closed socket. Each
+  // rank's trace is read on its own, so the times they stamp decide, not the reading order.
+  // trace(rank, class, delay before writing, how much earlier than the writing it is stamped)
+  auto trace = [](int rank, const char* cls, double sleep_s, double back_s) {
+    return fmt::format("sleep {}; printf '{{\"t\":%s,\"rank\":{},\"ev\":\"error\",\"class\":\"{}\",\"msg\":\"{}\"}}\\n' "
+                       "$(awk -v t=$(date +%s.%N) 'BEGIN{{printf \"%.6f\", t-{}}}') >> $HANGLAB_TRACE; ",
+                       sleep_s, rank, cls, cls, back_s);
+  };
+  auto run = [&](const std::string& name, const std::string& r0, const std::string& r1) {
+    auto dir = fresh_dir(name);
+    auto sc = shell_scenario(2, "if [ $RANK = 0 ]; then " + r0 + "else " + r1 + "fi; exit 1");
+    Supervisor sup(sc, dir, specs_for(sc), {}, quick());
+    RunFacts f = sup.run();
+    return std::pair{f, read_file(dir / "harness.jsonl")};
+  };
+  SECTION("the timeout is read first: the later error is logged as its echo") {
+    auto [f, log] = run("echo-after", trace(0, "timeout", 0, 0), trace(1, "comm", 0.5, 0));
+    CHECK(find_detection(f, "backend_timeout", 0) != nullptr);
+    CHECK(find_detection(f, "backend_error", 1) == nullptr);
+    CHECK(log.find("\"ev\":\"detect_echo\"") != std::string::npos);
+  }
+  SECTION("the echo is read first: the timeout stamped before it retracts it, and a re-read run agrees") {
+    auto [f, log] = run("echo-before", trace(0, "timeout", 0.8, 0.7), trace(1, "comm", 0.3, 0));
+    CHECK(find_detection(f, "backend_timeout", 0) != nullptr);
+    CHECK(find_detection(f, "backend_error", 1) == nullptr);
+    CHECK(log.find("\"ev\":\"detect_retracted\"") != std::string::npos);
+    RunFacts again = read_run_facts(fs::path(HANGLAB_BINARY_DIR) / "test-tmp" / "supervisor" / "echo-before");
+    CHECK(find_detection(again, "backend_error", 1) == nullptr);
+    CHECK(find_detection(again, "backend_timeout", 0) != nullptr);
+  }
+  SECTION("an error stamped before any timeout is the fault's own sign: both count") {
+    auto [f, log] = run("error-first", trace(0, "timeout", 0.6, 0), trace(1, "comm", 0, 0));
+    CHECK(find_detection(f, "backend_timeout", 0) != nullptr);
+    CHECK(find_detection(f, "backend_error", 1) != nullptr);
+  }
 }
 
 TEST_CASE("what a rank reports after the teardown began is the teardown's doing, not a detection") {

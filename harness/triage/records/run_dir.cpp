@@ -328,6 +328,14 @@ void read_harness(const fs::path& file, HarnessObservations& h) {
       const std::string detail = get_or<std::string>(j, "detail", "");
       h.detections.push_back({t, ln, get_or<std::string>(j, "detector", ""), get_or<int>(j, "rank", -1), detail,
                               read_message_facts(detail)});
+    } else if (ev == "detect_retracted") {
+      // The supervisor found this detection to be another's echo (a peer's closed connection after
+      // a rank's own backend timeout): not a detection of the run.
+      const std::string det = get_or<std::string>(j, "detector", "");
+      const int rank = get_or<int>(j, "rank", -1);
+      h.detections.erase(std::remove_if(h.detections.begin(), h.detections.end(),
+                                        [&](const auto& d) { return d.detector == det && d.rank == rank; }),
+                         h.detections.end());
     } else if (ev == "teardown") {
       if (!h.teardown_t) {
         h.teardown_t = t;
