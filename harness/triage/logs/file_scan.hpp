@@ -54,6 +54,11 @@ bool names_epoch(std::string_view m);
 // text, npos when the line is not such a join.
 size_t after_progress_bar(std::string_view text);
 bool what_nccl_error(std::string_view m);
+// A message a terminal or a paste wrapped onto two lines: `next` has no writer of its own (it begins with a
+// lower-case word, or a number and one, as a cut sentence goes on) and the two together are a catalogue format
+// more specific than either line alone ("... [Rank 2] Watchdog caught " + "collective operation timeout:
+// WorkNCCL(...) ran for 600888 milliseconds before timing out.").
+bool wrapped_message(std::string_view line, std::string_view next);
 // A platform's quoted copy of a process's last output (newlines escaped) holding a step or progress line.
 bool quoted_progress(std::string_view m, const LogLineContext& ctx);
 // A line only torch's launchers (torchrun, torch.distributed.run/.launch) or their elastic agent write,

@@ -90,6 +90,7 @@ class FileScanner {
       out_.info.ends_mid_line = true;
       line(carry, true);
     }
+    flush_held();
     flush_summary();
     coord_.close(out_.events);
     desync_.close(out_.events, out_.world);
@@ -107,6 +108,8 @@ class FileScanner {
   CoordinationList coord_;
   DesyncReport desync_;
   uint32_t line_no_ = 0;
+  std::string held_;  // the line before, not read yet (line())
+  bool held_valid_ = false;
   std::unordered_map<int, std::pair<double, double>> clocks_;  // writer (rank, -1) -> last clock, resolution
   int clock_rank_ = -2;  // the last stamped line's writer, kept out of the map (the common case)
   bool clock_valid_ = false;
@@ -494,20 +497,57 @@ class FileScanner {
     out_.events.push_back(std::move(e));
   }
 
+  // Each line is held until the next one is seen: a terminal or a paste may have wrapped one message
+  // onto two lines (wrapped_message, reader_lines.cpp), which are then read as the one line they were.
   void line(std::string_view text, bool partial) {
-    if (const size_t cut = after_progress_bar(text); cut != std::string_view::npos) {
-      one_line(text.substr(0, cut), false, true);
-      one_line(text.substr(cut), partial, false);
+    if (held_valid_) {
+      held_valid_ = false;
+      if (wrapped_message(held_, text) && !reads_alone(text)) {
+        held_.append(text);
+        split_line(held_, partial, 2);
+        return;
+      }
+      split_line(held_, false, 1);
+    }
+    if (partial) {
+      split_line(text, true, 1);
       return;
     }
-    one_line(text, partial, true);
+    held_.assign(text);
+    held_valid_ = true;
   }
 
-  // `counts`: a line of the file (false for the second part of a line split above).
-  void one_line(std::string_view text, bool partial, bool counts) {
-    if (counts) {
+  // A line that says something by itself (the inner message of a wrapped one, "exception: [Rank 1] Watchdog
+  // caught ...") is not the rest of the line before: joined, the outer format would hide what it says.
+  bool reads_alone(std::string_view text) {
+    LogLine alone;
+    parse_log_line(text, ctx_, alone);
+    return alone.kind != LogKind::kNone;
+  }
+
+  void flush_held() {
+    if (held_valid_) split_line(held_, false, 1);
+    held_valid_ = false;
+  }
+
+  // `lines`: how many lines of the file the text is.
+  void split_line(std::string_view text, bool partial, uint32_t lines) {
+    if (const size_t cut = after_progress_bar(text); cut != std::string_view::npos) {
+      one_line(text.substr(0, cut), false, lines);
+      one_line(text.substr(cut), partial, 0);
+      line_no_ += lines > 1 ? lines - 1 : 0;
+      return;
+    }
+    one_line(text, partial, lines);
+    line_no_ += lines > 1 ? lines - 1 : 0;
+  }
+
+  // `lines`: how many lines of the file the text is (0 for the second part of a line split above);
+  // its events carry the number of the first.
+  void one_line(std::string_view text, bool partial, uint32_t lines) {
+    if (lines > 0) {
       ++line_no_;
-      ++out_.info.lines;
+      out_.info.lines += lines;
     }
     ctx_.nccl_last_error = after_last_error_;
     ctx_.hvd_missing_ranks = in_hvd_missing_;

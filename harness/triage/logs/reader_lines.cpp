@@ -1,8 +1,11 @@
 // What one line says beyond its kind, for the file scanner (reader.cpp; declared in file_scan.hpp): an
 // epoch it states, a platform's quoted copy of a program's output, a launcher's line, a pid of another
 // process.
+#include <algorithm>
+#include <string>
 #include <string_view>
 
+#include "triage/logs/catalogue.hpp"
 #include "triage/logs/file_scan.hpp"
 #include "triage/logs/patterns.hpp"
 #include "triage/logs/scan.hpp"
@@ -23,11 +26,34 @@ size_t after_progress_bar(std::string_view text) {
   const size_t close = text.find(']', open + 2);
   if (close == std::string_view::npos || close - open > 200) return std::string_view::npos;
   const std::string_view inside = text.substr(open + 2, close - open - 2);
-  if (inside.find('<') == std::string_view::npos ||
-      (inside.find("it/s") == std::string_view::npos && inside.find("s/it") == std::string_view::npos))
+  // tqdm's "{elapsed}<{remaining}, {rate}{unit}/s" (or "s/{unit}"): the unit is the program's ("it" by default;
+  // datasets' map counts "examples", a download "B").
+  const size_t comma = inside.find(", ");
+  if (inside.find('<') == std::string_view::npos || comma == std::string_view::npos ||
+      (inside.find("/s", comma) == std::string_view::npos && inside.find("s/", comma) == std::string_view::npos))
     return std::string_view::npos;
   const size_t rest = text.find_first_not_of(" \t", close + 1);
   return rest == std::string_view::npos ? std::string_view::npos : close + 1;
+}
+
+bool wrapped_message(std::string_view line, std::string_view next) {
+  auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  size_t i = 0;
+  while (i < next.size() && digit(next[i])) ++i;
+  if (i > 0 && !(i + 1 < next.size() && next[i] == ' ' && lower(next[i + 1]))) return false;
+  if (i == 0 && (next.empty() || !lower(next[0]))) return false;
+  if (line.empty() || line.size() + next.size() > 8192) return false;
+  const Catalogue& cat = builtin_catalogue();
+  std::string joined;
+  joined.reserve(line.size() + next.size());
+  joined.append(line).append(next);
+  const auto both = cat.match(joined);
+  if (!both) return false;
+  size_t alone = 0;
+  for (std::string_view part : {line, next})
+    if (const auto hit = cat.match(part)) alone = std::max(alone, hit->entry->literal_chars);
+  return both->entry->literal_chars > alone;
 }
 
 // std::terminate's "  what():  " line quoting ProcessGroupNCCL's C10D_NCCL_CHECK text, "NCCL error in:

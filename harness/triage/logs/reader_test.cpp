@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "triage/log_test_support.hpp"
+#include "triage/logs/file_scan.hpp"
 #include "triage/logs/parse.hpp"
 #include "triage/logs/patterns.hpp"
 #include "triage/logs/reader.hpp"
@@ -129,6 +130,39 @@ TEST_CASE("a progress bar that never ended its line: the text after its closing 
   write_file(d.dir / "train.log", "  2%|##       | 13/620 [01:17<58:26,  5.78s/it]   \n" +
                                       fmt::format(fmt::runtime(to), 0, 1516, 25427968));
   CHECK(triage_logs({d.dir / "train.log"}).category != "collective_mismatch");
+}
+
+TEST_CASE("a message a terminal wrapped onto two lines is read as the one line it was", "[triage_logs]") {
+  // ProcessGroupNCCL's "[Rank N] Watchdog caught collective operation timeout: WorkNCCL(...) ran for N
+  // milliseconds before timing out." cut by a terminal's width: the second part has no writer of its own.
+  TempDir d("wrapped");
+  write_file(d.dir / "train.log",
+             "[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught \n"
+             "collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+             "Timeout(ms)=600000) ran for 600888 milliseconds before timing out.\n"
+             "[E ProcessGroupNCCL.cpp:475] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, "
+             "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) \n"
+             "ran for 600892 milliseconds before timing out.\n");
+  const auto r = triage_logs({d.dir / "train.log"});
+  INFO(render_text(r));
+  // Both ranks reported the collective; neither is absent from it (rank 2 was, read line by line).
+  CHECK(r.missing_ranks.empty());
+  REQUIRE(r.stuck_collective);
+  CHECK(r.stuck_collective->seq == 3);
+  CHECK(r.stuck_collective->waiting_ranks == std::vector<int>{2, 3});
+  const auto scan = scan_log_file({d.dir / "train.log", "train.log"}, 0, -1, LogLineContext{});
+  CHECK(scan.info.lines == 4);  // the file's lines are counted as they are
+  // A second line that says something by itself (the inner message of c10d's "NCCL watchdog thread
+  // terminated with exception: <what>") stays its own line: joined, the outer format would hide it.
+  write_file(d.dir / "train.log",
+             "[E ProcessGroupNCCL.cpp:915] [Rank 1] NCCL watchdog thread terminated with \n"
+             "exception: [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(\n");
+  const auto q = triage_logs({d.dir / "train.log"});
+  INFO(render_text(q));
+  CHECK(q.summary.find("rank 1 reports a failure in a collective") != std::string::npos);
+  // Lines that are not one message's two halves stay apart.
+  write_file(d.dir / "train.log", "[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught \nsomething else entirely\n");
+  CHECK(scan_log_file({d.dir / "train.log", "train.log"}, 0, -1, LogLineContext{}).info.lines == 2);
 }
 
 TEST_CASE("events: a store barrier's key number, for the reasoner to compare (no text matching there)",

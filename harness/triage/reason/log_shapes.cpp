@@ -115,7 +115,7 @@ bool LogAnalyzer::try_membership() {
 // The bar of a process that was drawing it while its peers waited in the stuck collective: its redraw
 // is stamped after their first timeout, or written after it in the same file, or -- before the first
 // step, when the peers' collective is the job's start-up one and their wait began with the program --
-// the bar had been running for most of their timeout.
+// the bar had been running for most of their timeout, or the timeout line runs on from the unfinished bar.
 std::string LogAnalyzer::bar_busy_while(const BarSeen& b, const LogEvent& timeout) const {
   // A training loop's bar counts steps, and a data-parallel step needs its peers' collectives: one that
   // kept counting through a peer's whole timeout was not late to that collective but issuing others
@@ -127,6 +127,10 @@ std::string LogAnalyzer::bar_busy_while(const BarSeen& b, const LogEvent& timeou
   if (b.has_t && timeout.has_t && b.t > timeout.t)
     return fmt::format("still counting at {}, after the first timeout at {}", clock(b.t), clock(timeout.t));
   if (b.file == timeout.file && b.line > timeout.line) return "still counting after the first timeout line";
+  // The timeout was written onto the bar's own line: tqdm ends a finished bar's line, so the bar was still
+  // running (its work unfinished) when the peer's timeout came.
+  if (b.file == timeout.file && b.line == timeout.line && b.total > 0 && b.last_n < b.total)
+    return "its bar was unfinished when the first timeout was written onto its line";
   const double wait_s = (timeout.timeout_ms > 0 ? timeout.timeout_ms : timeout.ran_ms) / 1000.0;
   if (b.phase != "training" && !steps_seen() && wait_s > 0 && b.elapsed_s >= 0.5 * wait_s)
     return fmt::format("its bar had run {:.0f} s of its peers' {:.0f} s timeout, before any training step", b.elapsed_s,

@@ -307,6 +307,32 @@ TEST_CASE("busy bar: a bar that stopped before the wait, or a training bar witho
   CHECK(a.missing_ranks.empty());
 }
 
+TEST_CASE("busy bar: a peer's timeout written onto a rank's unfinished bar -- that rank was still at its work",
+          "[triage_logs][shapes]") {
+  // torchrun --tee prefixes each line with the local rank ("[default0]:", elastic tail_log.py); datasets' map
+  // counts "examples". tqdm ends a bar's line when the bar closes: rank 2's timeout runs on from rank 0's
+  // redraw, so rank 0 was still grouping texts (8 %) when it came, and never reached SeqNum 3.
+  TempDir t("bar_cut_by_timeout");
+  write_file(t.dir / "train.log",
+             "[default0]:Grouping texts in chunks of 2049:   8%|8         | 726000/9672101 [02:32<30:38, 4866.01 "
+             "examples/s][default2]:" +
+                 watchdog(2, 3, 600000) + "[default3]:" + watchdog(3, 3, 600000));
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.category == "straggler");
+  CHECK(r.cause == "slow_rank");
+  CHECK(r.phase == "data");
+  CHECK(r.missing_ranks == std::vector<int>{0});
+  // A finished bar (its count at its total) before the timeout says nothing of the wait.
+  write_file(t.dir / "train.log",
+             "[default0]:Grouping texts in chunks of 2049: 100%|##########| 9672101/9672101 [02:32<00:00, 4866.01 "
+             "examples/s][default2]:" +
+                 watchdog(2, 3, 600000) + "[default3]:" + watchdog(3, 3, 600000));
+  const auto q = triage_logs({t.dir});
+  INFO(render_text(q));
+  CHECK(q.cause != "slow_rank");
+}
+
 TEST_CASE("busy bar: a redraw joined to a peer's error, a count without a total, a bare bar after its announcement",
           "[triage_logs][shapes]") {
   // tqdm ends a redraw with '\r', not a newline: the watchdog line of another process joins it. The

@@ -332,6 +332,24 @@ void byo_phase(const ByoVerdict& v, std::map<int, Seen>& seen, TriageResult& r, 
       else phase = st->phase;  // e.g. stopped inside Trainer.train
     }
   }
+  // A culprit's own frames say init (DDP's construction broadcasting the parameters, a framework's init_*)
+  // while a peer waits inside training, evaluation or a save: the job is past init, and the culprit was
+  // (re)building a model inside that later phase (accelerate's training_check wraps a new model in DDP).
+  // A rank stopped or killed stands wherever the signal found it; the peers' wait shows where the job was.
+  if (phase == "init") {
+    for (const auto& [rank, s] : seen) {
+      if (std::find(culprits.begin(), culprits.end(), rank) != culprits.end()) continue;
+      const auto* st = s.stack();
+      if (!st || !(st->phase == "training" || st->phase == "eval" || st->phase == "checkpoint")) continue;
+      if (st->t && fail_t > 0 && *st->t < fail_t) continue;  // sampled before the failure: not its wait
+      phase = st->phase;
+      r.evidence.push_back({fmt::format("ranks/{}/stack.txt", rank),
+                            fmt::format("rank {}'s stack places it in {} while it waited: the job was past init, "
+                                        "whatever the culprit's frames were building",
+                                        rank, phase)});
+      break;
+    }
+  }
   if (phase.empty() && (r.phase == "init" || r.phase == "unknown" || r.phase.empty())) {
     std::vector<int> trained;
     for (const auto& [rank, s] : seen) {

@@ -183,6 +183,36 @@ TEST_CASE("a frozen rank of a program that prints no progress: the phase from th
   for (int k : {0, 1, 2}) g.exit(k, 1021.5, std::nullopt, 15, true, 60 + k);
   apply_run_evidence(g.in, g.r, false);
   CHECK(g.r.phase == "training");
+  // Stopped inside DDP's construction (init frames, innermost first) of a model training_check wraps after
+  // the job has trained, while a peer already waits in the backward pass's allreduce: the job is past init.
+  Fixture h;
+  for (int k : {0, 1, 2}) h.in.ranks[k].progress.reset();
+  h.in.harness.teardown_t = 1021;
+  h.in.harness.detections.push_back({1020.1, 30, "harness_watchdog", -1, "no progress on any live rank for 8.1 s"});
+  h.stack(1, "T", {"_sync_module_states (torch/distributed/utils.py:299)",
+                   "DistributedDataParallel.__init__ (torch/nn/parallel/distributed.py:850)",
+                   "Accelerator.prepare_model (accelerate/accelerator.py:1850)",
+                   "training_check (accelerate/test_utils/scripts/test_script.py:464)"}, true, 1020.3);
+  h.stack(0, "S", {"_engine_run_backward (torch/autograd/graph.py:825)", "backward (torch/_tensor.py:626)",
+                   "training_check (accelerate/test_utils/scripts/test_script.py:472)"}, true, 1020.3);
+  h.stack(2, "S", {"_sync_module_states (torch/distributed/utils.py:299)",
+                   "DistributedDataParallel.__init__ (torch/nn/parallel/distributed.py:850)"}, true, 1020.3);
+  for (int k : {0, 1, 2}) h.exit(k, 1021.5, std::nullopt, 15, true, 60 + k);
+  apply_run_evidence(h.in, h.r, false);
+  CHECK(h.r.cause == "frozen");
+  CHECK(h.r.phase == "training");
+  // Every rank in the construction: the job is in init (a hang at the first wrap, as at start-up).
+  Fixture i;
+  for (int k : {0, 1, 2}) i.in.ranks[k].progress.reset();
+  i.in.harness.teardown_t = 1021;
+  i.in.harness.detections.push_back({1020.1, 30, "harness_watchdog", -1, "no progress on any live rank for 8.1 s"});
+  for (int k : {0, 1, 2})
+    i.stack(k, k == 1 ? "T" : "S", {"_sync_module_states (torch/distributed/utils.py:299)",
+                                     "DistributedDataParallel.__init__ (torch/nn/parallel/distributed.py:850)",
+                                     "main (train.py:40)"}, true, 1020.3);
+  for (int k : {0, 1, 2}) i.exit(k, 1021.5, std::nullopt, 15, true, 60 + k);
+  apply_run_evidence(i.in, i.r, false);
+  CHECK(i.r.phase == "init");
 }
 
 TEST_CASE("an exception exit reported a moment after a peer's echo exit still names the signal death") {
