@@ -381,6 +381,16 @@ std::string_view bar_phase(std::string_view desc, std::string_view unit) {
   if (has_word(low, {"loading checkpoint shards", "loading weights", "loading model", "loading pipeline"}))
     return "init";
   if (has_word(low, {"saving", "save ", "checkpoint", "writing", "uploading"})) return "checkpoint";
+  // A reinforcement-learning trainer's step is made of stages, each its own bar (veRL-family actors,
+  // dp_actor.py: tqdm(micro_batches, desc="Compute log probs") for the experience, then
+  // desc="Update policy"): the policy's log-probabilities, rewards, advantages and its update are
+  // computed to train it, so such a bar counts the training step, whatever verb leads it ("Computing
+  // rewards" is not data preparation). Not an evaluation's bar ("Validation rollouts"). A standalone
+  // scoring script may print "compute log probs" too: that job is an evaluation, read as training here.
+  if (has_word(low, {"log prob", "logprob", "log-prob", "rollout", "reward", "advantage", "update policy",
+                     "policy update", "update actor", "update critic"}) &&
+      !has_word(low, {"eval", "valid", "test"}))
+    return "training";
   if (has_word(low, {"prepar", "tokeniz", "preprocess", "map", "filter", "generating", "download", "extract",
                      "building", "indexing", "caching", "shard", "encoding", "converting", "scanning", "reading",
                      "loading data", "loading dataset", "resolving data files", "computing"}) ||

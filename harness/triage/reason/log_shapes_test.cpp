@@ -242,6 +242,24 @@ TEST_CASE("progress bars: tqdm's meter read, and the phase its description names
   CHECK(bar_phase("Frobnicating", "it") == "");
 }
 
+TEST_CASE("progress bars: a reinforcement-learning trainer's stage bars count the training step",
+          "[triage_logs][shapes]") {
+  // veRL-family dp_actor.py: tqdm(micro_batches, desc="Compute log probs"), tqdm(..., desc="Update policy").
+  CHECK(bar_phase("Compute log probs", "it") == "training");
+  CHECK(bar_phase("Update policy", "it") == "training");
+  CHECK(bar_phase("Computing rewards", "it") == "training");  // not data preparation's "computing"
+  CHECK(bar_phase("Validation rollouts", "it") == "eval");
+  // The bar before a kill is the phase the kill hit (torchrun's agent: "failed (exitcode: -9) local_rank: 0").
+  TempDir t("rl_bar");
+  write_file(t.dir / "train.log",
+             bar("Compute log probs", 244, 320, "08:56", "1.65s/it") + "\n" +
+                 "E0402 15:02:00.117000 135782 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+                 "(exitcode: -9) local_rank: 0 (pid: 4242) of binary: /usr/bin/python3\n");
+  const auto r = triage_logs({t.dir});
+  INFO(render_text(r));
+  CHECK(r.phase == "training");
+}
+
 TEST_CASE("busy bar: data preparation counting on while the peers time out is a live straggler",
           "[triage_logs][shapes]") {
   TempDir t("busy_bar");
