@@ -514,6 +514,15 @@ bool torchelastic_lines(sv m, LogLine& o) {
     return true;
   }
   if (starts(trim(m), "*** SIG")) {  // glog's failure signal handler: "*** SIGSEGV (@0x0) received by PID ..."
+    // SIGTERM is among glog's failure signals, but it is a request to stop that some process sent (a launcher
+    // passing on Ctrl-C, a teardown, a scheduler; "from PID S" names the sender, 0 one outside the namespace):
+    // the process was stopped, it did not crash.
+    if (signal_from_name(m) == 15) {
+      o.kind = LogKind::kSignalReceived;
+      o.signal = 15;
+      o.pid = int_after(m, "received by PID ", 0, false);
+      return true;
+    }
     o.kind = LogKind::kCrash;
     o.signal = signal_from_name(m);
     if (!o.signal) o.signal = 6;

@@ -442,6 +442,11 @@ TEST_CASE("launchers, tracebacks, kernel and exit statuses", "[triage_logs]") {
     CHECK(parse("Segmentation fault (core dumped)").signal == 11);
     CHECK(parse("*** SIGSEGV (@0x0) received by PID 41211 (TID 0x7f) from PID 0; stack trace: ***").kind ==
           LogKind::kCrash);
+    // glog dumps on SIGTERM too (a failure signal of its handler), but SIGTERM is someone's request to stop.
+    const auto term = parse("*** SIGTERM (@0x0) received by PID 6561 (TID 0x7fa503a2d640) from PID 0; stack trace: ***");
+    CHECK(term.kind == LogKind::kSignalReceived);
+    CHECK(term.signal == 15);
+    CHECK(term.pid == 6561);
     CHECK(parse("OSError: [Errno 28] No space left on device").kind == LogKind::kDiskFull);
     // ENOSPC on a shared-memory segment is a full /dev/shm (a Python rank's DataLoader, scenarios/tooling/tiny_shm).
     CHECK(parse("[rank1]: RuntimeError: unable to allocate shared memory(shm) for file </torch_29417_3077712898_0>: No "
